@@ -1,0 +1,1 @@
+"""The offline demo: a simulated SGLang server, a sandbox of tables, the story."""

@@ -1,0 +1,1 @@
+"""GPUs through NVML: one wrapper, a sampler, the topology matrix, and a pynvml stand-in."""

@@ -1,0 +1,1 @@
+"""A pynvml stand-in driven by scenarios, for tests and the demo."""

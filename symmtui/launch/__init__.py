@@ -1,0 +1,1 @@
+"""Launching, stopping and relaunching the server: profiles, process trees, history."""

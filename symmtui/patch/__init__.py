@@ -1,0 +1,1 @@
+"""The SM120 patch for SGLang / vLLM symmetric-memory tables: check, diff, apply, revert."""

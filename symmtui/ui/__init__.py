@@ -1,0 +1,1 @@
+"""The Textual dashboard: renders engine state and sends user intents back."""

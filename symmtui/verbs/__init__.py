@@ -1,0 +1,1 @@
+"""Thin command-line verbs; each parses its options and calls the engine."""

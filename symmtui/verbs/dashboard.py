@@ -1,0 +1,16 @@
+"""The `dashboard` verb (placeholder until its issue lands)."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "dashboard (not built yet)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """No options yet."""
+
+
+def run(args: argparse.Namespace) -> int:
+    print("symmtui: 'dashboard' is not built yet")
+    return 2

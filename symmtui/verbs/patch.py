@@ -1,0 +1,16 @@
+"""The `patch` verb (placeholder until its issue lands)."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "patch (not built yet)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """No options yet."""
+
+
+def run(args: argparse.Namespace) -> int:
+    print("symmtui: 'patch' is not built yet")
+    return 2

@@ -1,0 +1,16 @@
+"""The `stop` verb (placeholder until its issue lands)."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "stop (not built yet)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """No options yet."""
+
+
+def run(args: argparse.Namespace) -> int:
+    print("symmtui: 'stop' is not built yet")
+    return 2

@@ -1,0 +1,22 @@
+"""Shared test settings: no animations, no stray NVML, isolated XDG dirs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_xdg(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every test gets its own XDG state/config dirs, so no test reads or writes the user's."""
+    root = tmp_path_factory.mktemp("xdg")
+    for var in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
+        d = root / var.lower()
+        d.mkdir()
+        monkeypatch.setenv(var, str(d))
+    yield root
