@@ -1,16 +1,85 @@
-"""The `wait` verb (placeholder until its issue lands)."""
+"""The `wait` verb: block until a server is ready (exit 0), crashed (1) or timed out (124)."""
 
 from __future__ import annotations
 
 import argparse
+import math
+from pathlib import Path
 
-HELP = "wait (not built yet)"
+HELP = "wait for a server to be ready: follow its log (and /health, and its pid); exit 0 ready, 1 crashed, 124 timed out"
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if math.isnan(value) or math.isinf(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds (0: no limit)")
+    return value
+
+
+def _pid(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a process id") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a process id is a positive integer")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    """Options of `symmtui wait`."""
+    parser.add_argument("--log", metavar="PATH", help="the server's log file (may not exist yet)")
+    parser.add_argument("--url", metavar="URL", help="health URL, e.g. http://127.0.0.1:30000/health (200 = up)")
+    parser.add_argument("--pid", metavar="PID", type=_pid, help="the server's process: its exit means CRASHED")
+    parser.add_argument("--ready", metavar="REGEX", action="append", default=[],
+                        help="extra ready pattern (repeatable; added to the built-in markers)")
+    parser.add_argument("--crash", metavar="REGEX", action="append", default=[],
+                        help="extra crash pattern (repeatable)")
+    parser.add_argument("--timeout", metavar="SECONDS", type=_seconds, default=None,
+                        help="give up after this long (default 900, or the profile's; 0: never)")
+    parser.add_argument("--stall", metavar="SECONDS", type=_seconds, default=None,
+                        help="report STALLED after this long without a new line or progress (default 300; "
+                        "0: never); it keeps waiting until the timeout")
+    parser.add_argument("--new-only", action="store_true", help="ignore what is already in the log at start")
+    parser.add_argument("--config", metavar="FILE", help="read log/url/timeout/stall/rules from a launch profile")
 
 
 def run(args: argparse.Namespace) -> int:
-    print("symmtui: 'wait' is not built yet")
-    return 2
+    """Wait and print the verdict."""
+    from symmtui.core.probe import check_url
+    from symmtui.core.readiness import ReadinessConfig
+    from symmtui.core.rules import RuleSet
+    from symmtui.core.waiting import wait_for
+    from symmtui.errors import UserError
+
+    log: Path | None = Path(args.log) if args.log else None
+    url: str | None = args.url
+    timeout: float | None = args.timeout
+    stall: float | None = args.stall
+    ready: list[str] = list(args.ready)
+    crash: list[str] = list(args.crash)
+    if args.config:
+        from symmtui.launch.profile import load_profile
+
+        profile = load_profile(args.config)
+        log = log if log is not None else profile.log_path
+        url = url if url is not None else profile.url
+        timeout = timeout if timeout is not None else profile.timeout
+        stall = stall if stall is not None else profile.stall
+        ready = [*profile.ready, *ready]
+        crash = [*profile.crash, *crash]
+    if log is None and url is None:
+        raise UserError("nothing to watch: give --log PATH and/or --url URL (or --config FILE with a log or url)")
+    if log is not None and log.is_dir():
+        raise UserError(f"--log {log} is a directory: give the server's log file (it may not exist yet)")
+    if url is not None:
+        check_url(url)
+    ruleset = RuleSet().with_user(ready=ready, crash=crash)
+    timeout = 900.0 if timeout is None else timeout
+    stall = 300.0 if stall is None else stall
+    config = ReadinessConfig(timeout=timeout or None, stall=stall or None)
+    result = wait_for(log, url=url, pid=args.pid, ruleset=ruleset, config=config, new_only=args.new_only)
+    return result.exit_code

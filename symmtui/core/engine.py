@@ -1,0 +1,475 @@
+"""Bringup: the follower, the event builder, the readiness machine, the probe and a pid watch, in threads."""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from symmtui.core.events import Event, EventBuilder
+from symmtui.core.follow import FileNotice, LogFollower, LogLine
+from symmtui.core.probe import HttpProbe, ProbeResult
+from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
+from symmtui.core.rules import Kind, RuleSet
+
+UPDATE_INTERVAL = 0.05  # at most ~20 updates a second, except on a verdict change
+MAX_PENDING_LINES = 100_000  # lines kept for a slow on_update; older ones are dropped (counted)
+QUIET_FLUSH = 2.0  # an open traceback with no new line for this long is closed as it is
+MAX_REPLAY_EVENTS = 50_000
+PID_SETTLE = 0.5  # after the process is gone, wait this long at most for its last log lines
+
+
+@dataclass(frozen=True)
+class EngineUpdate:
+    """One coalesced batch for readers: new lines, new/updated events, file notices, and the state."""
+
+    lines: tuple[LogLine, ...]
+    events: tuple[Event, ...]
+    notices: tuple[FileNotice, ...]
+    snapshot: Snapshot
+    dropped_lines: int = 0
+    generation: int = 0
+
+
+@dataclass
+class _Pending:
+    lines: list[LogLine] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    notices: list[FileNotice] = field(default_factory=list)
+    dropped: int = 0
+
+    def empty(self) -> bool:
+        return not (self.lines or self.events or self.notices or self.dropped)
+
+
+def process_exit_status(pid: int) -> tuple[bool, int | None]:
+    """(alive, returncode) for ``pid`` without reaping it: returncode like subprocess (-N = signal N).
+
+    Our own child is read with waitid(WNOWAIT) (whoever owns the Popen still reaps it); another
+    process's code is read from /proc while it is a zombie; otherwise the code is unknown (None).
+    """
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        info = None
+    except OSError:
+        info = None
+    else:
+        if info is None:
+            return True, None
+        if info.si_code == os.CLD_EXITED:
+            return False, info.si_status
+        return False, -info.si_status
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return _exists(pid), None
+    rest = stat[stat.rfind(b")") + 2 :].split()
+    if not rest:
+        return _exists(pid), None
+    if rest[0] not in (b"Z", b"X"):
+        return True, None
+    try:
+        raw = int(rest[49]) if len(rest) > 49 else None  # field 52 "exit_code" (Linux 3.5+)
+    except ValueError:
+        raw = None
+    if raw is None:
+        return False, None
+    if os.WIFSIGNALED(raw):
+        return False, -os.WTERMSIG(raw)
+    return False, os.WEXITSTATUS(raw)
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def watch_pid(pid: int, stop: threading.Event, on_exit: Callable[[int | None], None], poll: float = 0.2) -> None:
+    """Block until ``pid`` is gone (or ``stop``), then call ``on_exit(returncode or None)``.
+
+    Uses a pidfd (woken by the kernel the moment the process ends) where available, else polls.
+    """
+    fd: int | None = None
+    try:
+        fd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
+    except OSError:
+        fd = None
+    try:
+        while not stop.is_set():
+            if fd is not None:
+                ready, _, _ = select.select([fd], [], [], poll)
+                if not ready:
+                    continue
+            else:
+                stop.wait(poll)
+            alive, code = process_exit_status(pid)
+            if not alive:
+                on_exit(code)
+                return
+            if fd is not None:
+                # The pidfd fired but the process is still listed: a zombie our parent has not reaped
+                # shows as 'Z' and is handled above; anything else, keep waiting by polling.
+                os.close(fd)
+                fd = None
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+class Bringup:
+    """Watch one bring-up: ``start()``, read ``snapshot()`` or receive ``on_update`` batches, ``stop()``.
+
+    ``tail_lines``: attach at the last N lines (the display gets those at once) and scan the earlier
+    part in a background thread; None reads the whole file in order. ``new_only``: judge only lines
+    written after start. ``on_update`` is called from one engine thread, at most ~20 times a second,
+    and at once when the state changes.
+    """
+
+    def __init__(
+        self,
+        log_path: str | os.PathLike[str] | None,
+        *,
+        ruleset: RuleSet | None = None,
+        config: ReadinessConfig | None = None,
+        url: str | None = None,
+        pid: int | None = None,
+        new_only: bool = False,
+        tail_lines: int | None = None,
+        on_update: Callable[[EngineUpdate], None] | None = None,
+        probe_timeout: float = 2.0,
+        probe_interval: tuple[float, float] = (0.25, 5.0),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ruleset = ruleset if ruleset is not None else RuleSet()
+        base = config if config is not None else ReadinessConfig()
+        self.config = replace(base, need_probe=url is not None and log_path is not None, has_pid=pid is not None)
+        self.log_path = Path(log_path) if log_path is not None else None
+        self.url = url
+        self.pid = pid
+        self.new_only = new_only
+        self.tail_lines = tail_lines
+        self.on_update = on_update
+        self.probe_timeout = probe_timeout
+        self.probe_interval = probe_interval
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._wake = threading.Condition(self._lock)
+        self._builder = EventBuilder(self.ruleset)
+        self._readiness = Readiness(self.config, clock())
+        self._pending = _Pending()
+        self._urgent = False
+        self._generation = 0
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()  # the whole engine
+        self._gen_stop = threading.Event()  # the current generation's watchers
+        self._started = False
+        self._last_line_at: float | None = None
+        self._replay: list[Event] = []
+        self._probe: HttpProbe | None = None
+        self._follower: LogFollower | None = None
+        self._last_emit = 0.0
+        self._last_state = State.WAITING
+        self._dispatcher: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ public
+    def start(self) -> None:
+        """Start the threads (idempotent)."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+            self._readiness.restart(self._clock())
+            self._urgent = True  # readers get a first snapshot at once
+        self._dispatcher = threading.Thread(target=self._dispatch_loop, name="symmtui-engine", daemon=True)
+        self._dispatcher.start()
+        self._start_generation()
+
+    def stop(self, reason: str = "stopped watching") -> None:
+        """Stop every thread (a last update carries STOPPED unless a verdict was already in)."""
+        with self._lock:
+            if not self._started or self._stop.is_set():
+                return
+            self._readiness.mark_stopped(self._clock(), reason)
+            self._urgent = True
+            self._wake.notify_all()
+        self._stop_generation()
+        with self._lock:
+            self._stop.set()
+            self._wake.notify_all()
+        if self._dispatcher is not None and self._dispatcher is not threading.current_thread():
+            self._dispatcher.join(timeout=10)  # (from inside on_update it ends right after the callback)
+
+    def restart(self, log_path: str | os.PathLike[str] | None = None, pid: int | None = None,
+                *, new_only: bool | None = None) -> None:
+        """Reset the clock and the state for a relaunch; follow ``log_path`` (default: the same path).
+
+        ``new_only`` None means: a different path is read from its start, the same path only from
+        what is written after this call.
+        """
+        self._stop_generation()
+        with self._lock:
+            new_path = Path(log_path) if log_path is not None else self.log_path
+            if new_only is None:
+                new_only = new_path == self.log_path and new_path is not None
+            self.log_path = new_path
+            self.pid = pid
+            self.new_only = new_only
+            self.config = replace(self.config, need_probe=self.url is not None and new_path is not None,
+                                  has_pid=pid is not None)
+            self._readiness = Readiness(self.config, self._clock())
+            self._builder = EventBuilder(self.ruleset)
+            self._pending = _Pending()
+            self._replay = []
+            self._last_line_at = None
+            self._generation += 1
+            self._urgent = True
+            self._wake.notify_all()
+        if self._started and not self._stop.is_set():
+            self._start_generation()
+
+    def snapshot(self) -> Snapshot:
+        """The state now."""
+        with self._lock:
+            return self._readiness.snapshot(self._clock())
+
+    def wait_final(self, timeout: float | None = None) -> Snapshot:
+        """Block until the state is final (READY/CRASHED/TIMED_OUT/STOPPED) or ``timeout``; the snapshot."""
+        deadline = None if timeout is None else self._clock() + timeout
+        with self._lock:
+            while True:
+                snap = self._readiness.snapshot(self._clock())
+                if snap.state.final:
+                    return snap
+                left = 0.5 if deadline is None else min(0.5, deadline - self._clock())
+                if left <= 0:
+                    return snap
+                self._wake.wait(left)
+
+    @property
+    def generation(self) -> int:
+        """Increments on every restart (updates carry it, so readers can drop stale batches)."""
+        return self._generation
+
+    # ------------------------------------------------------------------ generations
+    def _start_generation(self) -> None:
+        self._gen_stop = threading.Event()
+        stop = self._gen_stop
+        gen = self._generation
+        if self.log_path is not None:
+            tail = 0 if self.new_only else self.tail_lines
+            self._follower = LogFollower(self.log_path, tail_lines=tail)
+            first = threading.Event()
+            self._spawn(self._follow_loop, self._follower, stop, gen, first, name="symmtui-follow")
+            if tail and not self.new_only:
+                self._spawn(self._backfill_loop, self._follower, stop, gen, first, name="symmtui-backfill")
+        if self.url is not None:
+            lo, hi = self.probe_interval
+            self._probe = HttpProbe(self.url, self.probe_timeout, min_interval=lo, max_interval=hi)
+            self._spawn(self._probe_loop, self._probe, stop, gen, name="symmtui-probe")
+        if self.pid is not None:
+            self._spawn(self._pid_loop, self.pid, stop, gen, name="symmtui-pid")
+
+    def _spawn(self, target: Callable[..., None], *args: object, name: str) -> None:
+        t = threading.Thread(target=target, args=args, name=name, daemon=True)
+        with self._lock:
+            self._threads.append(t)
+        t.start()
+
+    def _stop_generation(self) -> None:
+        self._gen_stop.set()
+        threads, self._threads = self._threads, []
+        for t in threads:
+            t.join(timeout=10)
+        if self._follower is not None:
+            self._follower.close()
+            self._follower = None
+
+    # ------------------------------------------------------------------ threads
+    def _follow_loop(self, follower: LogFollower, stop: threading.Event, gen: int,
+                     first: threading.Event) -> None:
+        def on_batch(items: list[LogLine | FileNotice]) -> None:
+            self._on_items(items, gen)
+            first.set()
+
+        follower.watch(stop, on_batch)
+
+    def _backfill_loop(self, follower: LogFollower, stop: threading.Event, gen: int,
+                       first: threading.Event) -> None:
+        """Judge the part of the file before the tail, then replay the tail's events after it."""
+        while not first.wait(0.1):
+            if stop.is_set():
+                return
+        builder = EventBuilder(self.ruleset)
+        history: list[Event] = []
+        for batch in follower.backfill():
+            if stop.is_set():
+                return
+            history.extend(builder.feed_many([ln for ln in batch if not ln.progress]))
+        history.extend(builder.flush())
+        if not history:
+            return
+        with self._lock:
+            if gen != self._generation or stop.is_set():
+                return
+            now = self._clock()
+            old = self._readiness
+            fresh = Readiness(self.config, old.snapshot(now).started_at)
+            for ev in history:
+                fresh.feed(ev, now)
+            for ev in self._replay:
+                fresh.feed(ev, now)
+            snap = old.snapshot(now)
+            fresh.feed_activity(now, snap.last_lines)
+            if snap.probe_ok is not None:
+                fresh.feed_probe(snap.probe_ok, snap.probe_detail or "", now)
+            self._readiness = fresh
+            self._pending.events.extend(e for e in history if e.kind in (Kind.CRASH, Kind.WARNING))
+            self._urgent = True
+            self._wake.notify_all()
+
+    def _on_items(self, items: Iterable[LogLine | FileNotice], gen: int) -> None:
+        with self._lock:
+            if gen != self._generation:
+                return
+            now = self._clock()
+            pend = self._pending
+            before = self._readiness.state
+            run: list[LogLine] = []
+            texts: list[str] = []  # finished lines
+            live: str | None = None  # the unfinished last line's latest update, if it came after them
+            for item in items:
+                if isinstance(item, FileNotice):
+                    self._feed_run(run, now)
+                    pend.notices.append(item)
+                    continue
+                pend.lines.append(item)
+                if item.progress:
+                    live = item.text
+                    self._feed_run(run, now)
+                    for ev in self._builder.feed_progress(item):
+                        self._feed_event(ev, now)
+                else:
+                    texts.append(item.text)
+                    live = None
+                    run.append(item)
+            self._feed_run(run, now)
+            if texts or live is not None:
+                self._last_line_at = now
+                keep = self.config.last_lines
+                self._readiness.feed_activity(now, texts[-keep:] if keep else (), live)
+            if len(pend.lines) > MAX_PENDING_LINES:
+                cut = len(pend.lines) - MAX_PENDING_LINES
+                del pend.lines[:cut]
+                pend.dropped += cut
+            if self._readiness.state is not before:
+                self._urgent = True
+            self._wake.notify_all()
+
+    def _feed_run(self, run: list[LogLine], now: float) -> None:
+        if run:
+            for ev in self._builder.feed_many(run):
+                self._feed_event(ev, now)
+            run.clear()
+
+    def _feed_event(self, ev: Event, now: float) -> None:
+        self._pending.events.append(ev)
+        self._readiness.feed(ev, now)
+        replay = self._replay
+        if ev.kind is Kind.PROGRESS and replay and replay[-1].kind is Kind.PROGRESS:
+            replay[-1] = ev  # only the latest progress matters for a replay
+        elif len(replay) < MAX_REPLAY_EVENTS:
+            replay.append(ev)
+        if ev.kind is Kind.READY and self._probe is not None:
+            self._probe.kick()
+
+    def _probe_loop(self, probe: HttpProbe, stop: threading.Event, gen: int) -> None:
+        def on_result(res: ProbeResult) -> None:
+            with self._lock:
+                if gen != self._generation:
+                    return
+                before = self._readiness.state
+                self._readiness.feed_probe(res.ok, res.detail, self._clock())
+                if self._readiness.state is not before:
+                    self._urgent = True
+                self._wake.notify_all()
+
+        probe.run(stop, on_result)
+
+    def _pid_loop(self, pid: int, stop: threading.Event, gen: int) -> None:
+        alive, code = process_exit_status(pid)
+        if alive:
+            with self._lock:
+                if gen == self._generation:
+                    self._readiness.feed_process(True, None, self._clock())
+
+        def on_exit(code: int | None) -> None:
+            # Let the follower deliver what the process wrote last (its final error lines) first:
+            # wait until the log has been quiet for a moment (at most PID_SETTLE seconds).
+            t0 = self._clock()
+            while not stop.is_set() and self.log_path is not None and self._clock() - t0 < PID_SETTLE:
+                last = self._last_line_at
+                if last is not None and self._clock() - last >= 0.1 and self._clock() - t0 >= 0.1:
+                    break
+                stop.wait(0.05)
+            with self._lock:
+                if gen != self._generation:
+                    return
+                now = self._clock()
+                for ev in self._builder.flush():
+                    self._feed_event(ev, now)
+                before = self._readiness.state
+                self._readiness.feed_process(False, code, now)
+                snap = self._readiness.snapshot(now)
+                if snap.cause is not None and snap.cause.rule_id == "process_exit":
+                    self._pending.events.append(snap.cause)
+                if self._readiness.state is not before:
+                    self._urgent = True
+                self._wake.notify_all()
+
+        if not alive:
+            on_exit(code)
+            return
+        watch_pid(pid, stop, on_exit)
+
+    def _dispatch_loop(self) -> None:
+        while True:
+            with self._lock:
+                now = self._clock()
+                before = self._last_state
+                state = self._readiness.tick(now)
+                if self._builder.in_block and self._last_line_at is not None and now - self._last_line_at > QUIET_FLUSH:
+                    for ev in self._builder.flush():
+                        self._feed_event(ev, now)
+                    state = self._readiness.tick(now)
+                due = now - self._last_emit >= UPDATE_INTERVAL
+                send = self._urgent or state is not before or (due and not self._pending.empty())
+                update: EngineUpdate | None = None
+                if send:
+                    pend, self._pending = self._pending, _Pending()
+                    update = EngineUpdate(tuple(pend.lines), tuple(pend.events), tuple(pend.notices),
+                                          self._readiness.snapshot(now), pend.dropped, self._generation)
+                    self._urgent = False
+                    self._last_emit = now
+                    self._last_state = state
+                stopping = self._stop.is_set()
+            if update is not None and self.on_update is not None:
+                self.on_update(update)
+            if stopping and update is None:
+                return
+            with self._lock:
+                if self._stop.is_set() and not self._urgent and self._pending.empty():
+                    return
+                if not self._urgent:
+                    wait = UPDATE_INTERVAL if not self._pending.empty() else 0.25
+                    self._wake.wait(wait)

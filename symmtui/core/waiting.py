@@ -1,0 +1,222 @@
+"""The headless wait loop (shared by `symmtui wait` and `symmtui launch`): phase lines, then one verdict."""
+
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TextIO
+
+from symmtui.core.diagnose import diagnose
+from symmtui.core.engine import Bringup, EngineUpdate
+from symmtui.core.events import Event
+from symmtui.core.readiness import ReadinessConfig, Snapshot, State
+from symmtui.core.rules import RuleSet
+
+EXIT_READY = 0
+EXIT_CRASHED = 1
+EXIT_TIMED_OUT = 124
+EXIT_CODES = {State.READY: EXIT_READY, State.CRASHED: EXIT_CRASHED, State.TIMED_OUT: EXIT_TIMED_OUT,
+              State.STOPPED: EXIT_CRASHED}
+SETTLE_QUIET = 0.2  # after a crash, wait for the log to be quiet this long (other ranks' copies) ...
+SETTLE_MAX = 1.0  # ... but no longer than this
+MAX_BLOCK_PRINT = 60
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    """The verdict ``wait`` printed, its exit code and the final snapshot."""
+
+    state: State
+    exit_code: int
+    snapshot: Snapshot
+
+
+def _stamp(seconds: float) -> str:
+    return f"[{seconds:6.1f}s]"
+
+
+def _drop_stdout() -> None:
+    """The reader of stdout went away (``symmtui wait ... | head``): send the rest to /dev/null, so
+    neither a later write nor the interpreter's last flush fails."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+
+
+class _Printer:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.spans_printed = 0
+        self.state = State.WAITING
+        self.notices: set[tuple[str, str]] = set()
+        self.closed = False
+
+    def line(self, text: str) -> None:
+        if self.closed:
+            return
+        try:
+            self.out.write(text + "\n")
+            self.out.flush()
+        except BrokenPipeError:
+            # Nobody reads any more; waiting goes on, so the exit code still tells the verdict.
+            self.closed = True
+            if self.out is sys.stdout:
+                _drop_stdout()
+
+    def update(self, up: EngineUpdate, elapsed: float) -> None:
+        snap = up.snapshot
+        for notice in up.notices:
+            if notice.kind == "opened":
+                continue
+            key = (notice.kind, notice.message)
+            if key in self.notices:
+                continue
+            self.notices.add(key)
+            self.line(f"{_stamp(elapsed)} log {notice.kind}: {notice.message}")
+        self.progress(snap)
+
+    def progress(self, snap: Snapshot) -> None:
+        spans = snap.phases
+        for span in spans[self.spans_printed :]:
+            if span.name == "ready":
+                continue
+            self.line(f"{_stamp(span.start)} {span.name}")
+        self.spans_printed = len(spans)
+        if snap.state is State.STALLED and self.state is not State.STALLED:
+            limit = "" if snap.remaining_timeout is None else f"; still waiting, {snap.remaining_timeout:.0f} s to the timeout"
+            self.line(f"{_stamp(snap.elapsed)} STALLED: {snap.detail}{limit}")
+        elif self.state is State.STALLED and snap.state is State.STARTING:
+            self.line(f"{_stamp(snap.elapsed)} moving again ({snap.phase or 'starting'})")
+        self.state = snap.state
+
+    def verdict(self, snap: Snapshot) -> None:
+        after = snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed
+        if snap.run > 1:
+            self.line(f"(the log holds {snap.run} launches; the verdict is about the last one)")
+        if snap.state is State.READY:
+            self.line(f"READY after {after:.1f} s")
+            self.line(f"  evidence: {snap.detail}")
+            if snap.log_span is not None and after < 1.0 and snap.log_span > after:
+                self.line(f"  (already in the log: the server came up {snap.log_span:.1f} s after its first line)")
+            for w in snap.warnings:
+                self._warning(w)
+            return
+        if snap.state is State.CRASHED:
+            cause = snap.cause
+            head = cause.headline() if cause is not None else snap.detail
+            self.line(f"CRASHED after {after:.1f} s: {head}")
+            if cause is not None:
+                self._block(cause)
+                d = diagnose(cause)
+                if d is not None:
+                    self.line(f"  cause: {d.cause}")
+                    self.line(f"  next:  {d.action}")
+                for other in snap.errors:
+                    if other.key != cause.key:
+                        where = f" (line {other.line_no})" if other.line_no else ""
+                        self.line(f"  also:  {other.headline()}{where}")
+            if snap.process_detail and (cause is None or cause.rule_id != "process_exit"):
+                self.line(f"  process: {snap.process_detail}")
+            for w in snap.warnings:
+                self._warning(w)
+            return
+        if snap.state is State.TIMED_OUT:
+            self.line(f"TIMED OUT after {after:.1f} s")
+            phase = snap.phase or "no phase seen"
+            if snap.progress is not None:
+                phase += f" ({snap.progress * 100:.0f}%)"
+            self.line(f"  last phase: {phase}")
+            if snap.since_activity is not None:
+                self.line(f"  last log line: {snap.since_activity:.1f} s ago")
+            if snap.probe_detail:
+                self.line(f"  health: {snap.probe_detail}")
+            if snap.last_lines:
+                self.line("  last lines:")
+                for text in snap.last_lines:
+                    self.line(f"    {text}")
+            return
+        self.line(f"STOPPED after {after:.1f} s: {snap.detail}")
+
+    def _block(self, ev: Event) -> None:
+        if ev.rule_id == "process_exit":
+            return  # the headline already says how the process ended; the log had no error line
+        lines = ev.block or ((ev.text,) if ev.text and ev.text != ev.summary else ())
+        if not lines:
+            return
+        where = f" (line {ev.line_no})" if ev.line_no else ""
+        self.line(f"  --- first error{where} ---")
+        shown = lines if len(lines) <= MAX_BLOCK_PRINT else (*lines[:10], "...", *lines[-(MAX_BLOCK_PRINT - 11) :])
+        for text in shown:
+            self.line(f"  | {text}")
+        self.line("  ---")
+
+    def _warning(self, w: Event) -> None:
+        self.line(f"  warning: {w.headline()}")
+        d = diagnose(w)
+        if d is not None:
+            self.line(f"           {d.cause}; {d.action}")
+
+
+def report(bringup: Bringup, updates: queue.Queue[EngineUpdate], out: TextIO,
+           clock: Callable[[], float] = time.monotonic) -> WaitResult:
+    """Print phase lines from ``updates`` until the bring-up's verdict, then the verdict. Stops ``bringup``."""
+    printer = _Printer(out)
+    t0 = clock()
+    try:
+        while True:
+            try:
+                up = updates.get(timeout=0.5)
+            except queue.Empty:
+                snap = bringup.snapshot()
+                printer.progress(snap)
+                if snap.state.final:
+                    break
+                continue
+            printer.update(up, clock() - t0)
+            if up.snapshot.state.final:
+                break
+        snap = bringup.snapshot()
+        if snap.state is State.CRASHED:
+            # Let the other ranks' copies of the same error arrive (they are written within ms).
+            start = last = clock()
+            while clock() - start < SETTLE_MAX and clock() - last < SETTLE_QUIET:
+                try:
+                    up = updates.get(timeout=SETTLE_QUIET / 2)
+                except queue.Empty:
+                    continue
+                if up.lines or up.events:
+                    last = clock()
+            snap = bringup.snapshot()
+    finally:
+        bringup.stop()
+    printer.progress(snap)
+    printer.verdict(snap)
+    return WaitResult(snap.state, EXIT_CODES.get(snap.state, EXIT_CRASHED), snap)
+
+
+def wait_for(
+    log_path: str | os.PathLike[str] | None,
+    *,
+    url: str | None = None,
+    pid: int | None = None,
+    ruleset: RuleSet | None = None,
+    config: ReadinessConfig | None = None,
+    new_only: bool = False,
+    out: TextIO | None = None,
+    probe_timeout: float = 2.0,
+) -> WaitResult:
+    """Watch a bring-up until READY / CRASHED / TIMED OUT, printing as `symmtui wait` does.
+
+    Exit codes in the result: 0 ready, 1 crashed, 124 timed out.
+    """
+    updates: queue.Queue[EngineUpdate] = queue.Queue()
+    bringup = Bringup(log_path, ruleset=ruleset, config=config, url=url, pid=pid, new_only=new_only,
+                      tail_lines=None, on_update=updates.put, probe_timeout=probe_timeout)
+    bringup.start()
+    return report(bringup, updates, out if out is not None else sys.stdout)

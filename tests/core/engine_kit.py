@@ -1,0 +1,155 @@
+"""Helpers for the engine tests: a real writer process, sample logs, lines built by hand, a loopback HTTP server."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+KEYERROR_LOG = FIXTURES / "sglang-tp8-symm-mem-keyerror.log"
+READY_LOG = FIXTURES / "sglang-tp8-ready.log"
+WRITER = FIXTURES / "log_writer.py"
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+@dataclass(frozen=True)
+class Line:
+    """A hand-built line with the follower's LogLine shape (no, text, plain)."""
+
+    no: int
+    text: str
+    plain: str
+
+
+def lines_of(text: str, start: int = 1) -> list[Line]:
+    """Numbered Line objects for each line of ``text``."""
+    return [Line(i, t, t) for i, t in enumerate(text.splitlines(), start)]
+
+
+class Writer:
+    """A real process appending to a log (tests/fixtures/log_writer.py, command mode)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.proc = subprocess.Popen(
+            [sys.executable, str(WRITER), str(path)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+
+    def _op(self, **cmd: str) -> float:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline()
+        return float(json.loads(reply)["t"])
+
+    def write(self, text: str) -> float:
+        """Append ``text``; returns the writer's monotonic time right after the write."""
+        return self._op(op="write", data=text)
+
+    def close(self) -> None:
+        """Stop the writer process."""
+        if self.proc.poll() is None:
+            try:
+                self._op(op="quit")
+            except (ValueError, OSError, json.JSONDecodeError):
+                pass
+            self.proc.wait(timeout=10)
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def free_port() -> int:
+    """A port with nothing listening on 127.0.0.1 (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Health:
+    """What the test server answers: a status code, or one of the modes hang / reset."""
+
+    def __init__(self, status: int = 200) -> None:
+        self.status = status
+        self.mode = "status"
+        self.requests = 0
+        self.lock = threading.Lock()
+        self.release = threading.Event()
+
+
+@contextmanager
+def http_server(health: Health) -> Iterator[str]:
+    """A real HTTP server on 127.0.0.1 in a thread; yields its /health URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            with health.lock:
+                health.requests += 1
+                mode, status = health.mode, health.status
+            if mode == "hang":
+                health.release.wait(30)
+                return
+            if mode == "reset":
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                self.connection.close()
+                return
+            body = b"ok" if status == 200 else b"not yet"
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/health"
+    finally:
+        health.release.set()
+        server.shutdown()
+        server.server_close()
+        t.join(5)
+
+
+def wait_until(pred: Callable[[], bool], timeout: float = 20.0, step: float = 0.01) -> bool:
+    """Poll ``pred`` until true or ``timeout`` (for engine state reached from other threads)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def symmtui_cmd(*args: str) -> list[str]:
+    """argv running the CLI from this checkout."""
+    return [sys.executable, "-m", "symmtui", *args]
+
+
+def env() -> dict[str, str]:
+    """The test environment for CLI subprocesses (this checkout first on the path)."""
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    return e
