@@ -1,16 +1,42 @@
-"""The `gpus` verb (placeholder until its issue lands)."""
+"""The `gpus` verb: GPUs, processes and the topology matrix from NVML, as a table or JSON."""
 
 from __future__ import annotations
 
 import argparse
+import math
 
-HELP = "gpus (not built yet)"
+HELP = "show GPUs, the processes holding their memory and the topology matrix (NVML)"
+EXIT_UNAVAILABLE = 3
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value < 0.05:
+        raise argparse.ArgumentTypeError(f"interval must be at least 0.05 s, got {text}")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    """Options of `symmtui gpus`."""
+    parser.add_argument("--json", action="store_true", help="print one JSON document (schema symmtui.gpus/1); with --watch one per sample (JSON Lines)")
+    topo = parser.add_mutually_exclusive_group()
+    topo.add_argument("--topo", action="store_true",
+                      help="only the topology: matrix, legend, P2P matrices, NVLinks and facts")
+    topo.add_argument("--no-topo", action="store_true", help="leave the topology out")
+    parser.add_argument("--watch", action="store_true", help="refresh the table until Ctrl-C")
+    parser.add_argument("--interval", type=_interval, default=1.0, metavar="S",
+                        help="seconds between refreshes with --watch (default 1)")
+    parser.add_argument("--debug", action="store_true", help="also show what one sample costs")
+    parser.add_argument("--standin", metavar="SCENARIO",
+                        help="use a simulated host instead of NVML (also $SYMMTUI_NVML_STANDIN); "
+                             "scenarios: rtx-pro-6000-x8-pcie, h200-x2-nvswitch, or a recording .json")
 
 
 def run(args: argparse.Namespace) -> int:
-    print("symmtui: 'gpus' is not built yet")
-    return 2
+    """Print the GPUs; 3 when NVML is unavailable."""
+    from symmtui.gpu.cli import gpus_main
+
+    return gpus_main(args)

@@ -1,0 +1,196 @@
+"""One background thread that samples every GPU at an interval and keeps a bounded history for sparklines."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from symmtui.gpu.nvml import GpuInfo, GpuSample, NAType, Nvml
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSnapshot:
+    """Everything one sampling round saw, handed to ``on_sample`` and kept as ``latest()``."""
+
+    time: float  # time.time() at the start of the round
+    infos: tuple[GpuInfo, ...]
+    samples: tuple[GpuSample, ...]
+    cost_seconds: float  # wall time of the round (NVML calls + process lookups)
+    unavailable_reason: str | None = None
+    calls: int = 0  # NVML calls in the round
+    slowest_call: str = ""  # the slowest NVML function of the round
+    slowest_call_seconds: float = 0.0
+    seq: int = 0  # 1, 2, 3... per sampler
+
+    @property
+    def lost(self) -> tuple[int, ...]:
+        """Indices of GPUs marked lost."""
+        return tuple(s.index for s in self.samples if s.lost)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPoint:
+    """One point of a GPU's history (NA values stored as None, so sparklines can skip them)."""
+
+    time: float
+    memory_used: int | None
+    utilization_gpu: int | None
+    temperature_c: int | None
+    power_w: float | None
+
+
+def _opt(value: T | NAType) -> T | None:
+    return None if isinstance(value, NAType) else value
+
+
+class GpuSampler:
+    """Samples in its own thread (never the caller's); ``latest()`` and ``history()`` never block on NVML.
+
+    A slow NVML call delays only this thread: ``busy_for()`` tells how long the round in flight
+    has run, so a UI can say "NVML slow (2.0 s)" while it keeps drawing the last snapshot.
+    """
+
+    def __init__(
+        self,
+        nvml: Nvml,
+        interval: float = 1.0,
+        history_seconds: float = 600.0,
+        on_sample: Callable[[GpuSnapshot], None] | None = None,
+    ) -> None:
+        if not interval > 0 or not math.isfinite(interval):
+            raise ValueError(f"sampling interval must be a positive number of seconds, got {interval!r}")
+        self.nvml = nvml
+        self.interval = float(interval)
+        self.history_len = max(1, math.ceil(history_seconds / self.interval))
+        self.on_sample = on_sample
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._latest: GpuSnapshot | None = None
+        self._history: dict[int, deque[HistoryPoint]] = {}
+        self._round_started: float | None = None
+        self._seq = 0
+        self.callback_errors = 0
+        self.sample_errors = 0
+        self.last_error: str | None = None
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the thread (idempotent)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="symmtui-gpu-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Ask the thread to stop and wait up to ``timeout``; False if a stuck NVML call still holds it."""
+        self._stop.set()
+        thread = self._thread
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    @property
+    def running(self) -> bool:
+        """True while the thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def __enter__(self) -> GpuSampler:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- reading -----------------------------------------------------------------------------
+    def latest(self) -> GpuSnapshot | None:
+        """The last finished snapshot (None before the first)."""
+        with self._lock:
+            return self._latest
+
+    def history(self, index: int) -> tuple[HistoryPoint, ...]:
+        """GPU ``index``'s points, oldest first, at most ``history_seconds / interval`` of them."""
+        with self._lock:
+            points = self._history.get(index)
+            return tuple(points) if points is not None else ()
+
+    def busy_for(self) -> float:
+        """Seconds the round in flight has taken so far (0.0 when idle)."""
+        started = self._round_started
+        return 0.0 if started is None else max(0.0, time.perf_counter() - started)
+
+    # ---- sampling ----------------------------------------------------------------------------
+    def sample_once(self) -> GpuSnapshot:
+        """One round, on the calling thread (the verb and the benchmark use this); updates history."""
+        wall = time.time()
+        t0 = time.perf_counter()
+        self._round_started = t0
+        try:
+            reason = self.nvml.unavailable_reason
+            self.nvml.take_stats()
+            infos = self.nvml.infos() if reason is None else ()
+            samples = self.nvml.sample_all() if reason is None else ()
+            infos = self.nvml.infos() if reason is None and any(s.lost for s in samples) else infos
+            stats = self.nvml.take_stats()
+        finally:
+            self._round_started = None
+        cost = time.perf_counter() - t0
+        with self._lock:
+            self._seq += 1
+            snap = GpuSnapshot(
+                time=wall,
+                infos=infos,
+                samples=samples,
+                cost_seconds=cost,
+                unavailable_reason=reason,
+                calls=stats.calls,
+                slowest_call=stats.slowest,
+                slowest_call_seconds=stats.slowest_s,
+                seq=self._seq,
+            )
+            for s in samples:
+                points = self._history.get(s.index)
+                if points is None:
+                    points = self._history[s.index] = deque(maxlen=self.history_len)
+                points.append(
+                    HistoryPoint(
+                        s.time,
+                        _opt(s.memory_used),
+                        _opt(s.utilization_gpu),
+                        _opt(s.temperature_c),
+                        _opt(s.power_w),
+                    )
+                )
+            self._latest = snap
+        return snap
+
+    def _run(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                snap = self.sample_once()
+            except Exception as exc:  # noqa: BLE001 - a bug must not end sampling silently: kept, counted
+                self.sample_errors += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                self._stop.wait(self.interval)
+                continue
+            if self.on_sample is not None and not self._stop.is_set():
+                try:
+                    self.on_sample(snap)
+                except Exception as exc:  # noqa: BLE001 - a broken consumer must not kill sampling; counted, kept
+                    self.callback_errors += 1
+                    self.last_error = f"on_sample: {type(exc).__name__}: {exc}"
+            next_at += self.interval
+            now = time.monotonic()
+            if next_at < now:  # a slow round: skip the missed ticks instead of bursting
+                next_at = now + self.interval
+            self._stop.wait(next_at - now)
