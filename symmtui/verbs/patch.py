@@ -1,16 +1,255 @@
-"""The `patch` verb (placeholder until its issue lands)."""
+"""The `patch` verb: check, diff, apply or revert the SM120 patch on SGLang / vLLM tables."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-HELP = "patch (not built yet)"
+from symmtui.errors import UserError
+
+if TYPE_CHECKING:
+    from symmtui.patch.capability import Capability
+    from symmtui.patch.engine import CheckReport
+
+HELP = "check / diff / apply / revert the SM120 (capability 12) patch on SGLang or vLLM's symmetric-memory tables"
+
+ACTIONS = ("check", "diff", "apply", "revert")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    """``patch ACTION [--site DIR] [--package P] [--capability M[.m]] [--python PY] [--json] [--force]``."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = (
+        "exit codes: check 0 nothing to do, 1 patch needed, 3 a hand edit / missing donor apply won't fix;\n"
+        "apply/revert 0 done or already so; 2 usage or unsupported layout; 3 refused, nothing changed.\n"
+        "Originals and a manifest are kept in $XDG_STATE_HOME/symmtui/patches."
+    )
+    parser.add_argument("action", choices=ACTIONS, help="check (exit 1 = patch needed), diff, apply, revert")
+    parser.add_argument("--site", type=Path, metavar="DIR", help="site-packages, venv or source tree to patch")
+    parser.add_argument("--package", choices=("sglang", "vllm"), help="only this package (default: all found)")
+    parser.add_argument(
+        "--capability", metavar="M[.m]", help="GPU compute capability, e.g. 12 or 12.0 (default: from the GPUs)"
+    )
+    parser.add_argument("--python", metavar="PY", help="find the packages of this interpreter (a launch's python)")
+    parser.add_argument("--profile", metavar="FILE", help="find the packages of this launch profile's python")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    parser.add_argument("--force", action="store_true", help="revert even if a file changed since the patch")
+
+
+def _gpu_facts() -> tuple[Capability | None, bool | None, str]:
+    """(capability of the GPUs, NVLink between every pair, why unknown) from the NVML layer when it can answer."""
+    from symmtui.gpu.nvml import Nvml
+    from symmtui.gpu.topology import read_topology
+    from symmtui.patch.capability import Capability
+
+    nvml = Nvml()
+    try:
+        if not nvml.available():
+            return None, None, nvml.unavailable_reason or "NVML is not available"
+        infos = nvml.infos()
+        caps = {info.capability for info in infos if isinstance(info.capability, tuple)}
+        if not caps:
+            return None, None, "no GPU reported its compute capability"
+        major, minor = max(caps)
+        # multimem/multicast needs NVLink between every pair (the topology's per-pair answer)
+        nvlink = read_topology(nvml).nvlink_all_pairs if len(infos) > 1 else None
+    finally:
+        nvml.shutdown()
+    return Capability(major, minor), nvlink, ""
+
+
+def _profile_python(path: str) -> tuple[str, dict[str, str], Path | None]:
+    """The interpreter a launch profile's command runs, with the env and cwd it runs with."""
+    from symmtui.launch.profile import load_profile
+    from symmtui.patch.preflight import launch_python
+
+    profile = load_profile(path)
+    if profile.argv is None:
+        raise UserError(f"profile {path} has no server command: pass --python or --site instead")
+    argv = list(profile.argv)
+    if profile.shell and len(argv) == 3:
+        argv = [argv[2]]
+    env = dict(profile.env)
+    python = launch_python(argv, env)
+    if python is None:
+        raise UserError(f"cannot tell which python profile {path} runs: pass --python or --site instead")
+    return python, env, profile.cwd
+
+
+def _targets(args: argparse.Namespace) -> list[tuple[str, Path | None, str | None]]:
+    """(package, site, python) for each package to work on."""
+    from symmtui.patch.finder import locate
+
+    wanted = [args.package] if args.package else ["sglang", "vllm"]
+    if args.profile:
+        if args.python or args.site is not None:
+            raise UserError("pass one of --site, --python or --profile")
+        python, env, cwd = _profile_python(args.profile)
+        found = locate(wanted, python=python, env=env, cwd=cwd)
+        if not found:
+            raise UserError(f"{' or '.join(wanted)} is not installed for {python} (profile {args.profile})")
+        return [(inst.package, inst.root, None) for inst in found]
+    if args.site is not None and args.python:
+        raise UserError("pass one of --site, --python or --profile")
+    if args.package:
+        return [(args.package, args.site, args.python)]
+    found = locate(wanted, site=args.site, python=args.python)
+    if not found:
+        where = (
+            f"under {args.site}" if args.site else (f"for {args.python}" if args.python else "on this interpreter's path")
+        )
+        raise UserError(
+            f"neither sglang nor vllm is installed {where}: pass --site DIR (its site-packages or source tree)"
+        )
+    return [(inst.package, args.site, args.python) for inst in found]
+
+
+def _print_report(report: CheckReport, site: Path | None, python: str | None) -> None:
+    print(f"{report.package} {report.version or '(version unknown)'} at {report.root}")
+    print(f"  layout {report.layout} ({report.releases}); capability {report.capability} -> key {_k(report.key)}")
+    for t in report.tables:
+        keys = ", ".join(t.keys)
+        has = "present" if t.has_key else "missing"
+        print(f"  {t.name}  {t.relpath.rsplit('/', 1)[-1]}:{t.line}  keys {keys}  -> {_k(report.key)} {has}"
+              f"  (read with {_style(t.lookup)})")
+    print(f"  {report.summary}")
+    if report.state == "needed":
+        print(f"  patch needed: symmtui patch apply{_flags(report, site, python)}")
+        if report.write_problem:
+            print(f"  note: {report.write_problem}")
+    if report.detail:
+        for line in report.detail.splitlines():
+            print(f"  {line}")
+    for caveat in report.caveats:
+        print(f"  caveat: {caveat}")
+
+
+def _k(key: int | str) -> str:
+    from symmtui.patch.capability import key_text
+
+    return key_text(key)
+
+
+def _style(style: str) -> str:
+    return {
+        "subscript": "table[cap]: KeyError when missing",
+        "get": ".get(): tolerant",
+        "guarded": "a membership test first: tolerant",
+        "none": "not read in that file",
+        "indirect": "an indirect reference: unknown",
+    }.get(style, style)
+
+
+def _where(site: Path | None, python: str | None) -> str:
+    """The location flags that find this install again (for the commands we suggest)."""
+    if site is not None:
+        return f" --site {shlex.quote(str(site))}"
+    return f" --python {shlex.quote(python)}" if python else ""
+
+
+def _flags(report: CheckReport, site: Path | None, python: str | None) -> str:
+    return f"{_where(site, python)} --package {report.package} --capability {report.capability}"
 
 
 def run(args: argparse.Namespace) -> int:
-    print("symmtui: 'patch' is not built yet")
-    return 2
+    """Run one action over the selected packages; the exit code is the worst of theirs."""
+    from symmtui.patch import engine
+    from symmtui.patch.capability import Capability
+
+    cap: Capability | None = None
+    nvlink: bool | None = None
+    try:
+        if args.force and args.action != "revert":
+            raise UserError(f"--force is only for revert; {args.action} never overwrites a file that changed")
+        targets = _targets(args)
+        if args.action != "revert":
+            cap = Capability.parse(args.capability) if args.capability else None
+            gpu_cap, nvlink, why = _gpu_facts()  # NVLink facts feed the caveat even with --capability
+            cap = cap or gpu_cap
+            if cap is None:
+                raise UserError(
+                    f"cannot read the GPUs' compute capability ({why}): pass --capability 12 (SGLang) or 12.0 (vLLM)"
+                )
+    except UserError as exc:
+        if args.json:  # still one JSON document on stdout; the one-line error goes to stderr as usual
+            doc = {"action": args.action, "capability": str(cap) if cap else None, "results": [],
+                   "error": str(exc), "exit_code": exc.exit_code}
+            print(json.dumps(doc, indent=2))
+        raise
+    results: list[dict[str, Any]] = []
+    code = 0
+    for pkg, site, python in targets:
+        try:
+            rc, data = _one(args, pkg, site, cap, nvlink, python)
+        except engine.PatchError as exc:
+            rc = exc.exit_code
+            data = {"package": pkg, "error": str(exc), "reason": exc.reason, "detail": exc.detail, "exit_code": rc}
+            if not args.json:
+                print(f"symmtui: error: {pkg}: {exc}", file=sys.stderr)
+                for line in exc.detail.splitlines():
+                    print(f"  {line}", file=sys.stderr)
+        except UserError as exc:
+            if len(targets) == 1 and not args.json:
+                raise
+            rc = exc.exit_code
+            data = {"package": pkg, "error": str(exc), "exit_code": rc}
+            if not args.json:
+                print(f"symmtui: error: {pkg}: {exc}", file=sys.stderr)
+        results.append(data)
+        code = max(code, rc)
+    if args.json:
+        out = {"action": args.action, "capability": str(cap) if cap else None, "results": results, "exit_code": code}
+        print(json.dumps(out, indent=2))
+    return code
+
+
+def _one(
+    args: argparse.Namespace,
+    pkg: str,
+    site: Path | None,
+    cap: Capability | None,
+    nvlink: bool | None,
+    python: str | None,
+) -> tuple[int, dict[str, Any]]:
+    """One action on one package: print its text (unless --json); (exit code, JSON result)."""
+    from symmtui.patch import engine
+
+    if args.action == "revert":
+        reverted = engine.revert(site, pkg, python=python, force=args.force)
+        if not args.json:
+            print(f"{pkg}: {reverted.message}")
+            for f in reverted.files:
+                print(f"  restored {f}")
+        return 0, reverted.to_json()
+    if cap is None:  # run() resolves it for every action but revert
+        raise UserError("pass --capability 12 (SGLang) or 12.0 (vLLM)")
+    if args.action == "check":
+        report = engine.check(site, pkg, cap, python=python, nvlink=nvlink)
+        if not args.json:
+            _print_report(report, site, python)
+        return report.exit_code, report.to_json()
+    if args.action == "diff":
+        text = engine.diff(site, pkg, cap, python=python)
+        if not args.json:
+            if text:
+                sys.stdout.write(text)
+            else:
+                print(f"{pkg}: nothing to change for capability {cap} (see symmtui patch check)", file=sys.stderr)
+        return 0, {"package": pkg, "diff": text}
+    if args.action == "apply":
+        result = engine.apply(site, pkg, cap, python=python, nvlink=nvlink)
+        if not args.json:
+            print(f"{pkg}: {result.message}")
+            for f in result.files:
+                print(f"  changed {f}")
+            if result.record_dir:
+                undo = f"symmtui patch revert{_where(site, python)} --package {pkg}"
+                print(f"  originals saved in {result.record_dir} (undo: {undo})")
+            for caveat in result.caveats:
+                print(f"  caveat: {caveat}")
+        return 0, result.to_json()
+    raise UserError(f"unknown action {args.action!r}: use check, diff, apply or revert")

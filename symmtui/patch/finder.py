@@ -1,0 +1,220 @@
+"""Locate an installed sglang / vllm and its version without importing it (importing pulls torch)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from symmtui.errors import UserError
+
+# Printed by a launch profile's interpreter: where the package is, found by find_spec (no import).
+_PROBE = (
+    "import importlib.util, json, sys\n"
+    "out = {}\n"
+    "for name in sys.argv[1:]:\n"
+    "    try:\n"
+    "        spec = importlib.util.find_spec(name)\n"
+    "    except (ImportError, ValueError):\n"
+    "        spec = None\n"
+    "    if spec is None:\n"
+    "        continue\n"
+    "    locs = list(spec.submodule_search_locations or [])\n"
+    "    out[name] = {'origin': spec.origin, 'locations': locs}\n"
+    "print(json.dumps(out))\n"
+)
+
+
+class PackageNotFound(UserError):
+    """The package is not where we looked (exit 2)."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Installed:
+    """A found package: its directory, version (None when unknown) and how we found it."""
+
+    package: str
+    root: Path
+    version: str | None
+    found_by: str
+
+
+def _root_from_spec(origin: str | None, locations: list[str]) -> Path | None:
+    if origin and origin not in ("namespace", "built-in", "frozen") and origin.endswith(".py"):
+        return Path(origin).resolve().parent
+    if locations:
+        return Path(locations[0]).resolve()
+    return None
+
+
+def _from_site(package: str, site: Path) -> Path | None:
+    """The package directory under a site-packages dir, a source tree, a venv, or the dir itself."""
+    site = site.expanduser()
+    candidates = [site / package, site / "python" / package]
+    if site.name == package:
+        candidates.append(site)
+    for lib in ("lib", "lib64"):
+        candidates.extend(sorted((site / lib).glob(f"python3*/site-packages/{package}")))
+    for cand in candidates:
+        if cand.is_dir():
+            return cand.resolve()
+    return None
+
+
+def _dist_version(package: str, root: Path) -> str | None:
+    parent = root.parent
+    norm = re.sub(r"[-_.]+", "_", package).lower()
+    for meta in sorted(parent.glob("*.dist-info/METADATA")) + sorted(parent.glob("*.egg-info/PKG-INFO")):
+        dist = meta.parent.name.rsplit(".", 1)[0]
+        name = re.sub(r"[-_.]+", "_", dist.split("-")[0]).lower()
+        if name != norm:
+            continue
+        try:
+            with meta.open(encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    if line.startswith("Version:"):
+                        return line.split(":", 1)[1].strip()
+                    if not line.strip():
+                        break
+        except OSError:
+            continue
+    return None
+
+
+def _version_from_py(path: Path) -> str | None:
+    """``__version__ = "x"`` (or ``__version__ = version = "x"``) in a file, read with ast."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant):
+            names = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+            if names & {"__version__", "version"} and isinstance(stmt.value.value, str):
+                return stmt.value.value
+    return None
+
+
+def _pyproject_version(path: Path, package: str) -> str | None:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    project = data.get("project")
+    if isinstance(project, dict) and project.get("name") == package and isinstance(project.get("version"), str):
+        return str(project["version"])
+    return None
+
+
+def read_version(package: str, root: Path) -> str | None:
+    """The installed version: dist-info METADATA, else ``_version.py`` / ``version.py``, else pyproject."""
+    return (
+        _dist_version(package, root)
+        or _version_from_py(root / "_version.py")
+        or _version_from_py(root / "version.py")
+        or _pyproject_version(root.parent / "pyproject.toml", package)
+    )
+
+
+def _probe_python(
+    python: str, packages: list[str], env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> dict[str, Path]:
+    try:
+        proc = subprocess.run(
+            [python, "-c", _PROBE, *packages],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+            env={**os.environ, **env} if env else None,
+            cwd=cwd,
+        )
+    except FileNotFoundError as exc:
+        raise PackageNotFound(f"python {python!r} does not exist: fix the profile's python or pass --site") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise PackageNotFound(f"{python} did not answer where packages are within 30 s; pass --site instead") from exc
+    except OSError as exc:  # not executable, not a program (exec format error), a directory...
+        raise PackageNotFound(
+            f"could not run {python} to ask where packages are ({exc.strerror}); pass a python or --site instead"
+        ) from exc
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise PackageNotFound(f"{python} failed to answer where packages are ({tail}); pass --site instead")
+    try:
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError) as exc:
+        raise PackageNotFound(f"{python} gave an unreadable answer; pass --site instead") from exc
+    out: dict[str, Path] = {}
+    if isinstance(data, dict):
+        for name, info in data.items():
+            if isinstance(info, dict):
+                root = _root_from_spec(info.get("origin"), list(info.get("locations") or []))
+                if root is not None:
+                    out[str(name)] = root
+    return out
+
+
+def locate(
+    packages: list[str],
+    *,
+    site: Path | None = None,
+    python: str | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> list[Installed]:
+    """Every one of ``packages`` that is installed, found by ``site``, ``python`` or this interpreter.
+
+    ``env`` (added to ours) and ``cwd`` are what ``python`` runs with (a launch profile's).
+    """
+    found: list[Installed] = []
+    if site is not None:
+        site = Path(site)
+        if not site.expanduser().is_dir():
+            raise PackageNotFound(f"--site {site} is not a directory")
+        for pkg in packages:
+            root = _from_site(pkg, site)
+            if root is not None:
+                found.append(Installed(pkg, root, read_version(pkg, root), f"--site {site}"))
+        return found
+    if python is not None:
+        for pkg, root in _probe_python(python, packages, env, cwd).items():
+            found.append(Installed(pkg, root, read_version(pkg, root), f"python {python}"))
+        return found
+    for pkg in packages:
+        try:
+            spec = importlib.util.find_spec(pkg)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:
+            continue
+        root = _root_from_spec(spec.origin, list(spec.submodule_search_locations or []))
+        if root is not None:
+            found.append(Installed(pkg, root, read_version(pkg, root), "this interpreter's import path"))
+    return found
+
+
+def find(
+    package: str,
+    *,
+    site: Path | None = None,
+    python: str | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Installed:
+    """One package, or PackageNotFound saying where we looked and what to pass."""
+    hits = locate([package], site=site, python=python, env=env, cwd=cwd)
+    if hits:
+        return hits[0]
+    where = f"under {site}" if site is not None else (f"for {python}" if python else "on this interpreter's path")
+    raise PackageNotFound(
+        f"{package} is not installed {where}: pass --site DIR (its site-packages or source tree)"
+    )
