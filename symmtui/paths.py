@@ -13,11 +13,16 @@ def _xdg(var: str, default: str) -> Path:
 
 def state_dir(*parts: str) -> Path:
     """``$XDG_STATE_HOME/symmtui/<parts>``, created with mode 0700 (it holds pids and backups)."""
-    path = _xdg("XDG_STATE_HOME", ".local/state") / "symmtui"
-    for part in parts:
-        path = path / part
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(path, 0o700)
+    base = _xdg("XDG_STATE_HOME", ".local/state")
+    base.mkdir(parents=True, exist_ok=True)
+    path = base / "symmtui"
+    # mkdir(parents=True, mode=...) applies the mode to the last folder only, and the umask
+    # still masks it: create and chmod each of our own levels.
+    for part in ("", *parts):
+        if part:
+            path = path / part
+        path.mkdir(exist_ok=True, mode=0o700)
+        os.chmod(path, 0o700)
     return path
 
 

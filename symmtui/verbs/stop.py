@@ -1,16 +1,54 @@
-"""The `stop` verb (placeholder until its issue lands)."""
+"""The `stop` verb: stop what this profile launched (whole tree), wait for GPU memory and the port."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
-HELP = "stop (not built yet)"
+HELP = "stop the server this profile launched (SIGTERM, grace, SIGKILL; then GPU memory and port)"
+
+EXIT_OK = 0
+EXIT_HELD = 3  # our processes are gone, but the port / GPU memory is still held (strangers listed)
+EXIT_SURVIVOR = 4  # a process of ours survived SIGKILL
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument("--config", metavar="FILE", help="profile (default ./symmtui.toml, then the XDG config dir)")
+    parser.add_argument("--grace", type=float, metavar="S", help="seconds between SIGTERM and SIGKILL (default: the profile's, 30)")
+    parser.add_argument(
+        "--kill-pid", type=int, metavar="PID",
+        help="also end PID, a process symmtui did not start that holds the port or GPU memory (you confirm that pid)",
+    )
+    parser.add_argument("--gpu-timeout", type=float, default=60.0, metavar="S", help="wait this long for GPU memory (default 60)")
+    parser.add_argument("--port-timeout", type=float, default=30.0, metavar="S", help="wait this long for the port (default 30)")
 
 
 def run(args: argparse.Namespace) -> int:
-    print("symmtui: 'stop' is not built yet")
-    return 2
+    from symmtui.errors import UserError
+    from symmtui.launch import Supervisor, load_profile
+    from symmtui.launch.cliout import ProgressPrinter, print_report, wire_nvml
+    from symmtui.verbs.launch import check_seconds
+
+    check_seconds(args, "grace", "gpu-timeout", "port-timeout")
+    profile = load_profile(args.config)
+    nvml_pids, _cap = wire_nvml()
+    sup = Supervisor(profile, gpu_pids=nvml_pids, grace=args.grace, gpu_timeout=args.gpu_timeout,
+                     port_timeout=args.port_timeout)
+    report = sup.stop(ProgressPrinter(sys.stderr))
+    if args.kill_pid is not None:
+        if not any(s.pid == args.kill_pid for s in report.strangers):
+            print_report(report, sys.stdout)
+            raise UserError(
+                f"pid {args.kill_pid} does not hold this profile's port or GPU memory; not signalled"
+            )
+        if not sup.kill_stranger(args.kill_pid, args.kill_pid):
+            raise UserError(f"pid {args.kill_pid} is still running after SIGTERM and SIGKILL (another user's "
+                            "process, or stuck in the kernel/driver)", exit_code=EXIT_SURVIVOR)
+        print(f"pid {args.kill_pid} ended (you confirmed it)", file=sys.stdout)
+        report = sup.stop(ProgressPrinter(sys.stderr))
+    print_report(report, sys.stdout)
+    if report.survivors:
+        return EXIT_SURVIVOR
+    if not report.clean:
+        return EXIT_HELD
+    return EXIT_OK

@@ -1,0 +1,48 @@
+"""Plain-text output of the launch/stop verbs: progress lines and the stop report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TextIO
+
+from symmtui.launch.report import Progress, Step, StopReport
+
+
+class ProgressPrinter:
+    """Prints a progress line when the step or the set of remaining processes changes (not every tick)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self._last: tuple[Step, tuple[int, ...]] | None = None
+
+    def __call__(self, p: Progress) -> None:
+        if p.step in (Step.DONE, Step.LAUNCH):  # the verb prints the outcome itself
+            return
+        if p.step is Step.SCAN and not p.remaining and p.message.startswith("finding"):
+            return  # the scan's result line follows at once
+        key = (p.step, p.remaining)
+        if key == self._last:
+            return
+        self._last = key
+        print(f"symmtui: {p.message}", file=self.out, flush=True)
+
+
+def print_report(report: StopReport, out: TextIO) -> None:
+    """The stop's outcome: one summary line, then one line per stranger with how to end it."""
+    print(report.summary(), file=out)
+    for note in report.notes:
+        print(f"note: {note}", file=out)
+    for s in report.strangers:
+        how = f"; to end it: symmtui stop --kill-pid {s.pid}" if s.pid is not None else ""
+        print(f"not started by symmtui: {s.describe()}{how}", file=out)
+    out.flush()
+
+
+def wire_nvml() -> tuple[Callable[[], set[int] | None] | None, int | None]:
+    """(gpu_pids, capability major) from the real NVML, or (None, None) on a host without one."""
+    from symmtui.launch.gpuwire import capability_major, gpu_pids_from, open_nvml
+
+    nvml = open_nvml()
+    if nvml is None:
+        return None, None
+    return gpu_pids_from(nvml), capability_major(nvml)

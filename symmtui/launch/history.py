@@ -1,0 +1,180 @@
+"""Launch history (JSON lines in the state dir) and the ETA it gives: medians, never a made-up number."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from symmtui.errors import UserError
+from symmtui.launch.state import launch_dir
+
+VERDICTS = ("ready", "crashed", "stalled", "timed_out", "stopped", "failed")
+"""``ready`` is the only successful verdict: only those launches feed the ETA."""
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One launch, appended once it ended (or was stopped)."""
+
+    launch_id: str
+    command_hash: str
+    start: float
+    end: float | None
+    verdict: str
+    cause: str | None = None
+    phases: Mapping[str, float] = field(default_factory=dict)
+    """Seconds spent in each phase, in the order they happened."""
+    patch: str | None = None
+    """Patch state at launch ("patched", "unpatched", "not needed", ...), as the caller knew it."""
+    profile_key: str = ""
+    log_path: str = ""
+
+    @property
+    def ready_after(self) -> float | None:
+        """Seconds from start to ready (None unless the verdict is ready)."""
+        if self.verdict != "ready" or self.end is None:
+            return None
+        return max(0.0, self.end - self.start)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "launch_id": self.launch_id,
+            "command_hash": self.command_hash,
+            "start": self.start,
+            "end": self.end,
+            "verdict": self.verdict,
+            "cause": self.cause,
+            "phases": dict(self.phases),
+            "patch": self.patch,
+            "profile_key": self.profile_key,
+            "log_path": self.log_path,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> HistoryEntry:
+        if not isinstance(d, Mapping):
+            raise TypeError("a history line must be a JSON object")
+        phases = d.get("phases") or {}
+        if not isinstance(phases, dict):
+            raise TypeError("phases must be an object")
+        end = d.get("end")
+        return cls(
+            launch_id=str(d["launch_id"]),
+            command_hash=str(d["command_hash"]),
+            start=float(d["start"]),
+            end=None if end is None else float(end),
+            verdict=str(d["verdict"]),
+            cause=None if d.get("cause") is None else str(d["cause"]),
+            phases={str(k): float(v) for k, v in phases.items()},
+            patch=None if d.get("patch") is None else str(d["patch"]),
+            profile_key=str(d.get("profile_key", "")),
+            log_path=str(d.get("log_path", "")),
+        )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Medians over ``samples`` earlier successful launches of one command."""
+
+    samples: int
+    total: float
+    phases: Mapping[str, float]
+
+    def remaining(self, phase: str | None, in_phase: float, elapsed: float) -> float:
+        """Seconds left: rest of the current phase plus the later phases (or total - elapsed)."""
+        if phase is None or phase not in self.phases:
+            return max(0.0, self.total - elapsed)
+        names = list(self.phases)
+        rest = max(0.0, self.phases[phase] - in_phase)
+        return rest + sum(self.phases[n] for n in names[names.index(phase) + 1 :])
+
+
+def history_path() -> Path:
+    """``<state>/launch/history.jsonl``."""
+    return launch_dir() / "history.jsonl"
+
+
+class History:
+    """The history file: append-only JSON lines; unreadable lines are skipped and counted."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path if path is not None else history_path()
+        self.skipped = 0
+
+    def append(self, entry: HistoryEntry) -> None:
+        """Append one line with a single O_APPEND write (concurrent writers do not interleave)."""
+        if entry.verdict not in VERDICTS:
+            raise ValueError(f"unknown verdict {entry.verdict!r}; one of {VERDICTS}")
+        line = (json.dumps(entry.to_json()) + "\n").encode()  # phases keep their order
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise UserError(f"cannot append launch history {self.path}: {exc.strerror or exc}") from exc
+
+    def entries(self) -> list[HistoryEntry]:
+        """All entries, oldest first; a launch recorded twice keeps its last line."""
+        self.skipped = 0
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise UserError(f"cannot read launch history {self.path}: {exc.strerror or exc}") from exc
+        by_id: dict[str, HistoryEntry] = {}
+        for line in raw.splitlines():
+            if not line.strip():
+                continue
+            try:
+                e = HistoryEntry.from_json(json.loads(line))
+            except (ValueError, KeyError, TypeError):
+                self.skipped += 1
+                continue
+            by_id.pop(e.launch_id, None)
+            by_id[e.launch_id] = e
+        return list(by_id.values())
+
+    def has(self, launch_id: str) -> bool:
+        return any(e.launch_id == launch_id for e in self.entries())
+
+    def estimate(self, command_hash: str, *, exclude: str | None = None) -> Estimate | None:
+        """Median total and per-phase times of earlier ready launches of ``command_hash``; None if none."""
+        ok = [
+            e
+            for e in self.entries()
+            if e.command_hash == command_hash and e.verdict == "ready" and e.launch_id != exclude
+        ]
+        totals = [t for e in ok if (t := e.ready_after) is not None]
+        if not totals:
+            return None
+        order: list[str] = []
+        for e in reversed(ok):
+            for name in e.phases:
+                if name not in order:
+                    order.append(name)
+        phases = {
+            name: statistics.median([e.phases[name] for e in ok if name in e.phases]) for name in order
+        }
+        return Estimate(samples=len(totals), total=statistics.median(totals), phases=phases)
+
+    def eta(self, command_hash: str, phase: str | None = None) -> float | None:
+        """Median seconds of ``phase`` (or of the whole load when None) over earlier ready launches."""
+        est = self.estimate(command_hash)
+        if est is None:
+            return None
+        if phase is None:
+            return est.total
+        return est.phases.get(phase)
+
+
+def eta(command_hash: str, phase: str | None = None, *, path: Path | None = None) -> float | None:
+    """Module-level shortcut for :meth:`History.eta` on the default history file."""
+    return History(path).eta(command_hash, phase)

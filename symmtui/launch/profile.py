@@ -1,0 +1,379 @@
+"""Launch profiles: read and check ``symmtui.toml`` (command, cwd, env, logs, url, timeouts, rules)."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import re
+import shlex
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from symmtui import paths
+from symmtui.errors import UserError
+
+PROFILE_NAME = "symmtui.toml"
+DEFAULT_TIMEOUT = 900.0
+DEFAULT_STALL = 300.0
+DEFAULT_GRACE = 30.0
+
+_SERVER_KEYS = ("command", "cwd", "log_dir", "log", "url", "timeout", "stall", "shell", "env", "grace")
+_RULES_KEYS = ("ready", "crash")
+_TOP_KEYS = ("server", "rules")
+
+
+class ProfileError(UserError):
+    """A profile that cannot be used: names the file, the line and the key (always one line)."""
+
+    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
+        one_line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+        super().__init__(one_line, exit_code=exit_code)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One server to bring up (or, without a command, one log to watch).
+
+    ``argv`` is exactly what is executed: the user's argv list, a shlex-split string, or
+    ``("/bin/sh", "-c", text)`` when ``shell = true``. ``None`` means attach only.
+    """
+
+    path: Path | None
+    argv: tuple[str, ...] | None = None
+    command_text: str = ""
+    shell: bool = False
+    cwd: Path | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    log_dir: Path | None = None
+    log: Path | None = None
+    url: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    stall: float = DEFAULT_STALL
+    grace: float = DEFAULT_GRACE
+    ready: tuple[str, ...] = ()
+    crash: tuple[str, ...] = ()
+
+    @property
+    def attach_only(self) -> bool:
+        """True when the profile has no command: symmtui only watches ``log``."""
+        return self.argv is None
+
+    @property
+    def key(self) -> str:
+        """Stable id of this profile (a hash of its resolved path) used to name state files."""
+        where = str(self.path.resolve()) if self.path is not None else "<no file>"
+        return hashlib.sha256(where.encode()).hexdigest()[:16]
+
+    @property
+    def command_hash(self) -> str:
+        """Hash of what runs (argv, cwd, env): launches with the same hash share an ETA."""
+        return command_hash(self.argv or (), self.cwd, self.env)
+
+    @property
+    def log_path(self) -> Path | None:
+        """The log to watch: ``log`` when attaching, else ``<log_dir>/latest.log``."""
+        if self.log is not None:
+            return self.log
+        if self.log_dir is not None:
+            return self.log_dir / "latest.log"
+        return None
+
+    @property
+    def attach_reason(self) -> str:
+        """Why relaunch is unavailable for an attach-only profile (one line)."""
+        where = self.path if self.path is not None else "the profile"
+        return (
+            f"{where} has no server.command (attach only: watching {self.log}); "
+            "add server.command and server.log_dir to let symmtui launch and relaunch the server"
+        )
+
+
+def command_hash(argv: tuple[str, ...] | list[str], cwd: Path | None, env: Mapping[str, str]) -> str:
+    """sha256 over argv, cwd and the extra environment (sorted), shortened to 16 hex digits."""
+    h = hashlib.sha256()
+    for part in argv:
+        h.update(part.encode("utf-8", "surrogateescape") + b"\0")
+    h.update(b"\1" + str(cwd or "").encode("utf-8", "surrogateescape") + b"\1")
+    for k in sorted(env):
+        h.update(f"{k}={env[k]}".encode("utf-8", "surrogateescape") + b"\0")
+    return h.hexdigest()[:16]
+
+
+def find_profile(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """The profile to use: ``explicit``, else ./symmtui.toml, else $XDG_CONFIG_HOME/symmtui/symmtui.toml."""
+    if explicit is not None:
+        try:
+            p = Path(explicit).expanduser()
+        except RuntimeError as exc:  # "~user/..." with no such user
+            raise ProfileError(f"{explicit}: no such user's home directory (check --config)") from exc
+        if not p.is_file():
+            what = "not a regular file" if p.exists() else "no such profile file"
+            raise ProfileError(f"{p}: {what} (check --config)")
+        return p
+    here = Path.cwd() / PROFILE_NAME
+    if here.is_file():
+        return here
+    xdg = paths.config_dir() / PROFILE_NAME
+    if xdg.is_file():
+        return xdg
+    return None
+
+
+def load_profile(path: str | os.PathLike[str] | None = None) -> Profile:
+    """Find (see :func:`find_profile`) and parse a profile; any problem is a ProfileError naming file:line:key."""
+    found = find_profile(path)
+    if found is None:
+        raise ProfileError(
+            f"no launch profile: create ./{PROFILE_NAME} (or {paths.config_dir() / PROFILE_NAME}) "
+            "with a [server] table, or pass --config FILE"
+        )
+    try:
+        raw = found.read_bytes()
+    except OSError as exc:
+        raise ProfileError(f"{found}: cannot read profile: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{found}: profile is not UTF-8 (byte {exc.start}); save it as UTF-8") from exc
+    return parse_profile(text, found)
+
+
+_AT_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def parse_profile(text: str, path: Path) -> Profile:
+    """Parse profile text; ``path`` names it in errors and anchors relative paths."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = _AT_LINE.search(msg)
+        if m:
+            line = int(m.group(1))
+            reason = _AT_LINE.sub("", msg).strip()
+            key = _key_on_line(text, line)
+            where = f"{path}:{line}:{m.group(2)}"
+            what = f" (key {key})" if key else ""
+            raise ProfileError(f"{where}: malformed TOML{what}: {reason}; fix the file") from exc
+        raise ProfileError(f"{path}: malformed TOML: {msg}; fix the file") from exc
+    return _build(data, text, path)
+
+
+def _key_on_line(text: str, lineno: int) -> str | None:
+    lines = text.splitlines()
+    if not 1 <= lineno <= len(lines):
+        return None
+    table = ""
+    for line in lines[:lineno]:
+        hm = re.match(r"\s*\[([^\[\]]+)\]", line)
+        if hm:
+            table = hm.group(1).strip()
+    km = re.match(r"\s*([A-Za-z0-9_\-\"']+)\s*=", lines[lineno - 1])
+    if not km:
+        return None
+    key = km.group(1).strip("\"'")
+    return f"{table}.{key}" if table else key
+
+
+class _Locator:
+    """Finds the line of ``table.key`` in the source text (tomllib gives values, not positions)."""
+
+    def __init__(self, text: str, path: Path) -> None:
+        self.path = path
+        self._lines: dict[str, int] = {}
+        table = ""
+        for no, line in enumerate(text.splitlines(), start=1):
+            hm = re.match(r"\s*\[\s*([^\[\]]+?)\s*\]", line)
+            if hm:
+                table = hm.group(1).replace('"', "").replace("'", "")
+                self._lines.setdefault(table, no)
+                continue
+            km = re.match(r"""\s*("[^"]*"|'[^']*'|[A-Za-z0-9_\-.]+)\s*=""", line)
+            if km:
+                key = km.group(1).strip("\"'")
+                full = f"{table}.{key}" if table else key
+                self._lines.setdefault(full, no)
+
+    def where(self, dotted: str) -> str:
+        no = self._lines.get(dotted)
+        if no is None and "." in dotted:
+            no = self._lines.get(dotted.rsplit(".", 1)[0])
+        return f"{self.path}:{no}" if no is not None else str(self.path)
+
+    def fail(self, dotted: str, message: str) -> ProfileError:
+        return ProfileError(f"{self.where(dotted)}: {dotted}: {message}")
+
+
+def _unknown(loc: _Locator, table: str, keys: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    for key in keys:
+        if key not in allowed:
+            dotted = f"{table}.{key}" if table else key
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(allowed)}"
+            raise loc.fail(dotted, f"unknown key; {hint}")
+
+
+def _number(loc: _Locator, dotted: str, value: Any, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise loc.fail(dotted, f"must be a number of seconds, got {type(value).__name__} {value!r}")
+    if value < 0 or value != value or value == float("inf"):
+        raise loc.fail(dotted, f"must be a non-negative number of seconds, got {value!r}")
+    return float(value)
+
+
+def _string(loc: _Locator, dotted: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise loc.fail(dotted, f"must be a string, got {type(value).__name__} {value!r}")
+    if not value.strip():
+        raise loc.fail(dotted, "must not be empty")
+    if "\0" in value:
+        raise loc.fail(dotted, "must not contain NUL characters")
+    return value
+
+
+def _path(loc: _Locator, dotted: str, value: Any, base: Path) -> Path | None:
+    s = _string(loc, dotted, value)
+    if s is None:
+        return None
+    try:
+        p = Path(s).expanduser()
+    except RuntimeError as exc:  # "~user" with no such user
+        raise loc.fail(dotted, f"cannot expand {s.split('/', 1)[0]!r}: no such user's home directory") from exc
+    return p if p.is_absolute() else (base / p)
+
+
+def _patterns(loc: _Locator, dotted: str, value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise loc.fail(dotted, "must be a list of regular-expression strings")
+    for pattern in value:
+        if not pattern:
+            raise loc.fail(dotted, "empty pattern (it would match every line)")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise loc.fail(dotted, f"bad regular expression {pattern!r}: {exc}") from exc
+    return tuple(value)
+
+
+def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
+    loc = _Locator(text, path)
+    base = path.parent.resolve()
+    _unknown(loc, "", data, _TOP_KEYS)
+    server = data.get("server")
+    if server is None:
+        raise ProfileError(f"{path}: no [server] table; add one with command + log_dir (or log to attach)")
+    if not isinstance(server, dict):
+        raise loc.fail("server", "must be a table ([server])")
+    _unknown(loc, "server", server, _SERVER_KEYS)
+    rules = data.get("rules", {})
+    if not isinstance(rules, dict):
+        raise loc.fail("rules", "must be a table ([rules])")
+    _unknown(loc, "rules", rules, _RULES_KEYS)
+
+    shell = server.get("shell", False)
+    if not isinstance(shell, bool):
+        raise loc.fail("server.shell", f"must be true or false, got {shell!r}")
+
+    env_raw = server.get("env", {})
+    if not isinstance(env_raw, dict):
+        raise loc.fail("server.env", "must be a table ([server.env]) of NAME = \"value\"")
+    env: dict[str, str] = {}
+    for k, v in env_raw.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+            raise loc.fail(f"server.env.{k}", "is not a valid environment variable name")
+        if isinstance(v, bool) or not isinstance(v, str | int | float):
+            raise loc.fail(f"server.env.{k}", f"must be a string, got {type(v).__name__}")
+        sv = str(v)
+        if "\0" in sv:
+            raise loc.fail(f"server.env.{k}", "must not contain NUL characters")
+        env[k] = sv
+
+    argv, command_text = _command(loc, server.get("command"), shell)
+    cwd = _path(loc, "server.cwd", server.get("cwd"), base)
+    log_dir = _path(loc, "server.log_dir", server.get("log_dir"), base)
+    log = _path(loc, "server.log", server.get("log"), base)
+    url = _string(loc, "server.url", server.get("url"))
+    if url is not None:
+        try:
+            parts = urlsplit(url)
+        except ValueError as exc:  # e.g. an unclosed "[" of an IPv6 address
+            raise loc.fail("server.url", f"is not a valid URL ({exc}): {url!r}") from exc
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise loc.fail("server.url", f"must be an http:// or https:// URL with a host, got {url!r}")
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise loc.fail("server.url", f"bad port in {url!r} ({exc})") from exc
+        if port == 0:
+            raise loc.fail("server.url", f"bad port in {url!r} (port 0 is not a server's port)")
+
+    if argv is None:
+        if log is None:
+            raise loc.fail("server", "needs either command (to launch) or log (to attach to a running server)")
+        if log_dir is not None:
+            raise loc.fail("server.log_dir", "is only used with server.command; to attach, set server.log")
+    elif log is not None:
+        raise loc.fail(
+            "server.log",
+            "with server.command use server.log_dir (each launch gets its own log); "
+            "server.log is for attach-only profiles",
+        )
+    elif log_dir is None:
+        log_dir = paths.state_dir("logs") / hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+
+    return Profile(
+        path=path,
+        argv=argv,
+        command_text=command_text,
+        shell=shell,
+        cwd=cwd,
+        env=env,
+        log_dir=log_dir,
+        log=log,
+        url=url,
+        timeout=_number(loc, "server.timeout", server.get("timeout"), DEFAULT_TIMEOUT),
+        stall=_number(loc, "server.stall", server.get("stall"), DEFAULT_STALL),
+        grace=_number(loc, "server.grace", server.get("grace"), DEFAULT_GRACE),
+        ready=_patterns(loc, "rules.ready", rules.get("ready")),
+        crash=_patterns(loc, "rules.crash", rules.get("crash")),
+    )
+
+
+def _command(loc: _Locator, value: Any, shell: bool) -> tuple[tuple[str, ...] | None, str]:
+    if value is None:
+        return None, ""
+    if isinstance(value, list):
+        if not value or not all(isinstance(v, str) for v in value):
+            raise loc.fail("server.command", "must be a non-empty list of strings (or one string)")
+        if any("\0" in v for v in value):
+            raise loc.fail("server.command", "must not contain NUL characters")
+        if not value[0].strip():
+            raise loc.fail("server.command", "the program name (first item) is empty")
+        text = shlex.join(value)
+        if shell:
+            return ("/bin/sh", "-c", text), text
+        return tuple(value), text
+    s = _string(loc, "server.command", value)
+    assert s is not None
+    if shell:
+        return ("/bin/sh", "-c", s), s
+    try:
+        argv = shlex.split(s)
+    except ValueError as exc:
+        raise loc.fail("server.command", f"cannot split into arguments ({exc}); check the quoting") from exc
+    if not argv:
+        raise loc.fail("server.command", "is empty")
+    return tuple(argv), s

@@ -1,0 +1,129 @@
+"""What symmtui launched, per profile: one JSON state file, written atomically (user-only)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from symmtui import paths
+from symmtui.errors import UserError
+
+
+@dataclass(frozen=True)
+class LaunchRecord:
+    """One launch: enough to find (and only find) the processes it started, after a restart too."""
+
+    launch_id: str
+    profile_key: str
+    profile_path: str
+    pid: int
+    pgid: int
+    sid: int
+    create_time: float
+    started_at: float
+    argv: tuple[str, ...]
+    command_hash: str
+    log_path: str
+    cwd: str
+    url: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["argv"] = list(self.argv)
+        d["version"] = 1
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> LaunchRecord:
+        if not isinstance(d, dict):
+            raise TypeError("the launch state must be a JSON object")
+        return cls(
+            launch_id=str(d["launch_id"]),
+            profile_key=str(d["profile_key"]),
+            profile_path=str(d["profile_path"]),
+            pid=int(d["pid"]),
+            pgid=int(d["pgid"]),
+            sid=int(d["sid"]),
+            create_time=float(d["create_time"]),
+            started_at=float(d["started_at"]),
+            argv=tuple(str(a) for a in d["argv"]),
+            command_hash=str(d["command_hash"]),
+            log_path=str(d["log_path"]),
+            cwd=str(d["cwd"]),
+            url=None if d.get("url") is None else str(d["url"]),
+        )
+
+
+def launch_dir() -> Path:
+    """``<state>/symmtui/launch`` (it and ``<state>/symmtui`` 0700 whatever the umask: paths.state_dir)."""
+    return paths.state_dir("launch")
+
+
+def state_path(profile_key: str) -> Path:
+    """``<state>/symmtui/launch/<profile key>.json``."""
+    return launch_dir() / f"{profile_key}.json"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to a temp file in the same dir (0600), fsync, rename over ``path``, fsync the dir."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.fchmod(fh.fileno(), 0o600)
+            json.dump(data, fh, indent=1, sort_keys=True)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dir_fd)  # the rename itself survives a power cut
+    finally:
+        os.close(dir_fd)
+
+
+def save(record: LaunchRecord) -> Path:
+    """Record ``record`` as the current launch of its profile (atomic replace)."""
+    path = state_path(record.profile_key)
+    try:
+        write_json_atomic(path, record.to_json())
+    except OSError as exc:
+        raise UserError(f"cannot write launch state {path}: {exc.strerror or exc}; check the disk") from exc
+    return path
+
+
+def load(profile_key: str) -> LaunchRecord | None:
+    """The recorded launch of a profile, or None. A corrupt file is a UserError (it is not deleted)."""
+    path = state_path(profile_key)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UserError(f"cannot read launch state {path}: {exc.strerror or exc}") from exc
+    try:
+        return LaunchRecord.from_json(json.loads(text))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UserError(
+            f"launch state {path} is corrupt ({exc}); check which server is running, then delete the file"
+        ) from exc
+
+
+def clear(profile_key: str, launch_id: str | None = None) -> None:
+    """Forget the current launch (only if it is still ``launch_id`` when given)."""
+    path = state_path(profile_key)
+    if launch_id is not None:
+        current = load(profile_key)
+        if current is None or current.launch_id != launch_id:
+            return
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()

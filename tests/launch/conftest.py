@@ -1,0 +1,7 @@
+"""Launcher tests: real child processes, none left behind."""
+
+from __future__ import annotations
+
+from tests.launch.procguard import no_leftover_processes
+
+__all__ = ["no_leftover_processes"]
