@@ -10,6 +10,12 @@ import pytest
 
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
+# A pytest plugin (pytest-textual-snapshot) imports Textual before this file runs, and Textual reads
+# TEXTUAL_ANIMATIONS at import: set the constant too, so every App in the tests starts without animations.
+import textual.constants  # noqa: E402
+
+textual.constants.TEXTUAL_ANIMATIONS = "none"  # type: ignore[misc]
+
 
 @pytest.fixture(autouse=True)
 def _isolated_xdg(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:

@@ -1,16 +1,26 @@
-"""The `dashboard` verb (placeholder until its issue lands)."""
+"""The dashboard (no verb): `symmtui [--config FILE] [--log PATH] [--url URL] [--theme NAME]`."""
 
 from __future__ import annotations
 
 import argparse
 
-HELP = "dashboard (not built yet)"
+HELP = "the dashboard: GPUs, topology, readiness, log, diagnosis; patch and relaunch from the keyboard"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    """Options of the top-level parser (distinct dests, so verbs' own options never clash)."""
+    group = parser.add_argument_group("dashboard (when no verb is given)")
+    group.add_argument("--config", dest="dash_config", metavar="FILE", default=None,
+                       help="launch profile (default: ./symmtui.toml, then $XDG_CONFIG_HOME/symmtui/symmtui.toml)")
+    group.add_argument("--log", dest="dash_log", metavar="PATH", default=None,
+                       help="attach to this server log (overrides the profile's)")
+    group.add_argument("--url", dest="dash_url", metavar="URL", default=None,
+                       help="probe this health URL, e.g. http://127.0.0.1:30000/health")
+    group.add_argument("--theme", dest="dash_theme", metavar="NAME", default=None,
+                       help="colour theme: symmtui-dark (default), symmtui-light, symmtui-contrast")
 
 
 def run(args: argparse.Namespace) -> int:
-    print("symmtui: 'dashboard' is not built yet")
-    return 2
+    from symmtui.ui.entry import run_dashboard
+
+    return run_dashboard(args.dash_config, args.dash_log, args.dash_url, args.dash_theme)

@@ -1,0 +1,197 @@
+"""The demo's scenario: a temp dir with sandbox tables, a profile for the simulated server, the NVML
+stand-in driven by the server's status file, and the first launch (which dies with KeyError: 12).
+
+Everything real except the outside world: the real Supervisor launches ``python -m
+symmtui.demo.server`` (via ``sys.executable``), the real engine follows its log and probes its
+/health, the real patcher edits the sandbox tables. Nothing outside the temp dir is touched: the
+caller points XDG_STATE_HOME/XDG_CONFIG_HOME into it first (``isolate_state``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from symmtui.core.engine import Bringup, EngineUpdate
+from symmtui.core.readiness import ReadinessConfig
+from symmtui.core.rules import RuleSet
+from symmtui.demo.sandbox import write_sandbox
+from symmtui.gpu.nvml import Nvml
+from symmtui.gpu.standin import load_standin, standin_host
+from symmtui.gpu.standin.host import StandinHost
+from symmtui.launch.profile import Profile, load_profile
+from symmtui.launch.supervisor import Supervisor
+
+SCENARIO = "rtx-pro-6000-x8-pcie"
+BASE_SPEED = 8.0  # the simulated server at speed 8 loads in about a minute: the demo's --speed 1
+CAPABILITY = 12
+HOST_NAME = "demo-host"
+PROFILE_NAME = "demo (simulated GLM-5, TP8)"
+MODEL_SHARE = 0.88  # the stand-in's model footprint is this fraction of each GPU (its mem_fraction)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def isolate_state(root: Path) -> None:
+    """Point symmtui's state and config dirs into the demo's temp dir (this process only)."""
+    for var in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        d = root / var.lower()
+        d.mkdir(mode=0o700, exist_ok=True)
+        os.environ[var] = str(d)
+
+
+def write_profile(root: Path, *, speed: float, port: int, site: Path, status: Path) -> Path:
+    """The demo's launch profile: the simulated server, its log dir and /health URL, all in `root`."""
+    server_speed = BASE_SPEED * speed
+    command = [
+        sys.executable, "-m", "symmtui.demo.server",
+        "--speed", f"{server_speed:g}",
+        "--port", str(port),
+        "--sandbox", str(site),
+        "--capability", str(CAPABILITY),
+        "--status-file", str(status),
+        "--tp", "8",
+    ]
+    lines = [
+        "# symmtui demo profile (written by `symmtui demo`; lives in a temp dir)",
+        "[server]",
+        "command = " + json.dumps(command),
+        f"log_dir = {json.dumps(str(root / 'logs'))}",
+        f'url = "http://127.0.0.1:{port}/health"',
+        f"timeout = {max(60.0, 900.0 / speed):.0f}",
+        f"stall = {max(30.0, 300.0 / speed):.0f}",
+        "grace = 5",
+    ]
+    path = root / "symmtui.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+class StandinDriver:
+    """Keeps the NVML stand-in in step with the simulated server: its memory fills as weights load."""
+
+    def __init__(self, host: StandinHost, status: Path, interval: float = 0.2) -> None:
+        self.host = host
+        self.status = status
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="symmtui-demo-driver", daemon=True)
+        self._last: tuple[int, float] | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def step(self) -> None:
+        """Read the status file once and set the stand-in's load (0 when the server is gone)."""
+        try:
+            data = json.loads(self.status.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        pid = int(data.get("pid", 0))
+        alive = pid > 0 and _alive(pid) and data.get("state") != "crashed"
+        fraction = min(1.0, float(data.get("memory_fraction", 0.0)) / MODEL_SHARE) if alive else 0.0
+        key = (pid if alive else 0, round(fraction, 3))
+        if key != self._last:
+            self._last = key
+            self.host.set_load(fraction, pid if alive else None, name="python3 -m sglang.launch_server (demo)")
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.step()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+@dataclass
+class Demo:
+    """One demo session: where it lives and the real parts it runs."""
+
+    root: Path
+    profile: Profile
+    supervisor: Supervisor
+    nvml: Nvml
+    host: StandinHost
+    driver: StandinDriver
+    site: Path
+    speed: float
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    def engine(self, on_update: Callable[[EngineUpdate], None]) -> Bringup:
+        """Launch the server (first time) and return the engine following it."""
+        record = self.supervisor.launch()
+        p = self.profile
+        return Bringup(
+            record.log_path,
+            ruleset=RuleSet().with_user(ready=p.ready, crash=p.crash),
+            config=ReadinessConfig(timeout=p.timeout, stall=p.stall),
+            url=p.url,
+            pid=record.pid,
+            on_update=on_update,
+        )
+
+    def close(self) -> None:
+        """Stop the demo's servers (and their children), the driver, NVML; remove the temp dir."""
+        try:
+            self.supervisor.stop(grace=2.0)
+        finally:
+            self.driver.stop()
+            self.nvml.shutdown()
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def build_demo(speed: float = 1.0, *, root: Path | None = None, isolate: bool = True) -> Demo:
+    """Set up the temp dir, the sandbox tables, the profile, the stand-in and its driver."""
+    if not speed > 0:
+        from symmtui.errors import UserError
+
+        raise UserError(f"--speed must be a positive number, got {speed!r} (1 = a load of about a minute)")
+    root = Path(tempfile.mkdtemp(prefix="symmtui-demo-")) if root is None else root
+    if isolate:
+        isolate_state(root)
+    site = root / "site-packages"
+    sandbox = write_sandbox(site)
+    status = root / "server-status.json"
+    port = free_port()
+    profile = load_profile(write_profile(root, speed=speed, port=port, site=sandbox.site, status=status))
+    module = load_standin(SCENARIO)
+    host = standin_host(module)
+    nvml = Nvml(module)
+
+    def gpu_pids() -> set[int] | None:
+        with host.lock:
+            return {pid for procs in host.procs for pid in procs}
+
+    supervisor = Supervisor(profile, gpu_pids=gpu_pids, gpu_timeout=10.0, port_timeout=10.0)
+    driver = StandinDriver(host, status)
+    driver.start()
+    return Demo(root, profile, supervisor, nvml, host, driver, sandbox.site, speed)

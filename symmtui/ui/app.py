@@ -1,0 +1,389 @@
+"""The symmtui dashboard: GPUs, topology, readiness gauge, log pane, diagnosis, patch and relaunch."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Callable, Iterable
+from functools import partial, wraps
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar, cast
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, Footer
+
+from symmtui.core.diagnose import Diagnosis, diagnose
+from symmtui.core.events import Event
+from symmtui.core.readiness import Snapshot, State
+from symmtui.errors import UserError
+from symmtui.ui.controller import Controller
+from symmtui.ui.messages import EngineDirty, GpuDirty, Notice, RelaunchDone, StopProgress, TopologyReady
+from symmtui.ui.screens.confirm import ConfirmScreen
+from symmtui.ui.screens.patch import PatchChanged, PatchScreen
+from symmtui.ui.screens.relaunch import RelaunchScreen
+from symmtui.ui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes, register_themes
+from symmtui.ui.widgets.diagnosis import DiagnosisView
+from symmtui.ui.widgets.fmt import mmss
+from symmtui.ui.widgets.gauge import Activity, ReadinessGauge, shown_elapsed
+from symmtui.ui.widgets.gpu_panel import GpuPanel
+from symmtui.ui.widgets.header import StatusHeader
+from symmtui.ui.widgets.log_view import LogView
+from symmtui.ui.widgets.topology import TopologyView
+
+MAX_DIAGNOSES = 3
+RELAUNCH_LINGER = 1.5  # seconds the relaunch steps stay on screen after the new server started
+PATCHED_ACTION = "the SM120 patch is applied: press r to relaunch"
+
+
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def _while_composed(handler: F) -> F:
+    """Skip a late message (a worker's or the engine's) that arrives while the app tears its
+    widgets down on exit: there is nothing left to show it on."""
+
+    @wraps(handler)
+    def wrapper(self: SymmApp, *args: Any) -> None:
+        try:
+            handler(self, *args)
+        except NoMatches:
+            self.log.warning(f"{handler.__name__}: dashboard widgets gone (closing); message dropped")
+
+    return cast(F, wrapper)
+
+
+class SymmApp(App[int]):
+    """The dashboard. It renders what the controller drains and turns keys into intents."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "symmtui"
+    ENABLE_COMMAND_PALETTE = True
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (170, "-huge")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("p", "patch", "Patch"),
+        Binding("r", "relaunch", "Relaunch"),
+        Binding("f", "log('toggle_follow')", "Follow"),
+        Binding("slash", "log('search')", "Search", key_display="/"),
+        Binding("e", "log('toggle_errors')", "Errors"),
+        Binding("n", "log('next_error')", "Next err"),
+        Binding("N", "log('previous_error')", "Prev err", key_display="N"),
+        Binding("t", "next_theme", "Theme"),
+        Binding("q", "quit", "Quit"),
+        Binding("tab", "focus_next", "Focus", show=False),
+    ]
+
+    def __init__(self, controller: Controller, *, theme: str | None = None, tick: float = 1.0) -> None:
+        super().__init__()
+        self.controller = controller
+        self._tick_seconds = tick
+        self.theme_names = register_themes(self, load_themes())
+        self.theme = theme or DEFAULT_THEME
+        self.patch_applied = False
+        self.relaunching = False
+        self._diag_key: tuple[tuple[Event, ...], tuple[Event, ...], bool] | None = None
+        self._log_path: str | None = None
+        self.last_snapshot: Snapshot | None = None
+
+    # ---- layout ----------------------------------------------------------------------------
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(VARIABLE_DEFAULTS)
+
+    def compose(self) -> ComposeResult:
+        c = self.controller
+        yield StatusHeader(c.host, c.profile_name, id="header")
+        with Horizontal(id="top"):
+            yield GpuPanel(id="gpus")
+            yield ReadinessGauge(id="gauge")
+        with Horizontal(id="bottom"):
+            with Vertical(id="side"):
+                yield DiagnosisView(id="diagnosis")
+                with Horizontal(id="actions"):
+                    yield Button("Apply SM120 patch (p)", id="btn-patch", variant="warning", compact=True)
+                    yield Button("Relaunch (r)", id="btn-relaunch", variant="primary", compact=True)
+                yield TopologyView(id="topology")
+            log = LogView(id="log")
+            log.border_title = "Log"
+            yield log
+        yield Footer()
+
+    @property
+    def log_view(self) -> LogView:
+        return self.query_one("#log", LogView)
+
+    def on_mount(self) -> None:
+        self._exit_on_signals()
+        self.controller.attach(self.post_message)
+        if self._tick_seconds > 0:
+            self.set_interval(self._tick_seconds, self._tick)
+        if self.controller.nvml is None:
+            self.query_one(TopologyView).show(None, "no NVML in this session")
+        self.log_view.focus()
+
+    def _exit_on_signals(self) -> None:
+        """SIGTERM ends the app cleanly (the caller's cleanup runs: the demo stops its servers).
+        SIGHUP means the terminal is gone (tmux pane or SSH session closed): clean up at once and
+        leave without restoring a terminal that no longer exists (Textual can block writing to it)."""
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGTERM, self.exit, 128 + signal.SIGTERM)
+            loop.add_signal_handler(signal.SIGHUP, self._hangup)
+
+    def on_unmount(self) -> None:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop = asyncio.get_running_loop()
+            loop.remove_signal_handler(signal.SIGTERM)
+            loop.remove_signal_handler(signal.SIGHUP)
+
+    def _hangup(self) -> None:
+        try:
+            self.controller.close()
+        finally:
+            os._exit(128 + signal.SIGHUP)
+
+    # ---- engine -> screen ------------------------------------------------------------------
+
+    @_while_composed
+    def on_engine_dirty(self, _message: EngineDirty) -> None:
+        drained = self.controller.drain()
+        log = self.log_view
+        if drained.restarted:
+            log.reset(drained.log_path)
+            self._log_path = drained.log_path
+            self._diag_key = None
+        elif drained.log_path != self._log_path:
+            log.set_file(drained.log_path)
+            self._log_path = drained.log_path
+        if drained.lines:
+            log.append_lines(drained.lines)
+        if drained.events:
+            log.add_events(drained.events)
+        for notice in drained.notices:
+            log.border_subtitle = notice.message
+            if notice.kind == "error":
+                self.notify(notice.message, severity="error")
+        if drained.snapshot is not None:
+            self.show_snapshot(drained.snapshot)
+
+    @_while_composed
+    def _tick(self) -> None:
+        snap = self.controller.snapshot_now()
+        if snap is not None:
+            self.show_snapshot(snap)
+        sampler = self.controller.sampler
+        if sampler is not None:
+            self.query_one(GpuPanel).show_busy(sampler.busy_for())
+
+    def show_snapshot(self, snap: Snapshot) -> None:
+        """Render one readiness snapshot: header, gauge, diagnosis."""
+        self.last_snapshot = snap
+        gauge = self.query_one(ReadinessGauge)
+        eta, runs = self.controller.eta_for(snap)
+        gauge.show(snap, eta=eta, eta_runs=runs)
+        detail = ""
+        if snap.state in (State.CRASHED, State.TIMED_OUT, State.STALLED) and snap.cause is not None:
+            detail = snap.cause.summary
+        elif snap.state is State.STARTING:
+            detail = snap.phase or ""
+        elif snap.state is State.READY:
+            detail = f"in {mmss(shown_elapsed(snap))}"
+        elif snap.detail:
+            detail = snap.detail
+        self.query_one(StatusHeader).show(snap.state, detail)
+        key = (snap.errors, snap.warnings, self.patch_applied)
+        if key != self._diag_key:
+            self._diag_key = key
+            self.query_one(DiagnosisView).show(self.diagnoses(snap))
+
+    def diagnoses(self, snap: Snapshot) -> list[tuple[Event, Diagnosis]]:
+        """Cause first, then the other errors, then warnings; one block per distinct diagnosis."""
+        ordered: list[Event] = []
+        if snap.cause is not None:
+            ordered.append(snap.cause)
+        else:
+            ordered += list(snap.errors)
+        ordered += list(snap.warnings)
+        out: list[tuple[Event, Diagnosis]] = []
+        seen: set[str] = set()
+        for event in ordered:
+            diag = diagnose(event)
+            if diag is None:
+                continue
+            if diag.cause in seen:
+                continue
+            seen.add(diag.cause)
+            if self.patch_applied and diag.intent == "patch":
+                diag = Diagnosis(diag.cause, PATCHED_ACTION, "relaunch")
+            out.append((event, diag))
+            if len(out) >= MAX_DIAGNOSES:
+                break
+        if not out and snap.cause is not None:
+            out.append((snap.cause, Diagnosis(snap.cause.headline(), f"read the log at line {snap.cause.line_no} (n)")))
+        return out
+
+    @_while_composed
+    def on_gpu_dirty(self, _message: GpuDirty) -> None:
+        snapshot, ours = self.controller.latest_gpu()
+        if snapshot is not None:
+            self.query_one(GpuPanel).show(snapshot, ours)
+
+    @_while_composed
+    def on_topology_ready(self, _message: TopologyReady) -> None:
+        self.query_one(TopologyView).show(self.controller.topology, self.controller.topology_reason)
+
+    def on_notice(self, message: Notice) -> None:
+        severity = message.severity if message.severity in ("information", "warning", "error") else "information"
+        self.notify(message.text, severity=severity)  # type: ignore[arg-type]
+
+    # ---- intents ---------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Dashboard keys are inactive while a modal is open (the modal has its own)."""
+        if action in {"patch", "relaunch", "log", "next_theme"} and isinstance(self.screen, ModalScreen):
+            return False
+        return True
+
+    def action_log(self, name: str) -> None:
+        log = self.log_view
+        getattr(log, f"action_{name}")()
+
+    def action_patch(self) -> None:
+        patcher = self.controller.patcher
+        if patcher is None:
+            self.notify("no SGLang/vLLM install to patch in this session (use symmtui patch)", severity="warning")
+            return
+        self.push_screen(PatchScreen(patcher))
+
+    @_while_composed
+    def on_patch_changed(self, message: PatchChanged) -> None:
+        if message.error:
+            self.notify(message.text, severity="error", timeout=8)
+            return
+        self.patch_applied = "revert" not in message.text.lower()
+        self.notify(message.text)
+        self.query_one(StatusHeader).show(
+            self.query_one(StatusHeader).state, self.query_one(StatusHeader).detail,
+            note="patched" if self.patch_applied else "",
+        )
+        if self.last_snapshot is not None:
+            self._diag_key = None
+            self.show_snapshot(self.last_snapshot)
+
+    def action_relaunch(self) -> None:
+        why = self.controller.can_relaunch
+        if why is not None:
+            self.notify(why, severity="warning", timeout=8)
+            return
+        if self.relaunching:
+            self.notify("a relaunch is already in progress")
+            return
+        sup = self.controller.supervisor
+        assert sup is not None
+        command = sup.profile.command_text or " ".join(sup.profile.argv or ())
+        body = (
+            f"Stop the running server (SIGTERM, then SIGKILL after {sup.grace:.0f} s), wait for its GPU memory "
+            f"and port to be released, then launch again:\n\n  {command}"
+        )
+        self.push_screen(ConfirmScreen("Relaunch?", body, yes="Relaunch"), self._relaunch_confirmed)
+
+    def _relaunch_confirmed(self, yes: bool | None) -> None:
+        if not yes:
+            return
+        self.relaunching = True
+        self.query_one(ReadinessGauge).show_activity(Activity("stopping the server…"))
+        self.push_screen(RelaunchScreen())
+        self.run_relaunch()
+
+    @work(thread=True, exclusive=True, group="relaunch")
+    def run_relaunch(self) -> None:
+        def progress(p: object) -> None:
+            self.post_message(StopProgress(p))  # type: ignore[arg-type]
+
+        try:
+            result = self.controller.relaunch(progress)
+        except UserError as exc:
+            self.post_message(RelaunchDone(str(exc), ""))
+            return
+        note = "; ".join(result.warnings)
+        summary = f"launched pid {result.record.pid}" + (f" ({note})" if note else "")
+        self.post_message(RelaunchDone(None, summary))
+
+    @_while_composed
+    def on_stop_progress(self, message: StopProgress) -> None:
+        self.query_one(ReadinessGauge).show_activity(Activity(message.progress.message))
+        screen = self.screen
+        if isinstance(screen, RelaunchScreen):
+            screen.add_progress(message.progress)
+
+    @_while_composed
+    def on_relaunch_done(self, message: RelaunchDone) -> None:
+        self.relaunching = False
+        gauge = self.query_one(ReadinessGauge)
+        screen = self.screen
+        if message.error is not None:
+            gauge.show_activity(Activity("relaunch failed: " + message.error, busy=False))
+            if isinstance(screen, RelaunchScreen):
+                screen.finish(message.error, error=True)
+            else:
+                self.notify(message.error, severity="error", timeout=10)
+            return
+        gauge.show_activity(Activity(message.summary, busy=False))
+        if isinstance(screen, RelaunchScreen):
+            screen.finish(message.summary, error=False)
+            self.set_timer(RELAUNCH_LINGER, lambda: screen.dismiss() if screen.is_current else None)
+        self.notify("relaunched: " + message.summary)
+
+    def action_next_theme(self) -> None:
+        names = self.theme_names
+        if not names:
+            return
+        i = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(i + 1) % len(names)]
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    def action_set_theme(self, name: str) -> None:
+        self.theme = name
+
+    async def action_quit(self) -> None:
+        if self.relaunching:
+            self.push_screen(
+                ConfirmScreen("Quit?", "A relaunch is in progress; quit anyway? (it continues in the background)",
+                              yes="Quit"),
+                lambda yes: self.exit(0) if yes else None,
+            )
+            return
+        self.exit(0)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "btn-patch":
+            self.action_patch()
+        elif event.button.id == "btn-relaunch":
+            self.action_relaunch()
+
+    # ---- command palette -------------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Apply SM120 patch", "Check, show the diff, apply or revert (p)", self.action_patch)
+        yield SystemCommand("Relaunch", "Stop the server, wait for GPU memory and port, launch again (r)",
+                            self.action_relaunch)
+        yield SystemCommand("Next theme", "Cycle the symmtui themes (t)", self.action_next_theme)
+        for name in self.theme_names:
+            yield SystemCommand(f"Theme: {name}", f"Switch to the {name} theme",
+                                partial(self.action_set_theme, name))
+        if self.screen.query("#log"):
+            yield from self.log_view.commands()
+
+
+def app_css_path() -> Path:
+    """Where app.tcss lives (next to this module)."""
+    return Path(__file__).with_name("app.tcss")

@@ -1,0 +1,149 @@
+"""Readiness gauge: a big coloured state, elapsed time, phase, progress bar, ETA and time left to the timeout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Static
+
+from symmtui.core.readiness import Snapshot, State
+from symmtui.ui.widgets.fmt import mmss, progress_bar, set_content
+
+STATE_WORDS: dict[State, str] = {
+    State.WAITING: "WAITING",
+    State.STARTING: "STARTING",
+    State.READY: "READY",
+    State.CRASHED: "CRASHED",
+    State.STALLED: "STALLED",
+    State.TIMED_OUT: "TIMED OUT",
+    State.STOPPED: "STOPPED",
+}
+STATE_ICONS: dict[State, str] = {
+    State.WAITING: "…",
+    State.STARTING: "▶",
+    State.READY: "✔",
+    State.CRASHED: "✖",
+    State.STALLED: "⏸",
+    State.TIMED_OUT: "⌛",
+    State.STOPPED: "■",
+}
+
+
+def state_class(state: State) -> str:
+    """The CSS class for a state: '-state-timed-out' etc."""
+    return "-state-" + STATE_WORDS[state].lower().replace(" ", "-")
+
+
+def state_var(state: State) -> str:
+    """The theme variable for a state colour: '$state-crashed' etc."""
+    return "$state-" + STATE_WORDS[state].lower().replace(" ", "-")
+
+
+def shown_elapsed(snapshot: Snapshot) -> float:
+    """Elapsed time, frozen at the verdict once there is one (READY after 00:59 stays 00:59)."""
+    if snapshot.state.final and snapshot.verdict_elapsed is not None:
+        return snapshot.verdict_elapsed
+    return snapshot.elapsed
+
+
+PROGRESS_UNITS = {"loading weights": "shards", "capturing CUDA graphs": "batches"}
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What symmtui itself is doing (stopping, launching), shown under the state."""
+
+    text: str
+    busy: bool = True
+
+
+class ReadinessGauge(Vertical):
+    """Big state banner, then elapsed / phase, a progress bar when the phase has one, ETA and timeout."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "Readiness"
+        self.snapshot: Snapshot | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="state-banner")
+        yield Static("", id="gauge-cause")
+        yield Static("", id="gauge-phase")
+        yield Static("", id="gauge-bar")
+        yield Static("", id="gauge-eta")
+        yield Static("", id="gauge-activity")
+
+    def on_mount(self) -> None:
+        self.query_one("#state-banner", Static).update(Content.styled("… WAITING", "bold"))
+        self.query_one("#gauge-cause", Static).update(Content.styled("for the server log", "$muted"))
+        self.query_one("#state-banner").add_class(state_class(State.WAITING))
+
+    def show(self, snapshot: Snapshot, *, eta: float | None = None, eta_runs: int = 0) -> None:
+        """Render one readiness snapshot; `eta` is seconds left predicted from launch history."""
+        self.snapshot = snapshot
+        state = snapshot.state
+        banner = self.query_one("#state-banner", Static)
+        wanted = state_class(state)
+        if not banner.has_class(wanted):
+            for word in STATE_WORDS.values():
+                banner.remove_class("-state-" + word.lower().replace(" ", "-"))
+            banner.add_class(wanted)
+        detail = ""
+        if state in (State.CRASHED, State.STALLED, State.TIMED_OUT) and snapshot.cause is not None:
+            detail = snapshot.cause.headline()
+        elif state is State.READY:
+            detail = f"ready after {mmss(snapshot.verdict_elapsed or snapshot.elapsed)}"
+        elif state is State.WAITING:
+            detail = "for the server log"
+        if not detail and snapshot.detail and state is not State.STARTING:
+            detail = snapshot.detail
+        words = f"{STATE_ICONS[state]} {STATE_WORDS[state]}"
+        set_content(banner, Content.styled(words, "bold"))
+        cause = self.query_one("#gauge-cause", Static)
+        set_content(cause, Content.styled(detail, f"bold {state_var(state)}"))
+        cause.display = bool(detail)
+
+        phase = snapshot.phase or "—"
+        set_content(
+            self.query_one("#gauge-phase", Static),
+            Content.assemble(
+                ("elapsed ", "$muted"), (mmss(shown_elapsed(snapshot)), "bold"), ("   phase ", "$muted"), (phase, "bold")
+            ),
+        )
+        bar = self.query_one("#gauge-bar", Static)
+        live = state in (State.STARTING, State.WAITING, State.STALLED)
+        if snapshot.progress_counts is not None and live:
+            done, total = snapshot.progress_counts
+            unit = PROGRESS_UNITS.get(snapshot.phase or "", "")
+            label = f" {done}/{total} {unit}".rstrip()
+            width = max(8, (bar.size.width or 40) - len(label) - 1)
+            set_content(bar, Content.assemble(progress_bar(done, total, width), label))
+            bar.display = True
+        else:
+            bar.display = False
+        eta_parts: list[Content | str | tuple[str, str]] = []
+        if live and eta is not None:
+            runs = f" (from {eta_runs} earlier launch{'es' if eta_runs != 1 else ''})" if eta_runs else ""
+            eta_parts += [("ETA ", "$muted"), (mmss(eta), "bold"), (runs, "$muted")]
+        elif live:
+            eta_parts += [("ETA ", "$muted"), ("no history yet", "$muted")]
+        remaining = snapshot.remaining_timeout
+        if live and remaining is not None:
+            eta_parts += [("   timeout in ", "$muted"), (mmss(remaining), "bold $warning" if remaining < 60 else "bold")]
+        eta_line = self.query_one("#gauge-eta", Static)
+        set_content(eta_line, Content.assemble(*eta_parts))
+        eta_line.display = bool(eta_parts)
+
+    def show_activity(self, activity: Activity | None) -> None:
+        """A line about what symmtui is doing (stopping the old server, launching the new one)."""
+        line = self.query_one("#gauge-activity", Static)
+        line.set_class(activity is not None, "-shown")
+        if activity is None:
+            line.update("")
+            line.display = False
+        else:
+            line.update(Content.styled(("⟳ " if activity.busy else "") + activity.text, "$accent"))
+            line.display = True

@@ -1,0 +1,751 @@
+"""The dashboard's log pane: a windowed Line API view that follows, colours, groups, filters and searches a log.
+
+Use (the dashboard):
+
+    log = LogView(id="log")                 # compose it; it fills what it is given
+                                            # (ring=20_000 lines of text kept, max_rows=5_000_000 indexed)
+    log.reset(path)                         # new launch / new file: clears, and reads old lines back from `path`
+    log.set_file(path)                      # only change the file old lines are read back from (os.pread)
+    log.append_lines(update.lines)          # on the UI thread, batches of LogLine (O(batch))
+    log.add_events(update.events)           # crash/warning/ready/phase events: row colours, summaries, n/N stops
+
+Keys (bindings on the widget, `show=True`, so the footer lists them while the pane has focus):
+f follow on/off, / search (Enter: next match, Up/Down: previous/next, Escape: close), e errors only,
+n / N next / previous error. Each is a public action the app may call from its own bindings
+(`action_toggle_follow`, `action_search`, `action_toggle_errors`, `action_next_error`,
+`action_previous_error`); `LogView.commands()` gives them as command palette entries.
+
+Messages: `LogView.FollowChanged(following)` when following pauses or resumes,
+`LogView.ErrorSelected(line_no, summary)` when n/N lands on an error.
+State for tests and the app: `following`, `new_lines`, `errors_only`, `search_text`, `error_count`,
+`line_count`, `cursor_line_no`, `visible_lines()` (the rendered text on screen).
+
+What it shows: each line behind a two-cell gutter (`┃` on crash/warning/traceback lines, `▸` on the
+selected error or match); a traceback as one block under a summary row
+(`▶ KeyError: 12 at torch_symm_mem.py:83 (8 ranks)`; another rank's copy says `(same as line N, 8 ranks)`);
+a carriage-return progress bar updated in place; a status line (`● following` or
+`❚❚ paused — N new lines`, line count, errors, filter, search result).
+
+Colours come only from component classes (`log-view--crash`, `--warning`, `--ready`, `--phase`,
+`--progress`, `--info`, `--summary`, `--match`, `--cursor`, `--gutter`, `--dim`,
+`--status-following`, `--status-paused`, `--status-note`), whose defaults use Textual's theme variables; the app
+may restyle them, e.g. `LogView .log-view--crash { color: $log-crash; }`. Rendered strips are
+cached and the cache is dropped whenever styles or the theme change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widget import Widget
+from textual.widgets import Input
+
+from symmtui.ui.widgets.log_index import (
+    BLOCK_END,
+    CRASH,
+    ERRORISH,
+    INFO,
+    KIND_MASK,
+    PHASE,
+    PROGRESS,
+    READY,
+    TRUNCATED,
+    WARNING,
+    EventLike,
+    LineIndex,
+    LineLike,
+)
+
+__all__ = ["LogLines", "LogSearch", "LogStatus", "LogView"]
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_KIND_CLASS = {
+    CRASH: "log-view--crash",
+    WARNING: "log-view--warning",
+    READY: "log-view--ready",
+    PHASE: "log-view--phase",
+    PROGRESS: "log-view--progress",
+    INFO: "log-view--info",
+}
+_GUTTER = 2
+_SEARCH_SLICE = 0.01  # seconds of searching between two turns of the event loop
+
+
+def _clean(text: str) -> str:
+    """Tabs expanded, control characters shown as U+FFFD (they would corrupt the terminal)."""
+    if "\t" in text:
+        text = text.expandtabs(8)
+    return _CONTROL.sub("\ufffd", text) if _CONTROL.search(text) else text
+
+
+class LogLines(ScrollView, can_focus=True):
+    """The scrolling body of a `LogView`: renders view lines from the index, one `Strip` each."""
+
+    COMPONENT_CLASSES = {
+        "log-view--crash",
+        "log-view--warning",
+        "log-view--ready",
+        "log-view--phase",
+        "log-view--progress",
+        "log-view--info",
+        "log-view--summary",
+        "log-view--match",
+        "log-view--cursor",
+        "log-view--gutter",
+        "log-view--dim",
+    }
+
+    DEFAULT_CSS = """
+    LogLines {
+        height: 1fr;
+        background: $surface;
+        color: $foreground;
+        overflow-y: scroll;
+        .log-view--crash { color: $error; }
+        .log-view--warning { color: $warning; }
+        .log-view--ready { color: $success; text-style: bold; }
+        .log-view--phase { color: $accent; }
+        .log-view--progress { color: $primary; }
+        .log-view--info { color: $foreground; }
+        .log-view--summary { color: $error; text-style: bold; background: $error 15%; }
+        .log-view--match { color: auto 90%; background: $warning 70%; text-style: bold; }
+        .log-view--cursor { background: $primary 35%; }
+        .log-view--gutter { color: $foreground-muted; }
+        .log-view--dim { color: $foreground-muted; }
+    }
+    """
+
+    def __init__(self, owner: LogView, index: LineIndex) -> None:
+        super().__init__()
+        self._owner = owner
+        self._index = index
+        self._cache: LRUCache[tuple[str, int, bool], Strip] = LRUCache(1024)
+
+    # -- cache
+    def notify_style_update(self) -> None:
+        """Styles or theme changed: every cached strip is stale."""
+        super().notify_style_update()
+        self._cache.clear()
+
+    def clear_cache(self) -> None:
+        """Drop every rendered strip."""
+        self._cache.clear()
+
+    def discard_rows(self, rows: Sequence[int]) -> None:
+        """Drop the rendered strips of `rows` (replaced or re-marked)."""
+        for row in rows:
+            self._cache.discard(("r", row, False))
+            self._cache.discard(("r", row, True))
+
+    # -- scrolling
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._owner._scrolled(old_value, new_value)
+
+    def on_resize(self) -> None:
+        if self._owner.following:
+            self._owner._scroll_end()
+
+    # -- rendering
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.size.width
+        base = self.rich_style
+        vy = scroll_y + y
+        if vy >= self._index.view_len():
+            return Strip.blank(width, base)
+        strip, pad = self._full_strip(vy, base)
+        return strip.crop_extend(scroll_x, scroll_x + width, pad)
+
+    def _full_strip(self, vy: int, base: Style) -> tuple[Strip, Style]:
+        """The whole line at view line `vy` (cached) and the style that pads it to the pane's width."""
+        index = self._index
+        cursor = self._owner._cursor
+        is_summary, value = index.view_entry(vy)
+        if is_summary:
+            block = index.blocks[value]
+            key = ("s", block.start, cursor == block.start)
+        else:
+            key = ("r", value, cursor == value)
+        strip = self._cache.get(key)
+        if strip is None:
+            strip = self._summary_strip(value, key[2]) if is_summary else self._row_strip(value, key[2])
+            self._cache[key] = strip
+        if is_summary:
+            pad = self._style("log-view--summary")
+            return strip, pad + self._cursor_style() if key[2] else pad
+        return strip, base + self._cursor_style() if key[2] else base
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(name)
+
+    def _cursor_style(self) -> Style:
+        """Only the cursor's background (blended with the pane's), so the kind's colour stays."""
+        return Style(bgcolor=self._style("log-view--cursor").bgcolor)
+
+    def _summary_strip(self, k: int, cursor: bool) -> Strip:
+        block = self._index.blocks[k]
+        style = self._style("log-view--summary")
+        if cursor:
+            style += self._cursor_style()
+        marker = "▶ "
+        text = f"{marker}{_clean(self._index.block_summary(block))}"
+        return Strip([Segment(text, style)])
+
+    def _row_strip(self, row: int, cursor: bool) -> Strip:
+        index = self._index
+        flags = index.flags(row)
+        kind = flags & KIND_MASK
+        style = self._style(_KIND_CLASS[kind]) if kind in _KIND_CLASS else self.rich_style
+        if flags & BLOCK_END:
+            style += Style(bold=True)
+        gutter_style = style if flags & ERRORISH else self._style("log-view--gutter")
+        if cursor:
+            extra = self._cursor_style()
+            style += extra
+            gutter_style += extra
+            gutter = "▸ "
+        else:
+            gutter = "┃ " if flags & ERRORISH else "  "
+        text = _clean(index.text(row))
+        segments = [Segment(gutter, gutter_style)]
+        needle = self._owner._needle
+        if needle:
+            segments.extend(self._split_matches(text, needle, style))
+        else:
+            segments.append(Segment(text, style))
+        if flags & TRUNCATED:
+            segments.append(Segment(" …(line cut)", self._style("log-view--dim")))
+        return Strip(segments)
+
+    def _split_matches(self, text: str, needle: str, style: Style) -> list[Segment]:
+        hay = text.lower() if needle == needle.lower() else text
+        match_style = style + self._style("log-view--match")
+        out: list[Segment] = []
+        pos = 0
+        n = len(needle)
+        hit = hay.find(needle)
+        while hit >= 0:
+            if hit > pos:
+                out.append(Segment(text[pos:hit], style))
+            out.append(Segment(text[hit : hit + n], match_style))
+            pos = hit + n
+            hit = hay.find(needle, pos)
+        if pos < len(text):
+            out.append(Segment(text[pos:], style))
+        return out
+
+
+class LogSearch(Input):
+    """The search box of a `LogView`: Enter next match, Up/Down previous/next, Escape closes."""
+
+    BINDINGS = [
+        Binding("escape", "close", "Close search", show=False),
+        Binding("down", "step(True)", "Next match", show=False),
+        Binding("up", "step(False)", "Previous match", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    LogSearch {
+        display: none;
+        height: 1;
+        border: none;
+        padding: 0 1;
+        &.-open { display: block; }
+    }
+    """
+
+    def __init__(self, owner: LogView) -> None:
+        super().__init__(placeholder="search the log (Enter: next match, Escape: close)")
+        self._owner = owner
+
+    def action_close(self) -> None:
+        self._owner.action_close_search()
+
+    def action_step(self, forward: bool) -> None:
+        self._owner.action_next_match() if forward else self._owner.action_previous_match()
+
+
+class LogStatus(Widget):
+    """The one-line state of a `LogView`: following or paused with new lines, filter, search, errors."""
+
+    COMPONENT_CLASSES = {"log-view--status-following", "log-view--status-paused", "log-view--status-note"}
+
+    DEFAULT_CSS = """
+    LogStatus {
+        height: 1;
+        background: $panel;
+        color: $foreground-muted;
+        .log-view--status-following { color: $success; text-style: bold; }
+        .log-view--status-paused { color: $warning; text-style: bold; }
+        .log-view--status-note { color: $foreground; }
+    }
+    """
+
+    def __init__(self, owner: LogView) -> None:
+        super().__init__()
+        self._owner = owner
+
+    def render(self) -> Text:
+        owner = self._owner
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if owner.following:
+            text.append(" ● following", self.get_component_rich_style("log-view--status-following"))
+        else:
+            new = owner.new_lines
+            text.append(f" ❚❚ paused — {new:,} new line{'s' if new != 1 else ''}",
+                        self.get_component_rich_style("log-view--status-paused"))
+            text.append(" (f or End to follow)")
+        text.append(f" · {owner.index.last_no:,} lines")
+        errors = owner.error_count
+        if errors:
+            pos = f"{owner.error_position}/" if owner.error_position else ""
+            text.append(f" · error {pos}{errors}" if pos else f" · {errors} error{'s' if errors != 1 else ''}")
+        if owner.errors_only:
+            text.append(" · errors only (e)", self.get_component_rich_style("log-view--status-note"))
+        if owner._note:
+            text.append(f" · {owner._note}", self.get_component_rich_style("log-view--status-note"))
+        return text
+
+
+class LogView(Vertical):
+    """The log pane; see the module docstring for the API."""
+
+    BINDINGS = [
+        Binding("f", "toggle_follow", "Follow", tooltip="Follow the end of the log, or pause"),
+        Binding("slash", "search", "Search", key_display="/", tooltip="Search the log"),
+        Binding("e", "toggle_errors", "Errors only", tooltip="Show only crash and warning lines"),
+        Binding("n", "next_error", "Next error", tooltip="Jump to the next error"),
+        Binding("N", "previous_error", "Prev error", key_display="N", tooltip="Jump to the previous error"),
+    ]
+
+    DEFAULT_CSS = """
+    LogView {
+        height: 1fr;
+        layout: vertical;
+    }
+    """
+
+    class FollowChanged(Message):
+        """Following paused (the user scrolled up, jumped, or pressed f) or resumed."""
+
+        def __init__(self, log_view: LogView, following: bool) -> None:
+            super().__init__()
+            self.log_view = log_view
+            self.following = following
+
+        @property
+        def control(self) -> LogView:
+            return self.log_view
+
+    class ErrorSelected(Message):
+        """n/N landed on an error: its line number (1-based, as in the file) and summary."""
+
+        def __init__(self, log_view: LogView, line_no: int, summary: str) -> None:
+            super().__init__()
+            self.log_view = log_view
+            self.line_no = line_no
+            self.summary = summary
+
+        @property
+        def control(self) -> LogView:
+            return self.log_view
+
+    def __init__(
+        self,
+        *,
+        ring: int = 20_000,
+        max_rows: int = 5_000_000,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.index = LineIndex(ring=ring, max_rows=max_rows)
+        self.following = True
+        self.new_lines = 0
+        self.error_position = 0
+        self._cursor: int | None = None
+        self._needle = ""
+        self._note = ""
+        self._programmatic = False
+        self._search_run = 0  # bumped to cancel a search still scanning the file
+        self._lines = LogLines(self, self.index)
+        self._search = LogSearch(self)
+        self._status = LogStatus(self)
+
+    def compose(self) -> ComposeResult:
+        yield self._lines
+        yield self._search
+        yield self._status
+
+    def on_unmount(self) -> None:
+        self.index.close_file()
+
+    # ------------------------------------------------------------------ public state
+    @property
+    def lines(self) -> LogLines:
+        """The scrolling body (what has focus)."""
+        return self._lines
+
+    @property
+    def line_count(self) -> int:
+        """Rows kept (after progress updates merged in place)."""
+        return self.index.rows
+
+    @property
+    def error_count(self) -> int:
+        """Stops for n/N: traceback blocks and crash/warning lines."""
+        return len(self.index.targets)
+
+    @property
+    def errors_only(self) -> bool:
+        """Whether the errors-only filter is on."""
+        return self.index.errors_only
+
+    @property
+    def search_text(self) -> str:
+        """The highlighted search text ('' when no search)."""
+        return self._needle
+
+    @property
+    def cursor_line_no(self) -> int | None:
+        """Line number of the selected error or match, if any."""
+        if self._cursor is None or not self.index.base <= self._cursor < self.index.end:
+            return None
+        return self.index.no_for_row(self._cursor)
+
+    def focus(self, scroll_visible: bool = True) -> LogView:
+        """Focus the scrolling body (the container itself takes no focus)."""
+        self._lines.focus(scroll_visible)
+        return self
+
+    def visible_lines(self) -> list[str]:
+        """The text of each line on screen, as rendered (gutter included)."""
+        return [self._lines.render_line(y).text for y in range(self._lines.size.height)]
+
+    def commands(self) -> list[SystemCommand]:
+        """Command palette entries for the pane's actions (yield them from `App.get_system_commands`)."""
+        return [
+            SystemCommand("Log: follow on/off", "Follow the end of the log, or pause (f)", self.action_toggle_follow),
+            SystemCommand("Log: search", "Search the log (/)", self.action_search),
+            SystemCommand("Log: errors only", "Show only crash and warning lines, or everything (e)",
+                          self.action_toggle_errors),
+            SystemCommand("Log: next error", "Jump to the next error (n)", self.action_next_error),
+            SystemCommand("Log: previous error", "Jump to the previous error (N)", self.action_previous_error),
+        ]
+
+    # ------------------------------------------------------------------ feeding
+    def reset(self, path: str | Path | None = None) -> None:
+        """A new launch or file: forget every line and error; old lines read back from `path`."""
+        self._search_run += 1
+        self.index.clear()
+        self.index.set_file(path)
+        self._lines.clear_cache()
+        self._cursor = None
+        self.error_position = 0
+        self.new_lines = 0
+        self._note = ""
+        self._update_size()
+        self._set_following(True)
+        self._lines.refresh()
+        self._status.refresh()
+
+    def set_file(self, path: str | Path | None) -> None:
+        """The file whose byte offsets the lines carry (read back with pread once out of memory)."""
+        self.index.set_file(path)
+        self._lines.clear_cache()
+        self._lines.refresh()
+
+    def append_lines(self, lines: Sequence[LineLike]) -> None:
+        """Add a batch of lines (call on the UI thread; cost is O(batch), nothing renders off screen)."""
+        if not lines:
+            return
+        lines_widget = self._lines
+        anchor: tuple[bool, int] | None = None
+        if not self.following and self.index.view_len():
+            anchor = self.index.view_entry(min(int(lines_widget.scroll_y), self.index.view_len() - 1))
+            if anchor[0]:
+                anchor = (True, self.index.blocks[anchor[1]].start)
+        shown_before = self.index.view_len()
+        result = self.index.append(lines)
+        if result.restart_at is not None:
+            # the follower started the file over (truncated or replaced): old rows no longer match it
+            self.reset(self.index.path)
+            self.append_lines(lines[result.restart_at :])
+            return
+        if result.blocks_changed or result.pruned:
+            lines_widget.clear_cache()
+        elif result.replaced:
+            lines_widget.discard_rows(result.replaced)
+        if not self.following:
+            self.new_lines += result.added
+        self._update_size()
+        if self.following:
+            self._scroll_end()
+        elif anchor is not None and (result.inserted or result.pruned):
+            # summary rows appeared above, or old rows were dropped: keep the same line at the top
+            vy = self.index.view_y(anchor[1], summary=anchor[0])
+            if vy is not None:
+                self._programmatic = True
+                try:
+                    lines_widget.scroll_to(y=vy, animate=False, immediate=True, force=True)
+                finally:
+                    self._programmatic = False
+        if (
+            self.following
+            or result.replaced
+            or result.blocks_changed
+            or result.pruned
+            or shown_before < lines_widget.scroll_offset.y + lines_widget.size.height
+        ):
+            lines_widget.refresh()  # a paused pane whose lines did not change is left alone
+        self._status.refresh()
+
+    def add_events(self, events: Sequence[EventLike]) -> None:
+        """Mark lines from engine events (kind colours, block summaries and ranks, n/N stops)."""
+        if not events:
+            return
+        changed = self.index.add_events(events)
+        if changed:
+            self._lines.clear_cache()
+            self._update_size()
+            self._lines.refresh()
+            self._status.refresh()
+
+    # ------------------------------------------------------------------ actions
+    def action_toggle_follow(self) -> None:
+        """Pause following, or resume it (jumps to the end)."""
+        self._set_following(not self.following)
+
+    def action_toggle_errors(self) -> None:
+        """Show only crash/warning lines and traceback blocks, or everything again."""
+        anchor = self._cursor if self._cursor is not None else self.index.nearest_row(int(self._lines.scroll_y))
+        self.index.set_errors_only(not self.index.errors_only)
+        self._lines.clear_cache()
+        self._programmatic = True
+        try:
+            self._update_size()
+            if self.following:
+                self._scroll_end()
+            elif anchor is not None:
+                self._scroll_near(anchor, top=True)
+        finally:
+            self._programmatic = False
+        self._lines.refresh()
+        self._status.refresh()
+
+    def action_next_error(self) -> None:
+        """Select the next traceback block or crash/warning line (wraps around)."""
+        self._step_error(forward=True)
+
+    def action_previous_error(self) -> None:
+        """Select the previous traceback block or crash/warning line (wraps around)."""
+        self._step_error(forward=False)
+
+    def action_search(self) -> None:
+        """Open the search box."""
+        self._search.add_class("-open")
+        self._search.focus()
+
+    def action_close_search(self) -> None:
+        """Close the search box and clear the highlight; the last match stays selected."""
+        self._search.remove_class("-open")
+        self._search.value = ""
+        self._set_needle("")
+        self._lines.focus()
+
+    def action_next_match(self) -> None:
+        """Select the next line that contains the search text."""
+        self._step_match(forward=True)
+
+    def action_previous_match(self) -> None:
+        """Select the previous line that contains the search text."""
+        self._step_match(forward=False)
+
+    # ------------------------------------------------------------------ search box
+    @on(Input.Changed, "LogSearch")
+    def _search_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._set_needle(event.value)
+
+    @on(Input.Submitted, "LogSearch")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._set_needle(event.value)
+        self._step_match(forward=True)
+
+    def _set_needle(self, needle: str) -> None:
+        if needle != self._needle:
+            self._search_run += 1
+            self._needle = needle
+            self._note = ""
+            self._lines.clear_cache()
+            self._lines.refresh()
+            self._status.refresh()
+
+    def _step_match(self, forward: bool) -> None:
+        needle = self._needle
+        if not needle:
+            return
+        index = self.index
+        if self._cursor is not None and index.base <= self._cursor < index.end:
+            start = self._cursor + (1 if forward else -1)
+        else:
+            start = self._edge_row(top=forward)
+        if start >= index.end:
+            start = index.base
+        elif start < index.base:
+            start = index.end - 1
+        self._search_run += 1
+        run = self._search_run
+        steps = index.find_steps(needle, start, forward=forward)
+        if not self._search_slice(run, needle, steps):
+            self.run_worker(self._search_rest(run, needle, steps), group="log-search", exclusive=True)
+
+    async def _search_rest(self, run: int, needle: str, steps: Iterator[int | None]) -> None:
+        """A search that needs the file: one slice per turn of the event loop, so keys stay responsive."""
+        while run == self._search_run:
+            await asyncio.sleep(0)
+            if self._search_slice(run, needle, steps):
+                return
+
+    def _search_slice(self, run: int, needle: str, steps: Iterator[int | None]) -> bool:
+        """Advance a search for at most ~10 ms; True when it is over (found, no match, or superseded)."""
+        if run != self._search_run:
+            return True  # superseded by a newer search, a reset or Escape
+        deadline = time.monotonic() + _SEARCH_SLICE
+        for row in steps:
+            if row is not None:
+                self._note = f"match at line {self.index.no_for_row(row):,}"
+                self._select(row, summary=False)
+                return True
+            if time.monotonic() > deadline:
+                self._note = f"searching for {needle!r}…"
+                self._status.refresh()
+                return False
+        self._note = f"no match for {needle!r}"
+        self._status.refresh()
+        return True
+
+    # ------------------------------------------------------------------ errors
+    def _step_error(self, forward: bool) -> None:
+        index = self.index
+        targets = index.targets
+        if not targets:
+            self._note = "no errors"
+            self._status.refresh()
+            return
+        if self._cursor is not None and index.base <= self._cursor < index.end:
+            ref = self._cursor
+        else:
+            ref = self._edge_row(top=forward) + (-1 if forward else 1)
+        if forward:
+            i = bisect_right(targets, ref)
+            i = 0 if i >= len(targets) else i
+        else:
+            i = bisect_left(targets, ref) - 1
+            i = len(targets) - 1 if i < 0 else i
+        row = targets[i]
+        self.error_position = i + 1
+        summary = index.target_summary(row)
+        self._note = ""
+        self._select(row, summary=True)
+        self.post_message(self.ErrorSelected(self, index.no_for_row(row), summary))
+
+    # ------------------------------------------------------------------ internals
+    def _edge_row(self, *, top: bool) -> int:
+        """The row at the top (or bottom) of the screen; base/end-1 when empty."""
+        lines = self._lines
+        y = int(lines.scroll_y) if top else int(lines.scroll_y) + max(lines.size.height - 1, 0)
+        row = self.index.nearest_row(y)
+        if row is None:
+            return self.index.base if top else self.index.end - 1
+        return row
+
+    def _select(self, row: int, *, summary: bool) -> None:
+        self._cursor = row
+        if self.following:
+            self._set_following(False)
+        self._programmatic = True
+        try:
+            self._scroll_near(row, top=False, summary=summary)
+        finally:
+            self._programmatic = False
+        self._lines.refresh()
+        self._status.refresh()
+
+    def _scroll_near(self, row: int, *, top: bool, summary: bool = False) -> None:
+        vy = self.index.view_y(row, summary=summary)
+        if vy is None:
+            vy = self._nearest_view_y(row)
+        lines = self._lines
+        height = max(lines.size.height, 1)
+        scroll_y = int(lines.scroll_y)
+        if top:
+            lines.scroll_to(y=vy, animate=False, immediate=True, force=True)
+        elif not scroll_y <= vy < scroll_y + height:
+            lines.scroll_to(y=max(0, vy - height // 3), animate=False, immediate=True, force=True)
+
+    def _nearest_view_y(self, row: int) -> int:
+        """For a row hidden by the filter: the view line of the next shown row."""
+        index = self.index
+        for shown in index.view_rows(row, True):
+            y = index.view_y(shown)
+            if y is not None:
+                return y
+        return max(index.view_len() - 1, 0)
+
+    def _update_size(self) -> None:
+        self._lines.virtual_size = Size(self.index.width + _GUTTER + 1, self.index.view_len())
+
+    def _scroll_end(self) -> None:
+        if not self._lines.is_mounted:
+            return  # lines given before the pane is on screen: on_resize scrolls once it has a size
+        self._programmatic = True
+        try:
+            self._lines.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
+        finally:
+            self._programmatic = False
+
+    def _set_following(self, following: bool, *, scroll: bool = True) -> None:
+        changed = following != self.following
+        self.following = following
+        if following:
+            self.new_lines = 0
+            self._cursor = None
+            self.error_position = 0
+            if scroll:
+                self._scroll_end()
+            self._lines.refresh()
+        if changed:
+            self.post_message(self.FollowChanged(self, following))
+        self._status.refresh()
+
+    def _scrolled(self, old: float, new: float) -> None:
+        """The body scrolled: at the end resumes following, a user scroll up pauses it."""
+        if self._programmatic:
+            return
+        if new >= self._lines.max_scroll_y:
+            if not self.following:
+                # already at the end; scrolling again here would stop the animation driving this call
+                self._set_following(True, scroll=False)
+        elif new < old and self.following:
+            self._set_following(False)

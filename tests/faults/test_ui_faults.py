@@ -1,0 +1,172 @@
+"""The UI keeps moving while NVML takes seconds on a call or the health endpoint hangs."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from symmtui.core.engine import Bringup
+from symmtui.gpu.nvml import Nvml
+from symmtui.gpu.standin import load_standin, standin_host
+from symmtui.ui.app import SymmApp
+from symmtui.ui.controller import Controller
+from symmtui.ui.widgets.log_view import LogView
+from tests.ui.kit import READY_LOG, settle, text, wait_for
+
+
+async def test_slow_nvml_call_does_not_freeze_the_ui() -> None:
+    """An NVML call that blocks (2 s in the issue; here until the test opens its gate): keys still work."""
+    module = load_standin("rtx-pro-6000-x8-pcie")
+    host = standin_host(module)
+    gate = threading.Event()  # the slow call returns when this is set (30 s at most)
+    entered = threading.Event()
+    controller = Controller(host="h", profile_name="p", nvml=Nvml(module), sample_interval=0.05)
+    app = SymmApp(controller, tick=0)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: controller.latest_gpu()[0] is not None, "a first GPU sample")
+            host.slow("nvmlDeviceGetUtilizationRates", 30.0, gate=gate, entered=entered)
+            await wait_for(pilot, entered.is_set, "the sampler to enter the slow call")
+            sampler = controller.sampler
+            assert sampler is not None
+            before = app.theme
+            await pilot.press("t")
+            await settle(pilot)
+            # the key took effect while the NVML call is still blocked (the gate is closed)
+            assert app.theme != before, f"theme still {before}; focused={app.focused!r} screen={app.screen!r}"
+            assert sampler.busy_for() > 0, "the slow NVML call ended before the key was handled"
+            await pilot.press("t")
+            assert sampler.busy_for() > 0
+            gate.set()
+            host.heal()
+    finally:
+        gate.set()
+        controller.close()
+
+
+@pytest.fixture
+def hanging_server() -> Iterator[tuple[str, threading.Event]]:
+    """A real HTTP endpoint on 127.0.0.1 that accepts, reads the request, and never answers."""
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    port = srv.getsockname()[1]
+    got_request = threading.Event()
+    stop = threading.Event()
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        srv.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            held.append(conn)
+            conn.settimeout(5)
+            try:
+                if conn.recv(4096):
+                    got_request.set()
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}/health", got_request
+    finally:
+        stop.set()
+        srv.close()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+
+
+async def test_hanging_health_endpoint_does_not_freeze_the_ui(
+    hanging_server: tuple[str, threading.Event], tmp_path: Path
+) -> None:
+    url, got_request = hanging_server
+    log = tmp_path / "server.log"
+    log.write_bytes(READY_LOG.read_bytes()[:2000])  # a log that is mid-start (no ready marker)
+    controller = Controller(host="h", profile_name="p")
+    engine = Bringup(log, url=url, probe_timeout=5.0, on_update=controller.on_engine_update)
+    controller.set_engine(engine, str(log))
+    app = SymmApp(controller, tick=0.2)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, got_request.is_set, "the probe to send its request")
+            log_view = app.query_one(LogView)
+            await wait_for(pilot, lambda: log_view.line_count > 0, "the log lines")
+            # the probe is now blocked on a server that never answers (its timeout is 5 s)
+            following, errors_only = log_view.following, log_view.errors_only
+            await pilot.press("f")
+            await settle(pilot)
+            assert log_view.following is not following, f"f did not toggle following (was {following})"
+            await pilot.press("e")
+            await settle(pilot)
+            assert log_view.errors_only is not errors_only, f"e did not toggle errors-only (was {errors_only})"
+            snap = app.last_snapshot
+            assert snap is not None, "no readiness snapshot reached the UI"
+            assert snap.probe_ok is not True, f"a hanging endpoint was called healthy: {snap.probe_detail}"
+    finally:
+        controller.close()
+
+
+async def test_relaunch_blocked_by_a_stranger_on_the_port_is_explained() -> None:
+    """A stranger holds the server port: the relaunch modal says who and what to do; nothing is signalled."""
+    import os
+    from urllib.parse import urlparse
+
+    from symmtui.core.readiness import State
+    from symmtui.ui.entry import build_demo_controller
+    from symmtui.ui.screens.relaunch import RelaunchScreen
+
+    controller, demo = build_demo_controller(speed=40.0)
+    demo.supervisor.port_timeout = 0.5  # type: ignore[attr-defined]
+    port = urlparse(demo.profile.url).port  # type: ignore[attr-defined]
+    stranger = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    app = SymmApp(controller)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.last_snapshot is not None and app.last_snapshot.state is State.CRASHED,
+                           "the first crash")
+            stranger.bind(("127.0.0.1", port))
+            stranger.listen(1)
+            await pilot.press("r", "y")
+            await wait_for(pilot, lambda: not app.relaunching, "the relaunch attempt to end")
+            assert isinstance(app.screen, RelaunchScreen)
+            await settle(pilot)
+            screen = text(app)
+            assert "the port is still held" in screen and "symmtui stop --kill-pid" in screen
+            assert f"pid {os.getpid()}" in screen  # names the holder
+            await pilot.press("escape")
+            assert not isinstance(app.screen, RelaunchScreen)
+            await pilot.press("t")  # the app is still alive and answering
+    finally:
+        stranger.close()
+        controller.close()
+
+
+async def test_nvml_init_failure_is_explained_in_the_panels() -> None:
+    """No driver: the GPU panel and the topology say why, the rest of the dashboard works."""
+    from symmtui.gpu.standin.errors import NVML_ERROR_DRIVER_NOT_LOADED
+
+    module = load_standin("rtx-pro-6000-x8-pcie")
+    standin_host(module).fail_init(NVML_ERROR_DRIVER_NOT_LOADED)
+    controller = Controller(host="h", profile_name="p", nvml=Nvml(module), sample_interval=0.1)
+    app = SymmApp(controller, tick=0)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: "GPUs: " in text(app) and "topology: " in text(app), "both panels")
+            screen = text(app)
+            assert "Driver Not Loaded" in screen or "driver" in screen.lower()
+            await pilot.press("t")
+            assert app.theme != "symmtui-dark"
+    finally:
+        controller.close()

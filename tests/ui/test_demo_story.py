@@ -1,0 +1,90 @@
+"""The whole demo story in-process on a fast clock: crash -> diagnosis -> patch -> relaunch -> READY."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from symmtui.core.readiness import State
+from symmtui.ui.app import SymmApp
+from symmtui.ui.entry import build_demo_controller
+from symmtui.ui.screens.confirm import ConfirmScreen
+from symmtui.ui.screens.patch import PatchScreen
+from symmtui.ui.screens.relaunch import RelaunchScreen
+from symmtui.ui.widgets.gpu_panel import GpuTable
+from tests.ui.kit import settle, text, wait_for
+
+
+def _state(app: SymmApp) -> State | None:
+    return app.last_snapshot.state if app.last_snapshot is not None else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.timeout(180)
+async def test_demo_story_crash_patch_relaunch_ready() -> None:
+    controller, demo = build_demo_controller(speed=40.0)
+    root = demo.root  # type: ignore[attr-defined]
+    first = demo.supervisor.current()  # type: ignore[attr-defined]
+    assert first is not None
+    pids = [first.pid]
+    try:
+        app = SymmApp(controller)
+        async with app.run_test(size=(120, 40)) as pilot:
+            # 1. the first launch dies with KeyError: 12 and the diagnosis says why
+            await wait_for(pilot, lambda: _state(app) is State.CRASHED, "the first launch to crash")
+            await wait_for(pilot, lambda: "press p to apply the SM120 patch" in text(app), "the diagnosis")
+            assert "KeyError: 12 at torch_symm_mem.py:83" in text(app)
+            # 2. p shows the check and the diff; y applies it to the sandbox
+            await pilot.press("p")
+            modal = app.screen
+            assert isinstance(modal, PatchScreen)
+            await wait_for(pilot, lambda: modal.view is not None, "the patch check")
+            await wait_for(pilot, lambda: "12: {" in text(app), "the diff on screen")
+            await pilot.press("y")
+            await wait_for(pilot, lambda: modal.result is not None, "the patch to apply")
+            await pilot.press("enter")
+            assert app.patch_applied
+            # 3. r asks, y relaunches: stop progress, then the new launch
+            await pilot.press("r")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("y")
+            await settle(pilot)
+            await wait_for(pilot, lambda: not app.relaunching, "the relaunch")
+            # the steps stay on screen a moment, then close
+            await wait_for(pilot, lambda: "launched pid" in text(app), "the launch step")
+            await wait_for(pilot, lambda: not isinstance(app.screen, RelaunchScreen), "the relaunch steps to close")
+            second = demo.supervisor.current()  # type: ignore[attr-defined]
+            assert second is not None and second.launch_id != first.launch_id
+            pids.append(second.pid)
+            # 4. the gauge walks through the phases to READY; GPU memory filled as weights loaded
+            await wait_for(pilot, lambda: _state(app) is State.READY, "READY", timeout=120)
+            assert app.last_snapshot is not None
+            walked = [span.name for span in app.last_snapshot.phases]
+            for phase in ("init distributed", "loading weights", "capturing CUDA graphs", "warm-up"):
+                assert phase in walked, walked
+            await wait_for(pilot, lambda: "READY" in text(app), "READY on screen")
+            table = app.query_one(GpuTable)
+
+            def filled() -> bool:
+                used = table.snapshot.samples[0].memory_used if table.snapshot is not None else 0
+                return isinstance(used, int) and used > 60 * 1024**3
+
+            await wait_for(pilot, filled, "GPU memory to show the loaded model")
+            await pilot.press("q")
+    finally:
+        controller.close()
+    # on quit: the demo's servers are stopped and its temp dir removed
+    assert not root.exists()
+    assert not any(_alive(pid) for pid in pids)

@@ -1,0 +1,222 @@
+"""Pilot tests: every dashboard key and the modals, on fixed data from the real engine code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Input
+
+from symmtui.core.readiness import State
+from symmtui.demo.sandbox import sandbox_has_capability, write_sandbox
+from symmtui.ui.app import PATCHED_ACTION, SymmApp
+from symmtui.ui.patching import Patcher
+from symmtui.ui.screens.confirm import ConfirmScreen
+from symmtui.ui.screens.patch import PatchScreen
+from symmtui.ui.widgets.diagnosis import DiagnosisView
+from symmtui.ui.widgets.gpu_panel import GpuTable, ProcessList
+from symmtui.ui.widgets.log_view import LogView
+from tests.ui.kit import FAKE_PID, crashed_controller, settle, starting_controller, text, wait_for
+
+
+async def test_crashed_state_shows_cause_and_action() -> None:
+    app = SymmApp(crashed_controller(), tick=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = text(app)
+        assert "CRASHED" in screen
+        assert "KeyError: 12 at torch_symm_mem.py:83" in screen
+        assert "press p to apply the SM120 patch" in screen
+        assert "SGLang lacks compute capability 12" in screen
+        assert app.last_snapshot is not None and app.last_snapshot.state is State.CRASHED
+
+
+async def test_log_keys_follow_search_errors_next_previous() -> None:
+    app = SymmApp(crashed_controller(), tick=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        log = app.query_one(LogView)
+        assert log.following and log.line_count == 122
+        await pilot.press("f")
+        assert not log.following
+        await pilot.press("f")
+        assert log.following
+
+        await pilot.press("e")
+        assert log.errors_only
+        await pilot.press("e")
+        assert not log.errors_only
+
+        assert log.error_count >= 1
+        await pilot.press("n")
+        first = log.cursor_line_no
+        assert first is not None
+        await pilot.press("n")
+        second = log.cursor_line_no
+        assert second is not None and second != first
+        await pilot.press("N")
+        assert log.cursor_line_no == first
+
+        await pilot.press("slash")
+        search = app.query_one(Input)
+        assert search.display and search.has_focus
+        await pilot.press(*"sigquit")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert log.search_text == "sigquit"
+        assert log.cursor_line_no == 122
+
+
+async def test_t_cycles_themes_and_palette_lists_actions() -> None:
+    app = SymmApp(crashed_controller(), tick=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.theme == "symmtui-dark"
+        seen = []
+        for _ in app.theme_names:
+            await pilot.press("t")
+            seen.append(app.theme)
+        assert set(seen) >= {"symmtui-dark", "symmtui-light", "symmtui-contrast"}
+        assert app.theme == "symmtui-dark"  # back to the start after a full cycle
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for wanted in ("Apply SM120 patch", "Relaunch", "Next theme", "Theme: symmtui-contrast",
+                       "Log: follow on/off", "Log: search", "Log: errors only", "Log: next error",
+                       "Log: previous error", "Quit"):
+            assert wanted in titles, wanted
+
+
+async def test_theme_option_starts_in_that_theme() -> None:
+    app = SymmApp(crashed_controller(), theme="symmtui-contrast", tick=0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert app.theme == "symmtui-contrast"
+        assert app.get_css_variables()["state-crashed"].upper() == "#FF0000"
+
+
+async def test_gpu_selection_shows_its_processes_ours_vs_strangers() -> None:
+    app = SymmApp(starting_controller(), tick=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        table = app.query_one(GpuTable)
+        table.focus()
+        await settle(pilot)
+        procs = app.query_one(ProcessList)
+        assert procs.display
+        await pilot.press("down", "down")
+        assert table.cursor == 2
+        await settle(pilot)
+        rendered = str(procs.render())
+        assert "GPU 2 processes" in rendered
+        assert str(FAKE_PID) in rendered and "ours" in rendered
+
+
+async def test_strangers_are_marked() -> None:
+    controller = starting_controller()
+    controller._fixed_ours = frozenset()  # nothing is ours: the load's pid is a stranger
+    app = SymmApp(controller, tick=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.query_one(GpuTable).focus()
+        await settle(pilot)
+        assert "stranger" in str(app.query_one(ProcessList).render())
+
+
+async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) -> None:
+    sandbox = write_sandbox(tmp_path / "site")
+    controller = crashed_controller()
+    controller.patcher = Patcher(site=sandbox.site, package="sglang", capability=lambda: 12, nvlink=lambda: False)
+    app = SymmApp(controller, tick=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("p")
+        assert isinstance(app.screen, PatchScreen)
+        modal = app.screen
+        await wait_for(pilot, lambda: modal.view is not None, "the patch check")
+        await wait_for(pilot, lambda: "+    12: {" in text(app), "the diff on screen")
+        screen = text(app)
+        assert "lacks key in TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES" in screen
+        assert "+    12: {" in screen  # the exact diff
+        assert not sandbox_has_capability(sandbox.site, 12)
+        scroll = modal.query_one("#patch-diff-scroll")
+        await pilot.press("pagedown")
+        assert scroll.scroll_y > 0 or scroll.max_scroll_y == 0
+        await pilot.press("n")  # cancel: nothing changed
+        assert not isinstance(app.screen, PatchScreen)
+        assert not sandbox_has_capability(sandbox.site, 12)
+
+        await pilot.press("p")
+        modal = app.screen
+        assert isinstance(modal, PatchScreen)
+        await wait_for(pilot, lambda: modal.view is not None, "the patch check")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: modal.result is not None, "the apply")
+        assert sandbox_has_capability(sandbox.site, 12)
+        await wait_for(pilot, lambda: "applied" in text(app), "the apply result")
+        await pilot.press("enter")
+        assert not isinstance(app.screen, PatchScreen)
+        await settle(pilot)
+        assert app.patch_applied
+        # the diagnosis now points at the next step
+        items = app.query_one(DiagnosisView).items
+        assert items and items[0][1].action == PATCHED_ACTION and "press r to relaunch" in PATCHED_ACTION
+
+        await pilot.press("p")
+        modal = app.screen
+        assert isinstance(modal, PatchScreen)
+        await wait_for(pilot, lambda: modal.view is not None, "the second check")
+        assert modal.view is not None and modal.view.can_revert
+        await wait_for(pilot, lambda: "Revert (y)" in text(app), "the revert button")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: modal.result is not None, "the revert")
+        assert not sandbox_has_capability(sandbox.site, 12)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, PatchScreen)
+
+
+async def test_patch_without_target_says_why() -> None:
+    app = SymmApp(crashed_controller(), tick=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("p")
+        await settle(pilot)
+        assert not isinstance(app.screen, PatchScreen)
+        assert any("symmtui patch" in str(n.message) for n in app._notifications)
+
+
+async def test_relaunch_without_profile_says_why_and_keys_are_inert_in_modals() -> None:
+    app = SymmApp(crashed_controller(), tick=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert any("server.command" in str(n.message) for n in app._notifications)
+        # a modal swallows the dashboard's keys: t does not change the theme behind it
+        app.push_screen(ConfirmScreen("Quit?", "test"))
+        await settle(pilot)
+        before = app.theme
+        await pilot.press("t")
+        assert app.theme == before
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_confirm_modal_keys() -> None:
+    app = SymmApp(crashed_controller(), tick=0)
+    answers: list[bool | None] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        for key, expected in (("y", True), ("enter", True), ("n", False), ("escape", False)):
+            app.push_screen(ConfirmScreen("Sure?", "body"), answers.append)
+            await settle(pilot)
+            await pilot.press(key)
+            await settle(pilot)
+            assert answers[-1] is expected, key
+
+
+async def test_q_quits() -> None:
+    app = SymmApp(crashed_controller(), tick=0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await settle(pilot)
+    assert app.return_value == 0

@@ -1,0 +1,103 @@
+"""States and details the gauge must make unmistakable; buttons; ETA from history; bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from symmtui.cli import main
+from symmtui.core.readiness import State
+from symmtui.launch.history import Estimate
+from symmtui.ui.app import SymmApp
+from symmtui.ui.patching import Patcher
+from symmtui.ui.screens.confirm import ConfirmScreen
+from symmtui.ui.screens.patch import PatchScreen
+from symmtui.ui.widgets.header import StatusHeader
+from tests.ui.kit import crashed_controller, settle, starting_controller, text, wait_for
+
+
+@pytest.mark.parametrize(
+    ("state", "words"),
+    [(State.STALLED, "STALLED"), (State.TIMED_OUT, "TIMED OUT"), (State.STOPPED, "STOPPED"), (State.WAITING, "WAITING")],
+)
+async def test_every_state_is_named_in_header_and_gauge(state: State, words: str) -> None:
+    controller = starting_controller()
+    snap = dataclasses.replace(controller._fixed_snapshot, state=state)
+    controller._fixed_snapshot = snap
+    controller._fixed.snapshot = snap
+    app = SymmApp(controller, tick=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        header = app.query_one(StatusHeader)
+        assert header.state is state
+        lines = text(app).splitlines()
+        assert words in lines[0]  # the header
+        assert any(words in line for line in lines[1:8])  # the gauge's banner
+        banner = app.query_one("#state-banner")
+        assert banner.has_class("-state-" + words.lower().replace(" ", "-"))
+
+
+async def test_eta_from_launch_history_and_time_left() -> None:
+    controller = starting_controller()
+    controller._estimate = Estimate(samples=3, total=480.0,
+                                    phases={"init distributed": 20.0, "loading weights": 420.0, "warm-up": 40.0})
+    app = SymmApp(controller, tick=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = text(app)
+        assert "from 3 earlier launches" in screen
+        assert "timeout in 14:29" in screen
+        eta, runs = controller.eta_for(controller._fixed_snapshot)
+        assert runs == 3 and eta is not None and 0 < eta < 480
+
+
+async def test_buttons_work_with_the_mouse(tmp_path: Path) -> None:
+    from symmtui.demo.sandbox import write_sandbox
+
+    sandbox = write_sandbox(tmp_path / "site")
+    controller = crashed_controller()
+    controller.patcher = Patcher(site=sandbox.site, package="sglang", capability=lambda: 12)
+    app = SymmApp(controller, tick=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.click("#btn-patch")
+        assert isinstance(app.screen, PatchScreen)
+        await pilot.press("escape")
+        await pilot.click("#btn-relaunch")  # no profile: explained, no modal
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_patch_check_failure_is_shown_in_the_modal(tmp_path: Path) -> None:
+    controller = crashed_controller()
+    controller.patcher = Patcher(site=tmp_path / "empty-site", package="sglang", capability=lambda: 12)
+    app = SymmApp(controller, tick=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("p")
+        modal = app.screen
+        assert isinstance(modal, PatchScreen)
+        await wait_for(pilot, lambda: not modal.busy, "the check to fail")
+        assert modal.view is None
+        await wait_for(pilot, lambda: "is not a directory" in text(app), "the check's error in the modal")
+        await pilot.press("y")  # nothing to confirm: the modal stays, nothing happens
+        assert app.screen is modal
+        await pilot.press("n")
+        assert app.screen is not modal
+
+
+def test_demo_speed_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--speed", "0"]) == 2
+    assert "--speed must be a positive number" in capsys.readouterr().err
+
+
+async def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = SymmApp(crashed_controller(), tick=0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert app.no_color
+        # the verdict is in words, not only in colour
+        await wait_for(pilot, lambda: "CRASHED" in text(app), "the verdict")

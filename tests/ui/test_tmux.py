@@ -1,0 +1,127 @@
+"""Smoke test in a real terminal: `symmtui demo` in tmux, keys p y r y, through to READY."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.tmux,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)"),
+]
+
+TMUX = shutil.which("tmux") or "tmux"
+
+
+def _tmux(*args: str) -> str:
+    out = subprocess.run([TMUX, *args], capture_output=True, text=True, timeout=30)
+    return out.stdout
+
+
+class Pane:
+    def __init__(self, session: str) -> None:
+        self.session = session
+
+    def text(self) -> str:
+        return _tmux("capture-pane", "-p", "-t", self.session)
+
+    def wait(self, pattern: str, timeout: float = 60.0) -> str:
+        """Poll the screen until `pattern` (a regex) shows; fail with the screen."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.text()
+            if rx.search(screen):
+                return screen
+            time.sleep(0.2)
+        raise AssertionError(f"{pattern!r} not on screen after {timeout:.0f} s:\n{screen}")
+
+    def keys(self, *keys: str) -> None:
+        for key in keys:
+            _tmux("send-keys", "-t", self.session, key)
+
+
+def _demo_pids(marker: str) -> list[int]:
+    """Processes whose environment carries this test's marker (the demo app and its servers)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (proc / "environ").read_bytes():
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Iterator[tuple[Pane, Path, str]]:
+    name = f"symmtui-test-{uuid.uuid4().hex[:8]}"
+    marker = f"SYMMTUI_TMUX_TEST={name}"
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env_prefix = f"env {marker} TMPDIR={tmpdir} TERM=tmux-256color"
+    command = f"{env_prefix} {sys.executable} -m symmtui demo --speed 20"
+    _tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", command)
+    try:
+        yield Pane(name), tmpdir, marker
+    finally:
+        _tmux("kill-session", "-t", name)
+        deadline = time.monotonic() + 15
+        while _demo_pids(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for pid in _demo_pids(marker):  # anything left behind is killed, and the test fails below
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.mark.timeout(240)
+def test_demo_in_tmux_crash_patch_relaunch_ready(session: tuple[Pane, Path, str]) -> None:
+    pane, tmpdir, marker = session
+    pane.wait(r"CRASHED", 60)
+    pane.wait(r"press p to apply the SM120 patch", 30)
+    pane.keys("p")
+    pane.wait(r"\+\s+12: \{", 30)  # the exact diff
+    pane.keys("y")
+    pane.wait(r"applied", 30)
+    pane.keys("Enter")
+    pane.wait(r"\[patched\]", 15)
+    pane.keys("r")
+    pane.wait(r"Relaunch\?", 15)
+    pane.keys("y")
+    pane.wait(r"STARTING|READY", 60)
+    screen = pane.wait(r"✔ READY", 120)
+    assert "KeyError" not in screen.splitlines()[0]
+    pane.keys("q")
+    deadline = time.monotonic() + 30
+    while _demo_pids(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _demo_pids(marker), "the demo left processes behind"
+    assert not any(tmpdir.iterdir()), f"the demo left files: {list(tmpdir.iterdir())}"
+
+
+@pytest.mark.timeout(120)
+def test_closing_the_pane_stops_the_demo_and_cleans_up(session: tuple[Pane, Path, str]) -> None:
+    """The tmux pane goes away (SIGHUP): the demo still stops its server and removes its temp dir."""
+    pane, tmpdir, marker = session
+    pane.wait(r"CRASHED", 60)
+    assert any(tmpdir.iterdir())  # the demo's temp dir exists while it runs
+    _tmux("kill-session", "-t", pane.session)
+    deadline = time.monotonic() + 30
+    while (_demo_pids(marker) or any(tmpdir.iterdir())) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _demo_pids(marker), "the demo left processes behind"
+    assert not any(tmpdir.iterdir()), f"the demo left files: {list(tmpdir.iterdir())}"
