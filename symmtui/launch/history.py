@@ -17,6 +17,12 @@ VERDICTS = ("ready", "crashed", "stalled", "timed_out", "stopped", "failed")
 """``ready`` is the only successful verdict: only those launches feed the ETA."""
 
 
+def verdict_of(state: str) -> str:
+    """The history verdict for a readiness state's value (``"timed out"`` -> ``"timed_out"``)."""
+    verdict = str(state).replace(" ", "_")
+    return verdict if verdict in VERDICTS else "stopped"
+
+
 @dataclass(frozen=True)
 class HistoryEntry:
     """One launch, appended once it ended (or was stopped)."""

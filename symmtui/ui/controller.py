@@ -19,6 +19,7 @@ from textual.message import Message
 
 from symmtui.core.readiness import Snapshot, State
 from symmtui.errors import UserError
+from symmtui.launch.history import verdict_of
 from symmtui.ui.messages import EngineDirty, GpuDirty, Notice, TopologyReady
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from symmtui.ui.patching import Patcher
 
 Post = Callable[[Message], object]
+OURS_REFRESH = 5.0  # seconds between walks of the process table when the GPU process list is unchanged
 MAX_PENDING_LINES = 200_000  # beyond this the oldest pending lines are dropped (the pane reads them back)
 
 
@@ -91,6 +93,9 @@ class Controller:
         self.capability: int | None = None
         self.on_close: list[Callable[[], None]] = []
         self._estimate: Estimate | None = None
+        self._our_pids_cache: frozenset[int] = frozenset()
+        self._ours_key: frozenset[int] | None = None
+        self._ours_at = 0.0
 
     # ---- wiring ------------------------------------------------------------------------------
 
@@ -206,7 +211,7 @@ class Controller:
         if record is None or record.launch_id == self._finished_launch:
             return
         self._finished_launch = record.launch_id
-        verdict = {State.READY: "ready", State.CRASHED: "crashed", State.TIMED_OUT: "timeout"}[snap.state]
+        verdict = verdict_of(snap.state)
         phases = {s.name: d for s in snap.phases if (d := s.duration()) is not None}
         cause = snap.cause.summary if snap.cause is not None else None
         try:
@@ -240,7 +245,13 @@ class Controller:
 
     def on_gpu_sample(self, snapshot: GpuSnapshot) -> None:
         """GpuSampler's callback: keep the latest, nudge the UI."""
-        ours = self._compute_our_pids()
+        holders = frozenset(p.pid for s in snapshot.samples if isinstance(s.processes, tuple) for p in s.processes)
+        now = time.monotonic()
+        if holders != self._ours_key or now - self._ours_at > OURS_REFRESH:
+            # a walk of the process table: only when the GPU's process list changed, or now and then
+            self._our_pids_cache = self._compute_our_pids()
+            self._ours_key, self._ours_at = holders, now
+        ours = self._our_pids_cache
         with self._lock:
             self._gpu = snapshot
             self._our_pids = ours
@@ -285,6 +296,7 @@ class Controller:
         assert sup is not None
         result = sup.relaunch(on_progress, capability=self.capability)
         self._finished_launch = None
+        self._ours_key = None
         record = result.record
         with self._lock:
             self.log_path = record.log_path

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from symmtui.core.readiness import ReadinessConfig
     from symmtui.core.rules import RuleSet
     from symmtui.core.waiting import wait_for
-    from symmtui.launch import ports
+    from symmtui.launch import history, ports
 
     if profile.url is not None:
         from symmtui.core.probe import check_url
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         diagnose.set_port_owner_hook(None)
     snap = waited.snapshot
-    verdict = {"ready": "ready", "crashed": "crashed", "timed out": "timed_out"}.get(str(snap.state), "stopped")
+    verdict = history.verdict_of(snap.state)
     phases: dict[str, float] = {}
     for span in snap.phases:
         dur = span.duration(snap.elapsed)

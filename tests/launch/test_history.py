@@ -65,3 +65,14 @@ def test_history_file_is_user_only() -> None:
 def test_unknown_verdict_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown verdict"):
         History(tmp_path / "h.jsonl").append(_e(1, verdict="great"))
+
+
+def test_every_final_readiness_state_maps_to_a_verdict_history_accepts() -> None:
+    from symmtui.core.readiness import State
+    from symmtui.launch.history import VERDICTS, verdict_of
+
+    assert verdict_of(State.TIMED_OUT) == "timed_out"
+    assert verdict_of(State.READY) == "ready"
+    assert verdict_of(State.CRASHED) == "crashed"
+    for state in State:
+        assert verdict_of(state) in VERDICTS

@@ -13,7 +13,7 @@ from symmtui.ui.entry import build_demo_controller
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.patch import PatchScreen
 from symmtui.ui.screens.relaunch import RelaunchScreen
-from symmtui.ui.widgets.gpu_panel import GpuTable
+from symmtui.ui.widgets.gpu_panel import GpuTable, ProcessList
 from tests.ui.kit import settle, text, wait_for
 
 
@@ -82,6 +82,11 @@ async def test_demo_story_crash_patch_relaunch_ready() -> None:
                 return isinstance(used, int) and used > 60 * 1024**3
 
             await wait_for(pilot, filled, "GPU memory to show the loaded model")
+            # the process holding GPU memory is the server we launched: listed as ours
+            table.focus()
+            procs = app.query_one(ProcessList)
+            await wait_for(pilot, lambda: str(second.pid) in str(procs.render()), "the server in the process list")
+            assert "ours" in str(procs.render()) and "stranger" not in str(procs.render())
             await pilot.press("q")
     finally:
         controller.close()
