@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from symmtui import paths
+from symmtui import fsatomic, paths
 from symmtui.errors import UserError
 
 
@@ -70,25 +68,9 @@ def state_path(profile_key: str) -> Path:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temp file in the same dir (0600), fsync, rename over ``path``, fsync the dir."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            os.fchmod(fh.fileno(), 0o600)
-            json.dump(data, fh, indent=1, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dir_fd)  # the rename itself survives a power cut
-    finally:
-        os.close(dir_fd)
+    """Write ``data`` as JSON to ``path`` atomically, user-only (0600): see symmtui.fsatomic."""
+    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
+    fsatomic.write_atomic(path, text.encode("utf-8"), mode=0o600)
 
 
 def save(record: LaunchRecord) -> Path:

@@ -210,7 +210,7 @@ def test_state_write_failure_keeps_the_previous_state(tmp_path: Path, monkeypatc
         raise OSError(errno.ENOSPC, "No space left on device")
 
     with monkeypatch.context() as m, pytest.raises(UserError, match="cannot write launch state .*No space left"):
-        m.setattr(state.os, "fsync", disk_full)
+        m.setattr(os, "fsync", disk_full)
         state.save(replace(old, launch_id="new", pid=202))
     assert state.load(key) == old
     assert [p.name for p in state.launch_dir().iterdir() if p.name.endswith(".tmp")] == []

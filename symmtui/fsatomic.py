@@ -1,0 +1,65 @@
+"""Crash-safe file writes: a temp file beside the target, fsynced, renamed over it, the dir fsynced."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+# Every temp file ends so: a stray one (left by a power cut) says whose it is, and matches ``*.tmp``.
+TEMP_SUFFIX = ".symmtui.tmp"
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename in the directory ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove(temp: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        temp.unlink()
+
+
+def stage(path: Path, data: bytes, *, mode: int, owner: tuple[int, int] | None = None) -> Path:
+    """A new temp file beside ``path`` holding ``data``, fsynced, with ``mode`` (and ``owner``: uid, gid).
+
+    ``path`` itself is not touched (nor need it exist). On any error the temp file is removed and the
+    error propagates.
+    """
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    temp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if owner is not None:
+                os.fchown(fh.fileno(), *owner)  # before fchmod: a chown may clear set-id bits
+            os.fchmod(fh.fileno(), mode)  # mkstemp's 0600 until here, whatever the umask
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        _remove(temp)
+        raise
+    return temp
+
+
+def commit(temp: Path, path: Path) -> None:
+    """Rename the staged ``temp`` over ``path`` (a symlink there is replaced, not followed), fsync the dir.
+
+    If the rename fails the temp file is removed and the error propagates; ``path`` is untouched.
+    """
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        _remove(temp)
+        raise
+    fsync_dir(path.parent)
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o600, owner: tuple[int, int] | None = None) -> None:
+    """Create or replace ``path`` with ``data`` and ``mode``: readers see the old file or the new, never part."""
+    commit(stage(path, data, mode=mode, owner=owner), path)
