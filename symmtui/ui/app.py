@@ -11,7 +11,7 @@ from functools import partial, wraps
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, cast
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -72,7 +72,7 @@ class SymmApp(App[int]):
         Binding("p", "patch", "Patch"),
         Binding("r", "relaunch", "Relaunch"),
         Binding("f", "log('toggle_follow')", "Follow"),
-        Binding("slash", "log('search')", "Search", key_display="/"),
+        Binding("slash", "log('search')", "Find", key_display="/"),
         Binding("e", "log('toggle_errors')", "Errors"),
         Binding("n", "log('next_error')", "Next err"),
         Binding("N", "log('previous_error')", "Prev err", key_display="N"),
@@ -114,7 +114,15 @@ class SymmApp(App[int]):
             log = LogView(id="log")
             log.border_title = "Log"
             yield log
-        yield Footer()
+        yield Footer(id="footer")
+
+    @_while_composed
+    def on_resize(self, event: events.Resize) -> None:
+        """Below 110 columns the footer drops its padding and the palette hint so q still shows."""
+        footer = self.query_one("#footer", Footer)
+        narrow = event.size.width < 110
+        footer.compact = narrow
+        footer.show_command_palette = not narrow
 
     @property
     def log_view(self) -> LogView:
@@ -168,7 +176,8 @@ class SymmApp(App[int]):
         if drained.events:
             log.add_events(drained.events)
         for notice in drained.notices:
-            log.border_subtitle = notice.message
+            # the follower's "following PATH" would read as "following" next to a paused pane
+            log.border_subtitle = f"file {notice.path}" if notice.kind == "opened" else notice.message
             if notice.kind == "error":
                 self.notify(notice.message, severity="error")
         if drained.snapshot is not None:
@@ -310,7 +319,7 @@ class SymmApp(App[int]):
 
         try:
             result = self.controller.relaunch(progress)
-        except UserError as exc:
+        except (UserError, OSError) as exc:  # an OSError the launcher did not word: shown, not a crash
             self.post_message(RelaunchDone(str(exc), ""))
             return
         note = "; ".join(result.warnings)

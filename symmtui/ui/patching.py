@@ -29,9 +29,15 @@ class PatchView:
     def diff_note(self) -> str:
         if self.report.state == "applied":
             return "The patch is applied: y reverts it to the original bytes symmtui saved."
-        if self.report.state == "present":
+        state = self.report.state
+        if state == "present":
             return "Nothing to change: this release already has the capability."
-        return "No diff: the tables cannot be patched as they are (see above)."
+        if state == "not-applicable":
+            return (f"Nothing to do: a GPU of capability {self.capability} does not use these tables "
+                    "(symmetric memory is off below capability 9), so there is no crash to fix.")
+        if state == "needed":  # needed, but the files cannot be written (see the report's problem)
+            return "No diff applied: the files cannot be written (see above)."
+        return "No diff: the tables are not in a shape symmtui patches (see above)."
 
 
 @dataclass

@@ -299,7 +299,7 @@ async def test_n_and_shift_n_walk_the_errors_and_wrap(tmp_path: Path) -> None:
         errors = [m for m in app.seen if m[0] == "error"]
         assert [m[1] for m in errors] == [70, 137, 198, 70, 198, 137]
         assert errors[0][2] == "torch.OutOfMemoryError: CUDA out of memory. at torch_symm_mem.py:83"
-        assert "error 2/3" in app.query_one("LogStatus").render().plain
+        assert "3 errors · mark 2/3" in app.query_one("LogStatus").render().plain
         feeder.close()
 
 
@@ -638,4 +638,20 @@ async def test_app_css_can_restyle_kinds_from_its_own_theme_variables(tmp_path: 
         style = _crash_colour(view.lines.render_line(body(view).index("┃ KeyError: 12")))
         assert style is not None and style.color is not None
         assert style.color.triplet is not None and style.color.triplet.hex == "#123456"
+        feeder.close()
+
+
+async def test_a_traceback_from_eight_ranks_counts_as_one_error_event(tmp_path: Path) -> None:
+    """The status line counts the engine's events (one KeyError from 8 ranks), not the 8 marked blocks."""
+    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "sglang-tp8-symm-mem-keyerror.log"
+    lines = fixture.read_text(encoding="utf-8").splitlines()
+    app = LogApp()
+    async with app.run_test(size=SIZE) as pilot:
+        view, feeder = await start(pilot, tmp_path, lines)
+        status = app.query_one("LogStatus").render().plain
+        assert view.error_count == 9, "every rank's block (8) and the sigquit line are n/N stops"
+        # the engine's events: KeyError: 12 (one event, 8 ranks) and the secondary sigquit line
+        assert "· 2 errors ·" in status, status
+        await pilot.press("n")
+        assert f"/{view.error_count}" in app.query_one("LogStatus").render().plain.split("mark ")[1]
         feeder.close()

@@ -88,6 +88,29 @@ async def test_patch_check_failure_is_shown_in_the_modal(tmp_path: Path) -> None
         assert app.screen is not modal
 
 
+async def test_patch_modal_on_a_pre_hopper_gpu_says_there_is_nothing_to_do(tmp_path: Path) -> None:
+    from symmtui.demo.sandbox import write_sandbox
+
+    sandbox = write_sandbox(tmp_path / "site")
+    before = {p: p.read_bytes() for p in sandbox.site.rglob("*.py")}
+    controller = crashed_controller()
+    controller.patcher = Patcher(site=sandbox.site, package="sglang", capability=lambda: 8)
+    app = SymmApp(controller, tick=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("p")
+        modal = app.screen
+        assert isinstance(modal, PatchScreen)
+        await wait_for(pilot, lambda: not modal.busy, "the check")
+        assert modal.view is not None and modal.view.report.state == "not-applicable"
+        await wait_for(pilot, lambda: "does not use these tables" in text(app), "the not-applicable note")
+        assert "cannot be patched" not in text(app)
+        await pilot.press("y")  # nothing to apply: closes, changes nothing
+        await settle(pilot)
+        assert app.screen is not modal
+    assert {p: p.read_bytes() for p in sandbox.site.rglob("*.py")} == before
+
+
 def test_demo_speed_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--speed", "0"]) == 2
     assert "--speed must be a positive number" in capsys.readouterr().err

@@ -112,7 +112,7 @@ class PatchScreen(ModalScreen[str | None]):
     def run_check(self) -> None:
         try:
             view = self.patcher.check()
-        except UserError as exc:
+        except (UserError, OSError) as exc:
             self.post_message(self.Checked(None, str(exc)))
             return
         self.post_message(self.Checked(view, None))
@@ -124,6 +124,8 @@ class PatchScreen(ModalScreen[str | None]):
         go = self.query_one("#patch-go", Button)
         if message.view is None:
             report.update(Content.styled("✖ " + (message.error or "check failed"), "bold $error"))
+            self.query_one("#patch-diff-scroll").display = False  # no diff to show: no empty box
+            go.label = "Nothing to do"
             go.disabled = True
             return
         view = message.view
@@ -162,7 +164,7 @@ class PatchScreen(ModalScreen[str | None]):
     def run_change(self, view: PatchView) -> None:
         try:
             text = self.patcher.apply(view) if view.can_apply else self.patcher.revert()
-        except UserError as exc:
+        except (UserError, OSError) as exc:  # e.g. disk full, read-only: shown in the modal, not a crash
             self.post_message(self.Done(str(exc), True))
             return
         self.post_message(self.Done(text, False))

@@ -62,7 +62,7 @@ class RelaunchScreen(ModalScreen[None]):
             self.add_progress(self.steps[-1])
         style = "bold $error" if error else "bold $success"
         self.query_one("#relaunch-result", Static).update(
-            Content.assemble(("✖ " if error else "✔ ", style), (text, style), ("   (Escape to close)", "$muted"))
+            Content.assemble(("✖ " if error else "✔ ", style), (text, style), ("   (Enter or Escape to close)", "$muted"))
         )
 
     def action_close(self) -> None:

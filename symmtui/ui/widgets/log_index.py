@@ -178,6 +178,9 @@ class LineIndex:
         self._block_starts: list[int] = []
         self._open: Block | None = None
         self.targets: list[int] = []  # n/N stops: block starts and crash/warning rows
+        # distinct engine events (line of first occurrence): a traceback from 8 ranks is ONE event
+        self.crash_events: set[int] = set()
+        self.warning_events: set[int] = set()
         self._target_summary: dict[int, str] = {}
         self._pending: dict[int, EventLike] = {}
         self._merged: dict[str, Block] = {}  # engine summary -> the block its event points at
@@ -384,6 +387,10 @@ class LineIndex:
             kind = _KIND_CODES.get(str(event.kind), INFO)
             if kind in (PLAIN, INFO):
                 continue
+            if kind == CRASH:
+                self.crash_events.add(event.line_no)
+            elif kind == WARNING:
+                self.warning_events.add(event.line_no)
             row = self.row_for_no(event.line_no)
             if row is None:
                 if event.line_no > self.last_no and len(self._pending) < _MAX_PENDING:

@@ -273,7 +273,8 @@ class LogSearch(Input):
     """
 
     def __init__(self, owner: LogView) -> None:
-        super().__init__(placeholder="search the log (Enter: next match, Escape: close)")
+        # compact: Input's own `:focus { border: tall }` would otherwise eat the one text row
+        super().__init__(placeholder="search the log (Enter: next match, Escape: close)", compact=True)
         self._owner = owner
 
     def action_close(self) -> None:
@@ -312,16 +313,24 @@ class LogStatus(Widget):
             new = owner.new_lines
             text.append(f" ❚❚ paused — {new:,} new line{'s' if new != 1 else ''}",
                         self.get_component_rich_style("log-view--status-paused"))
-            text.append(" (f or End to follow)")
-        text.append(f" · {owner.index.last_no:,} lines")
-        errors = owner.error_count
-        if errors:
-            pos = f"{owner.error_position}/" if owner.error_position else ""
-            text.append(f" · error {pos}{errors}" if pos else f" · {errors} error{'s' if errors != 1 else ''}")
+            text.append(" (f: follow)")
+        # counts are the engine's events (a traceback from 8 ranks is one); n/N walks every marked line
+        crashes, warnings = len(owner.index.crash_events), len(owner.index.warning_events)
+        if crashes:
+            text.append(f" · {crashes:,} error{'s' if crashes != 1 else ''}")
+        if warnings:
+            text.append(f" · {warnings:,} warning{'s' if warnings != 1 else ''}")
+        stops = owner.error_count
+        if owner.error_position:
+            text.append(f" · mark {owner.error_position}/{stops}")
+        elif stops and not (crashes or warnings):
+            text.append(f" · {stops:,} marked line{'s' if stops != 1 else ''}")
+        if owner._note:  # what the last key did: before the rest, so a narrow pane still shows it
+            text.append(f" · {owner._note}", self.get_component_rich_style("log-view--status-note"))
         if owner.errors_only:
             text.append(" · errors only (e)", self.get_component_rich_style("log-view--status-note"))
-        if owner._note:
-            text.append(f" · {owner._note}", self.get_component_rich_style("log-view--status-note"))
+        lines = owner.index.last_no
+        text.append(f" · {lines:,} line{'s' if lines != 1 else ''}")
         return text
 
 
@@ -330,10 +339,10 @@ class LogView(Vertical):
 
     BINDINGS = [
         Binding("f", "toggle_follow", "Follow", tooltip="Follow the end of the log, or pause"),
-        Binding("slash", "search", "Search", key_display="/", tooltip="Search the log"),
-        Binding("e", "toggle_errors", "Errors only", tooltip="Show only crash and warning lines"),
-        Binding("n", "next_error", "Next error", tooltip="Jump to the next error"),
-        Binding("N", "previous_error", "Prev error", key_display="N", tooltip="Jump to the previous error"),
+        Binding("slash", "search", "Find", key_display="/", tooltip="Search the log"),
+        Binding("e", "toggle_errors", "Errors", tooltip="Show only crash and warning lines"),
+        Binding("n", "next_error", "Next err", tooltip="Jump to the next error"),
+        Binding("N", "previous_error", "Prev err", key_display="N", tooltip="Jump to the previous error"),
     ]
 
     DEFAULT_CSS = """
