@@ -130,6 +130,12 @@ class PatchScreen(ModalScreen[str | None]):
             return
         view = message.view
         report.update(render_report(view))
+        if self.result is not None:  # the re-check after a change: show the new state, y/Enter closes
+            self.query_one("#patch-diff-scroll").display = False
+            self.query_one("#patch-close", Button).display = False
+            go.label = "Close (y)"
+            go.disabled = False
+            return
         self.query_one("#patch-diff", Static).update(
             render_diff(view.diff) if view.can_apply else Content.styled(view.diff_note, "$muted")
         )
@@ -145,11 +151,11 @@ class PatchScreen(ModalScreen[str | None]):
             go.disabled = True
 
     def action_confirm(self) -> None:
+        if self.result is not None:  # done (the re-check may still be running): y/Enter closes
+            self.dismiss(self.result)
+            return
         view = self.view
         if self.busy or view is None:
-            return
-        if self.result is not None:
-            self.dismiss(self.result)
             return
         if not (view.can_apply or view.can_revert):
             self.dismiss(None)
@@ -170,20 +176,19 @@ class PatchScreen(ModalScreen[str | None]):
         self.post_message(self.Done(text, False))
 
     def on_patch_screen_done(self, message: Done) -> None:
-        self.busy = False
         style = "bold $error" if message.error else "bold $success"
         icon = "✖ " if message.error else "✔ "
-        hint = "" if message.error else "   (Enter to close)"
+        hint = "" if message.error else "   (Enter to close; r relaunches)"
         self.query_one("#patch-result", Static).update(
             Content.assemble((icon + message.text, style), (hint, "$muted"))
         )
-        go = self.query_one("#patch-go", Button)
         if message.error:
-            go.disabled = False
+            self.busy = False
+            self.query_one("#patch-go", Button).disabled = False
         else:
+            # Check again so the modal shows the tables as they are now, not the pre-change report.
             self.result = message.text
-            go.label = "Close (y)"
-            go.disabled = False
+            self.run_check()
         self.app.post_message(PatchChanged(message.text, message.error))
 
     def action_close(self) -> None:
