@@ -70,7 +70,7 @@ class RuleMatch:
 
 
 # Phase names, in the order a server goes through them (the dashboard and history key on these).
-PHASE_STARTING = "starting"
+PHASE_STARTING = "launching"
 PHASE_INIT_DIST = "init distributed"
 PHASE_LOADING = "loading weights"
 PHASE_KV = "allocating KV cache"

@@ -282,7 +282,7 @@ def test_rotation_mid_load_keeps_the_bring_up(tmp_path: Path) -> None:
         finally:
             b.stop()
     assert snap.state is State.READY
-    assert [p.name for p in snap.phases][:3] == ["starting", "init distributed", "loading weights"]
+    assert [p.name for p in snap.phases][:3] == ["launching", "init distributed", "loading weights"]
     kinds = [n.kind for _, u in col.updates for n in u.notices]
     assert "rotated" in kinds
     assert len(col.lines()) == len(text.splitlines())

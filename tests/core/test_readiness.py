@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from symmtui.core.events import Event, EventBuilder
 from symmtui.core.readiness import READY_WAITING_HEALTH, Readiness, ReadinessConfig, State, describe_exit
-from symmtui.core.rules import Kind
+from symmtui.core.rules import PHASE_STARTING, Kind
 from symmtui.errors import UserError
 
 from .engine_kit import KEYERROR_LOG, READY_LOG, lines_of
@@ -241,15 +241,15 @@ def test_sigquit_after_ready_points_at_the_latest_logged_error() -> None:
 
 def test_a_new_launch_in_the_same_log_starts_over() -> None:
     r = Readiness(ReadinessConfig(), 0.0)
-    r.feed(ev(Kind.PHASE, "server_args", phase="starting"), 0.5)
-    r.feed(ev(Kind.PHASE, "server_args", phase="starting"), 0.6)  # still the first launch
+    r.feed(ev(Kind.PHASE, "server_args", phase=PHASE_STARTING), 0.5)
+    r.feed(ev(Kind.PHASE, "server_args", phase=PHASE_STARTING), 0.6)  # still the first launch
     assert r.snapshot(0.6).run == 1
     r.feed(ev(Kind.READY, "sglang_ready"), 1.0)
     assert r.snapshot(1.0).state is State.READY
-    r.feed(ev(Kind.PHASE, "server_args", phase="starting"), 2.0)
+    r.feed(ev(Kind.PHASE, "server_args", phase=PHASE_STARTING), 2.0)
     s = r.snapshot(2.0)
-    assert s.run == 2 and s.state is State.STARTING and s.phase == "starting" and not s.marker_seen
-    assert [p.name for p in s.phases] == ["starting"]
+    assert s.run == 2 and s.state is State.STARTING and s.phase == PHASE_STARTING and not s.marker_seen
+    assert [p.name for p in s.phases] == [PHASE_STARTING]
 
 
 _ACTIONS = st.one_of(
@@ -257,7 +257,7 @@ _ACTIONS = st.one_of(
         ev(Kind.PHASE, "p1", phase="init distributed"), ev(Kind.PHASE, "p2", phase="loading weights"),
         ev(Kind.PROGRESS, "pr", phase="loading weights", progress=(3, 7)), ev(Kind.READY, "sglang_ready"),
         ev(Kind.CRASH, "traceback", key="tb"), ev(Kind.CRASH, "sigquit", key="sq"), ev(Kind.WARNING, "w"),
-        ev(Kind.PHASE, "server_args", phase="starting"), ev(Kind.CRASH, "killed", key="k"),
+        ev(Kind.PHASE, "server_args", phase=PHASE_STARTING), ev(Kind.CRASH, "killed", key="k"),
     ])),
     st.tuples(st.just("probe"), st.booleans()),
     st.tuples(st.just("process"), st.sampled_from([None, 0, 1, -9, -15])),

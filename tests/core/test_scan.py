@@ -28,7 +28,7 @@ def test_ready_sample_phases_and_times() -> None:
     durations = {p.name: p.duration() for p in rep.phases}
     assert durations["loading weights"] == 430.0  # 09:40:13 -> 09:47:23
     assert durations["capturing CUDA graphs"] == 32.0
-    assert [p.name for p in rep.phases][0] == "starting" and rep.phases[-1].name == "ready"
+    assert [p.name for p in rep.phases][0] == "launching" and rep.phases[-1].name == "ready"
     text = "\n".join(report_text(rep))
     assert "loading weights" in text and "7m10s" in text and "verdict: READY 8m01s after the first line" in text
 
