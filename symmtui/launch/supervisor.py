@@ -491,6 +491,9 @@ class Supervisor:
                     emit(Progress(Step.PREFLIGHT, f"warning: {said}", elapsed=time.monotonic() - t0))
                     if block_on_prediction:
                         raise PreflightBlocked(f"not launching: {said}", prediction)
+                else:  # replaces the "checking" line: say what the check found
+                    emit(Progress(Step.PREFLIGHT, note or "no KeyError crash predicted for this launch",
+                                  elapsed=time.monotonic() - t0))
             report = self.stop(on_progress, grace=grace)
             if report.survivors:
                 raise LaunchBlocked(

@@ -79,3 +79,16 @@ def test_strict_preflight_refuses_before_stopping_the_running_server(tmp_path: P
     assert proctree.is_same(running.pid, running.create_time) and sup.current() == running
     report = sup.stop()
     assert [p.pid for p in report.found] == [running.pid] and report.clean
+
+
+def test_relaunch_progress_says_what_the_preflight_found(tmp_path: Path, venv_with_sandbox: Path) -> None:
+    from symmtui.launch import Progress, Step
+
+    sup = Supervisor(load_profile(_cfg(tmp_path, venv_with_sandbox)))
+    seen: list[Progress] = []
+    sup.relaunch(seen.append, capability=9)  # Hopper is in the tables: nothing to predict
+    said = [p.message for p in seen if p.step is Step.PREFLIGHT]
+    assert said[0] == "checking the SM120 patch state"
+    assert said[-1] == "no KeyError crash predicted for this launch"
+    sup.wait_exit(30)
+    sup.stop()
