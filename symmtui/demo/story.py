@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from symmtui.core.engine import Bringup, EngineUpdate
+from symmtui.core.engine import Bringup, EngineUpdate, process_exit_status
 from symmtui.core.readiness import ReadinessConfig
 from symmtui.core.rules import RuleSet
 from symmtui.demo.sandbox import write_sandbox
@@ -106,7 +106,7 @@ class StandinDriver:
         except (OSError, ValueError):
             return
         pid = int(data.get("pid", 0))
-        alive = pid > 0 and _alive(pid) and data.get("state") != "crashed"
+        alive = pid > 0 and process_exit_status(pid)[0] and data.get("state") != "crashed"
         fraction = min(1.0, float(data.get("memory_fraction", 0.0)) / MODEL_SHARE) if alive else 0.0
         key = (pid if alive else 0, round(fraction, 3))
         if key != self._last:
@@ -116,20 +116,6 @@ class StandinDriver:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self.step()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 @dataclass

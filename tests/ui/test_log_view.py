@@ -52,8 +52,6 @@ class LogApp(App[None]):
 
     def __init__(self, **log_kw: int) -> None:
         super().__init__()
-        # textual reads TEXTUAL_ANIMATIONS at import, which a pytest plugin may do before conftest runs
-        self.animation_level = "none"
         self.log_kw = log_kw
         self.seen: list[tuple[object, ...]] = []
 
