@@ -56,7 +56,7 @@ def _python_for_nobody() -> str | None:
         if not cand:
             continue
         try:
-            probe = subprocess.run([cand, "-c", "import tomllib"], capture_output=True, timeout=60, check=False,
+            probe = subprocess.run([cand, "-c", "import tomllib"], capture_output=True, timeout=60, check=False, cwd="/",
                                    user=65534, group=65534)
         except PermissionError:
             continue
@@ -80,8 +80,12 @@ def test_read_only_target_refuses_and_says_how(shared_dir: Path) -> None:
         if python is None:
             pytest.skip("running as root and no python is executable by an unprivileged user")
         cmd[0] = python
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
-                              env=_env(XDG_STATE_HOME=str(state), HOME=str(state)), user=65534, group=65534)
+        # the checkout may sit under a folder that user cannot enter (mktemp -d is 0700): give it a copy
+        src = shared_dir / "src"
+        shutil.copytree(ROOT / "symmtui", src / "symmtui", ignore=shutil.ignore_patterns("__pycache__"))
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=shared_dir, check=False,
+                              env={**_env(XDG_STATE_HOME=str(state), HOME=str(state)), "PYTHONPATH": str(src)},
+                              user=65534, group=65534)
         owner = "root"
     else:
         for p in [site / UTILS, site / CONSUMER]:
