@@ -9,27 +9,12 @@ import os
 import re
 import subprocess
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from symmtui.errors import UserError
-
-# Printed by a launch profile's interpreter: where the package is, found by find_spec (no import).
-_PROBE = (
-    "import importlib.util, json, sys\n"
-    "out = {}\n"
-    "for name in sys.argv[1:]:\n"
-    "    try:\n"
-    "        spec = importlib.util.find_spec(name)\n"
-    "    except (ImportError, ValueError):\n"
-    "        spec = None\n"
-    "    if spec is None:\n"
-    "        continue\n"
-    "    locs = list(spec.submodule_search_locations or [])\n"
-    "    out[name] = {'origin': spec.origin, 'locations': locs}\n"
-    "print(json.dumps(out))\n"
-)
+from symmtui.patch.pyprobe import PROBE, context_for
 
 
 class PackageNotFound(UserError):
@@ -126,16 +111,27 @@ def read_version(package: str, root: Path) -> str | None:
 
 
 def _probe_python(
-    python: str, packages: list[str], env: Mapping[str, str] | None = None, cwd: Path | None = None
+    python: str,
+    packages: list[str],
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    argv: Sequence[str] | None = None,
 ) -> dict[str, Path]:
+    """Where ``python`` (running ``argv`` with ``env`` in ``cwd``) would import each package from.
+
+    The interpreter runs isolated (``-I``): nothing in cwd, PYTHONPATH or the user site runs; those
+    directories are searched afterwards by name only (see symmtui.patch.pyprobe).
+    """
+    full_env = {**os.environ, **env} if env else dict(os.environ)
+    context = context_for(argv, full_env, cwd)
     try:
         proc = subprocess.run(
-            [python, "-c", _PROBE, *packages],
+            [python, "-I", "-c", PROBE, context.argument(packages)],
             capture_output=True,
             text=True,
             timeout=30,
             check=False,
-            env={**os.environ, **env} if env else None,
+            env=full_env,
             cwd=cwd,
         )
     except FileNotFoundError as exc:
@@ -170,10 +166,12 @@ def locate(
     python: str | None = None,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    argv: Sequence[str] | None = None,
 ) -> list[Installed]:
     """Every one of ``packages`` that is installed, found by ``site``, ``python`` or this interpreter.
 
-    ``env`` (added to ours) and ``cwd`` are what ``python`` runs with (a launch profile's).
+    ``env`` (added to ours) and ``cwd`` are what ``python`` runs with (a launch profile's); ``argv`` the
+    command it runs (its script directory or cwd and its PYTHONPATH are searched as the server would).
     """
     found: list[Installed] = []
     if site is not None:
@@ -186,7 +184,7 @@ def locate(
                 found.append(Installed(pkg, root, read_version(pkg, root), f"--site {site}"))
         return found
     if python is not None:
-        for pkg, root in _probe_python(python, packages, env, cwd).items():
+        for pkg, root in _probe_python(python, packages, env, cwd, argv).items():
             found.append(Installed(pkg, root, read_version(pkg, root), f"python {python}"))
         return found
     for pkg in packages:
@@ -209,9 +207,10 @@ def find(
     python: str | None = None,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    argv: Sequence[str] | None = None,
 ) -> Installed:
     """One package, or PackageNotFound saying where we looked and what to pass."""
-    hits = locate([package], site=site, python=python, env=env, cwd=cwd)
+    hits = locate([package], site=site, python=python, env=env, cwd=cwd, argv=argv)
     if hits:
         return hits[0]
     where = f"under {site}" if site is not None else (f"for {python}" if python else "on this interpreter's path")

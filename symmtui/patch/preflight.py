@@ -14,6 +14,7 @@ from symmtui.errors import UserError
 from symmtui.patch.capability import Capability, key_text
 from symmtui.patch.engine import CheckReport, check
 from symmtui.patch.finder import find
+from symmtui.patch.pyprobe import command_words
 
 SYMM_FLAG = "--enable-torch-symm-mem"
 _TP_FLAGS = ("--tp-size", "--tp", "--tensor-parallel-size", "-tp")
@@ -49,19 +50,9 @@ class Prediction:
         }
 
 
-def _words(argv: Sequence[str]) -> list[str]:
-    words = list(argv)
-    if len(words) == 1 and " " in words[0]:
-        try:
-            return shlex.split(words[0])
-        except ValueError:
-            return words
-    return words
-
-
 def launched_package(argv: Sequence[str]) -> str | None:
     """``sglang`` or ``vllm`` from ``python -m sglang.launch_server``, ``sglang serve``, ``vllm serve``..."""
-    words = _words(argv)
+    words = command_words(argv)
     for i, word in enumerate(words):
         base = os.path.basename(word)
         module = words[i + 1] if word == "-m" and i + 1 < len(words) else None
@@ -83,7 +74,7 @@ def _flag_value(words: list[str], names: Sequence[str]) -> str | None:
 
 def tp_size(argv: Sequence[str]) -> int | None:
     """The tensor-parallel size the command asks for, None when not given (or not a number)."""
-    value = _flag_value(_words(argv), _TP_FLAGS)
+    value = _flag_value(command_words(argv), _TP_FLAGS)
     if value is None:
         return None
     try:
@@ -94,7 +85,7 @@ def tp_size(argv: Sequence[str]) -> int | None:
 
 def symm_mem_enabled(argv: Sequence[str]) -> bool:
     """Whether the command turns on torch symmetric memory (``--enable-torch-symm-mem``)."""
-    for word in _words(argv):
+    for word in command_words(argv):
         if word == SYMM_FLAG:
             return True
         if word.startswith(SYMM_FLAG + "="):
@@ -107,7 +98,7 @@ def launch_python(argv: Sequence[str], env: Mapping[str, str] | None = None) -> 
 
     ``env``: the launch's environment (its PATH decides which ``python``/``sglang`` runs).
     """
-    words = _words(argv)
+    words = command_words(argv)
     if not words:
         return None
     path = (env or {}).get("PATH") or os.environ.get("PATH")
@@ -160,7 +151,7 @@ def preflight(
     tp = tp_size(argv)
     if tp is not None and tp <= 1:
         return None
-    words = _words(argv)
+    words = command_words(argv)
     if tp is None and not any(w == "--config" or w.startswith("--config=") for w in words):
         return None
     cap = Capability.of(capability)
@@ -168,7 +159,7 @@ def preflight(
         if site is None:
             python = python or launch_python(argv, env)
             if python is not None:
-                site, python = find(package, python=python, env=env, cwd=cwd).root, None
+                site, python = find(package, python=python, env=env, cwd=cwd, argv=words).root, None
         report = check(site, package, cap, python=python, nvlink=nvlink)
     except (UserError, OSError):
         return None

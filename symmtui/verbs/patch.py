@@ -62,8 +62,8 @@ def _gpu_facts() -> tuple[Capability | None, bool | None, str]:
     return Capability(major, minor), nvlink, ""
 
 
-def _profile_python(path: str) -> tuple[str, dict[str, str], Path | None]:
-    """The interpreter a launch profile's command runs, with the env and cwd it runs with."""
+def _profile_python(path: str) -> tuple[str, dict[str, str], Path | None, list[str]]:
+    """The interpreter a launch profile's command runs, with the env and cwd it runs with, and the command."""
     from symmtui.launch.profile import load_profile
     from symmtui.patch.preflight import launch_python
 
@@ -77,7 +77,7 @@ def _profile_python(path: str) -> tuple[str, dict[str, str], Path | None]:
     python = launch_python(argv, env)
     if python is None:
         raise UserError(f"cannot tell which python profile {path} runs: pass --python or --site instead")
-    return python, env, profile.cwd
+    return python, env, profile.cwd, argv
 
 
 def _targets(args: argparse.Namespace) -> list[tuple[str, Path | None, str | None]]:
@@ -88,8 +88,8 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, Path | None, str | Non
     if args.profile:
         if args.python or args.site is not None:
             raise UserError("pass one of --site, --python or --profile")
-        python, env, cwd = _profile_python(args.profile)
-        found = locate(wanted, python=python, env=env, cwd=cwd)
+        python, env, cwd, argv = _profile_python(args.profile)
+        found = locate(wanted, python=python, env=env, cwd=cwd, argv=argv)
         if not found:
             raise UserError(f"{' or '.join(wanted)} is not installed for {python} (profile {args.profile})")
         return [(inst.package, inst.root, None) for inst in found]
