@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 from symmtui.patch.capability import Capability
-from symmtui.patch.engine import (
-    ApplyResult,
-    CheckReport,
-    PatchError,
-    Refused,
-    RevertResult,
-    TableStatus,
-    UnsupportedLayout,
-    apply,
-    check,
-    diff,
-    revert,
-)
+from symmtui.patch.engine import apply, check, diff, revert
+from symmtui.patch.errors import PatchError, Refused, UnsupportedLayout
 from symmtui.patch.finder import PackageNotFound
 from symmtui.patch.preflight import Prediction, preflight
+from symmtui.patch.report import ApplyResult, CheckReport, RevertResult, TableStatus
 
 __all__ = [
     "ApplyResult",

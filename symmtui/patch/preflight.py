@@ -12,9 +12,10 @@ from typing import Any, Literal
 
 from symmtui.errors import UserError
 from symmtui.patch.capability import Capability, key_text
-from symmtui.patch.engine import CheckReport, check
+from symmtui.patch.engine import check
 from symmtui.patch.finder import find
 from symmtui.patch.pyprobe import command_words
+from symmtui.patch.report import CheckReport
 
 SYMM_FLAG = "--enable-torch-symm-mem"
 _TP_FLAGS = ("--tp-size", "--tp", "--tensor-parallel-size", "-tp")

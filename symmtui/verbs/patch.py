@@ -13,7 +13,7 @@ from symmtui.errors import UserError
 
 if TYPE_CHECKING:
     from symmtui.patch.capability import Capability
-    from symmtui.patch.engine import CheckReport
+    from symmtui.patch.report import CheckReport
 
 HELP = "check / diff / apply / revert the SM120 (capability 12) patch on SGLang or vLLM's symmetric-memory tables"
 
@@ -157,8 +157,8 @@ def _flags(report: CheckReport, site: Path | None, python: str | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run one action over the selected packages; the exit code is the worst of theirs."""
-    from symmtui.patch import engine
     from symmtui.patch.capability import Capability
+    from symmtui.patch.errors import PatchError
 
     cap: Capability | None = None
     nvlink: bool | None = None
@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
     for pkg, site, python in targets:
         try:
             rc, data = _one(args, pkg, site, cap, nvlink, python)
-        except engine.PatchError as exc:
+        except PatchError as exc:
             rc = exc.exit_code
             data = {"package": pkg, "error": str(exc), "reason": exc.reason, "detail": exc.detail, "exit_code": rc}
             if not args.json:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from symmtui.patch import PatchError, Refused, apply, check, revert
+from symmtui.patch import atomic as atomic_mod
 from symmtui.patch import engine as engine_mod
 from symmtui.patch.state import patch_lock, patches_dir
 from tests.patch.conftest import FIXTURES, LAYOUTS, copy_layout, snapshot
@@ -106,16 +107,16 @@ def test_read_only_target_refuses_and_says_how(shared_dir: Path) -> None:
 
 
 def test_file_edited_during_apply_refuses(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_stage = engine_mod.atomic.stage
+    real_stage = atomic_mod.stage
     edited = b"# someone else was here\n"
 
-    def stage_then_edit(target: Path, data: bytes) -> engine_mod.atomic.Staged:
+    def stage_then_edit(target: Path, data: bytes) -> atomic_mod.Staged:
         staged = real_stage(target, data)
         other = site / CONSUMER
         other.write_bytes(other.read_bytes() + edited)  # a real concurrent edit
         return staged
 
-    monkeypatch.setattr(engine_mod.atomic, "stage", stage_then_edit)
+    monkeypatch.setattr(atomic_mod, "stage", stage_then_edit)
     before = snapshot(site)
     with pytest.raises(Refused) as info:
         apply(site, "sglang", "12")
@@ -128,17 +129,17 @@ def test_file_edited_during_apply_refuses(site: Path, monkeypatch: pytest.Monkey
 
 
 def test_rename_failure_midway_puts_originals_back(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_commit = engine_mod.atomic.commit
+    real_commit = atomic_mod.commit
     calls: list[Path] = []
 
-    def flaky_commit(staged: engine_mod.atomic.Staged) -> None:
+    def flaky_commit(staged: atomic_mod.Staged) -> None:
         calls.append(staged.target)
         if len(calls) == 2:
             staged.discard()
             raise OSError(28, "No space left on device", str(staged.target))
         real_commit(staged)
 
-    monkeypatch.setattr(engine_mod.atomic, "commit", flaky_commit)
+    monkeypatch.setattr(atomic_mod, "commit", flaky_commit)
     before = snapshot(site)
     with pytest.raises(Refused) as info:
         apply(site, "sglang", "12")
@@ -150,10 +151,10 @@ def test_rename_failure_midway_puts_originals_back(site: Path, monkeypatch: pyte
 def test_rename_and_put_back_both_fail_keeps_the_originals(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The second rename fails and so does putting the first file back: the saved originals are kept
     (they are the only copy), and revert --force restores them once the cause is gone."""
-    real_commit, real_write = engine_mod.atomic.commit, engine_mod.atomic.write_atomic
+    real_commit, real_write = atomic_mod.commit, atomic_mod.write_atomic
     calls: list[Path] = []
 
-    def flaky_commit(staged: engine_mod.atomic.Staged) -> None:
+    def flaky_commit(staged: atomic_mod.Staged) -> None:
         calls.append(staged.target)
         if len(calls) == 2:
             staged.discard()
@@ -163,16 +164,16 @@ def test_rename_and_put_back_both_fail_keeps_the_originals(site: Path, monkeypat
     def failing_write(target: Path, data: bytes) -> None:
         raise OSError(28, "No space left on device", str(target))
 
-    monkeypatch.setattr(engine_mod.atomic, "commit", flaky_commit)
-    monkeypatch.setattr(engine_mod.atomic, "write_atomic", failing_write)
+    monkeypatch.setattr(atomic_mod, "commit", flaky_commit)
+    monkeypatch.setattr(atomic_mod, "write_atomic", failing_write)
     before = snapshot(site)
     with pytest.raises(PatchError) as info:
         apply(site, "sglang", "12")
     assert info.value.reason == "partial" and "revert --force" in str(info.value)
     assert snapshot(site) != before  # one file really is patched
     assert len(list(patches_dir().glob("sglang-*"))) == 1  # and the originals were not thrown away
-    monkeypatch.setattr(engine_mod.atomic, "commit", real_commit)
-    monkeypatch.setattr(engine_mod.atomic, "write_atomic", real_write)
+    monkeypatch.setattr(atomic_mod, "commit", real_commit)
+    monkeypatch.setattr(atomic_mod, "write_atomic", real_write)
     assert revert(site, "sglang", force=True).status == "reverted"
     assert snapshot(site) == before
 

@@ -1,0 +1,163 @@
+"""What check, apply and revert report: table status, the check report, apply and revert results."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from symmtui.patch.capability import Capability, TableKey
+from symmtui.patch.parser import LookupStyle
+
+State = Literal["needed", "applied", "present", "mismatch", "donor-missing", "not-applicable"]
+"""``needed``: both tables lack the key (apply fixes it); ``applied``: symmtui's patch is in place;
+``present``: the release has the key in both tables already (upstream fixed); ``mismatch``: one table
+has it, the other not (a hand edit); ``donor-missing``: the key to copy from is not there;
+``not-applicable``: a GPU older than capability 9, where symmetric memory is off whatever the tables say."""
+
+MIN_MAJOR = 9
+"""Torch symmetric memory (multimem) starts with Hopper; the releases turn it off below 9 before any lookup."""
+
+Outcome = Literal["crash", "off", "fine", "unknown"]
+"""What a launch with ``--enable-torch-symm-mem`` on these GPUs does with the files as they are."""
+
+
+@dataclass(frozen=True)
+class TableStatus:
+    """One table as check found it."""
+
+    role: str
+    name: str
+    file: Path
+    relpath: str
+    line: int
+    keys: tuple[str, ...]
+    has_key: bool
+    has_donor: bool
+    donor_source: str | None
+    entry_source: str | None
+    lookup: LookupStyle
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "role": self.role,
+            "name": self.name,
+            "file": str(self.file),
+            "line": self.line,
+            "keys": list(self.keys),
+            "has_key": self.has_key,
+            "has_donor": self.has_donor,
+            "donor_source": self.donor_source,
+            "entry_source": self.entry_source,
+            "lookup": self.lookup,
+        }
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Everything check learnt: per-table status, the predicted launch behaviour, caveats, file hashes."""
+
+    package: str
+    version: str | None
+    root: Path
+    found_by: str
+    layout: str
+    releases: str
+    capability: Capability
+    key: TableKey
+    donor: TableKey
+    tables: tuple[TableStatus, ...]
+    state: State
+    outcome: Outcome
+    summary: str
+    caveats: tuple[str, ...]
+    hashes: Mapping[str, str]
+    applied_at: str | None = None
+    write_problem: str | None = None
+    detail: str = ""
+
+    @property
+    def needs_patch(self) -> bool:
+        """True when apply would change the files (both tables lack the key, donor present)."""
+        return self.state == "needed"
+
+    @property
+    def exit_code(self) -> int:
+        """check's exit code: 0 nothing to do, 1 patch needed, 3 broken in a way apply refuses to fix."""
+        if self.state in ("applied", "present", "not-applicable"):
+            return 0
+        if self.state == "needed":
+            return 1
+        return 3
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready form (the ``--json`` output of check)."""
+        return {
+            "package": self.package,
+            "version": self.version,
+            "root": str(self.root),
+            "found_by": self.found_by,
+            "layout": self.layout,
+            "releases": self.releases,
+            "capability": str(self.capability),
+            "key": self.key,
+            "donor": self.donor,
+            "state": self.state,
+            "outcome": self.outcome,
+            "summary": self.summary,
+            "caveats": list(self.caveats),
+            "tables": [t.to_json() for t in self.tables],
+            "hashes": dict(self.hashes),
+            "applied_at": self.applied_at,
+            "write_problem": self.write_problem,
+            "detail": self.detail,
+            "exit_code": self.exit_code,
+        }
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """What apply did: ``applied``, ``already`` (symmtui's patch is there) or ``nothing`` (upstream has it)."""
+
+    status: Literal["applied", "already", "nothing"]
+    message: str
+    report: CheckReport
+    files: tuple[Path, ...] = ()
+    diff: str = ""
+    record_dir: Path | None = None
+    caveats: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "status": self.status,
+            "message": self.message,
+            "files": [str(f) for f in self.files],
+            "diff": self.diff,
+            "record_dir": str(self.record_dir) if self.record_dir else None,
+            "caveats": list(self.caveats),
+            "check": self.report.to_json(),
+        }
+
+
+@dataclass(frozen=True)
+class RevertResult:
+    """What revert did: ``reverted``, ``already`` (files are the originals) or ``nothing`` (no record)."""
+
+    status: Literal["reverted", "already", "nothing"]
+    message: str
+    package: str
+    root: Path
+    files: tuple[Path, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "status": self.status,
+            "message": self.message,
+            "package": self.package,
+            "root": str(self.root),
+            "files": [str(f) for f in self.files],
+        }
