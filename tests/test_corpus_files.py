@@ -1,0 +1,70 @@
+"""The corpus of real logs is well-formed: labels complete, root causes present in their logs, sources cited."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+SETS = ("cases", "holdout")
+REQUIRED = ("source", "url", "engine", "verdict", "root_cause", "entry", "notes")
+SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*#[0-9]+$")
+ENTRY_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+
+def _labels() -> list[Path]:
+    return sorted(p for s in SETS for p in (CORPUS / s).glob("*.toml"))
+
+
+def _entries_listed() -> set[str]:
+    text = (CORPUS / "ENTRIES.md").read_text(encoding="utf-8")
+    return set(re.findall(r"^\| `([a-z0-9-]+)` \|", text, flags=re.MULTILINE))
+
+
+def test_corpus_is_big_enough_and_has_ready_cases() -> None:
+    labels = [tomllib.loads(p.read_text(encoding="utf-8")) for p in _labels()]
+    assert len(labels) >= 15
+    assert sum(lab["verdict"] in ("ready", "none") for lab in labels) >= 5
+
+
+@pytest.mark.parametrize("toml_path", _labels(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_case_is_well_formed(toml_path: Path) -> None:
+    label = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+    missing = [k for k in REQUIRED if k not in label]
+    assert not missing, f"{toml_path.name} lacks {missing}"
+    assert SOURCE.match(label["source"]), label["source"]
+    owner_repo, number = label["source"].split("#")
+    assert label["url"].startswith(f"https://github.com/{owner_repo}/"), label["url"]
+    assert label["url"].rstrip("/").endswith(f"/{number}"), label["url"]
+    assert label["engine"] in ("sglang", "vllm")
+    assert label["verdict"] in ("ready", "crashed", "none")
+    log = toml_path.with_suffix(".log")
+    assert log.is_file(), f"{log.name} missing"
+    text = log.read_text(encoding="utf-8")
+    assert text.strip(), f"{log.name} is empty"
+    assert "\r" not in text or label.get("carriage_returns", False)
+    if label["verdict"] == "crashed":
+        assert label["root_cause"], "a crash names its root-cause line"
+        assert label["entry"], "a crash names the catalogue entry it should hit"
+    if label["root_cause"]:
+        assert label["root_cause"] in text, "root_cause must be an exact substring of the log"
+    listed = _entries_listed()
+    for key in ("entry", "warning_entry"):
+        if label.get(key):
+            assert ENTRY_ID.match(label[key]), label[key]
+            assert label[key] in listed, f"{label[key]} is not listed in tests/corpus/ENTRIES.md"
+
+
+def test_case_ids_are_unique_across_sets() -> None:
+    stems = [p.stem for p in _labels()]
+    assert len(stems) == len(set(stems))
+
+
+def test_no_token_left_in_a_log() -> None:
+    token = re.compile(r"\bhf_[A-Za-z0-9]{30,}\b|\bsk-[A-Za-z0-9]{20,}\b|\bghp_[A-Za-z0-9]{30,}\b")
+    for toml_path in _labels():
+        text = toml_path.with_suffix(".log").read_text(encoding="utf-8")
+        assert not token.search(text), f"{toml_path.stem}: a token must be replaced by <redacted>"
