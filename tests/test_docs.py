@@ -1,0 +1,316 @@
+"""Keeps README.md and docs/*.md true where they quote commands, options, links, tests and paths."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from symmtui.cli import VERBS, build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+PAGES = [README, *DOCS]
+
+# Options that the docs quote but that belong to programs outside this repository.
+FOREIGN_OPTIONS = {
+    "--enable-torch-symm-mem": "SGLang's server option",
+    "--tp": "SGLang's server option",
+    "--model-path": "SGLang's server option",
+    "--port": "SGLang's server option",
+    "--strict": "mypy's option",
+    "--query-gpu": "nvidia-smi's option",
+}
+ABSENT_OPTIONS = {"--insecure"}  # "There is no `--insecure`": must stay absent
+# Paths the docs name that exist only in a built wheel, not in the repository.
+WHEEL_ONLY_PATHS = {"symmtui/_themes"}
+
+
+@dataclass(frozen=True)
+class Command:
+    """One `symmtui ...` invocation quoted in a page."""
+
+    page: str
+    line: int
+    text: str
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def _code_texts(path: Path) -> list[tuple[int, str]]:
+    """Inline code spans, and the command lines of shell/console/untagged code blocks, with line numbers.
+
+    Text captures (```text) and data blocks (toml, json) are not commands. A block line that
+    continues a command (starts with whitespace after a line with `symmtui`) is joined to it; an
+    inline span broken over two lines is read as one.
+    """
+    out: list[tuple[int, str]] = []
+    prose: list[str] = []
+    fence: str | None = None
+    for no, line in enumerate(_read(path).splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fence = None if fence is not None else stripped[3:].strip()
+            prose.append("")
+            continue
+        prose.append(line if fence is None else "")
+        if fence not in ("", "bash", "sh", "console"):
+            continue
+        if fence == "console":
+            if not line.startswith("$ "):
+                continue  # program output, not a command
+            line = line[2:]
+        if out and out[-1][0] == no - 1 and line[:1].isspace() and "symmtui" in out[-1][1]:
+            out[-1] = (no, out[-1][1] + " " + line.strip())
+        else:
+            out.append((no, line))
+    text = "\n".join(prose)
+    for m in re.finditer(r"`([^`]+)`", text):
+        out.append((text.count("\n", 0, m.start()) + 1, " ".join(m.group(1).split())))
+    return sorted(out)
+
+
+# `symmtui` as a program: at the start of a span or line, or after `&&`, `|` or `;` (a path prefix such
+# as `.venv/bin/` is allowed); not `symmtui:` (an error line) nor `symmtui/...` or `symmtui.toml`.
+_SYMMTUI = re.compile(r"(?:^|&&|\||;)\s*(?:[\w.$/-]*/)?symmtui(?![\w/.:-])")
+
+
+def _commands(path: Path) -> list[Command]:
+    found = []
+    for no, text in _code_texts(path):
+        text = text.split(" #", 1)[0]
+        starts = [m.end() for m in _SYMMTUI.finditer(text)]
+        for i, start in enumerate(starts):
+            end = text.rfind("symmtui", 0, starts[i + 1]) if i + 1 < len(starts) else len(text)
+            found.append(Command(_rel(path), no, text[start:end].strip()))
+    return found
+
+
+def _all_commands() -> list[Command]:
+    return [c for page in PAGES for c in _commands(page)]
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("symmtui's parser has no sub-commands")
+
+
+PARSER = build_parser()
+SUB = _subparsers(PARSER)
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    return set(parser._option_string_actions)
+
+
+def _option_tokens(text: str) -> list[str]:
+    return re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", text)
+
+
+def _check_command(cmd: Command) -> list[str]:
+    words = cmd.text.replace("[", " ").replace("]", " ").split()
+    verb = words[0] if words and not words[0].startswith("-") else None
+    if verb is not None and verb not in VERBS:
+        return [f"{cmd.page}:{cmd.line}: `symmtui {cmd.text}`: no verb {verb!r} (verbs: {', '.join(VERBS)})"]
+    parser = SUB[verb] if verb else PARSER
+    problems = []
+    for opt in _option_tokens(cmd.text):
+        if opt not in _options(parser):
+            problems.append(f"{cmd.page}:{cmd.line}: `symmtui {cmd.text}`: {verb or '(dashboard)'} has no {opt}")
+    if verb == "patch" and len(words) > 1 and not words[1].startswith("-"):
+        choices = next(a.choices for a in parser._actions if a.dest == "action")
+        assert choices is not None
+        for action in words[1].split("|"):
+            if action not in choices:
+                problems.append(f"{cmd.page}:{cmd.line}: `symmtui {cmd.text}`: no patch action {action!r}")
+    return problems
+
+
+def test_the_docs_quote_symmtui_commands() -> None:
+    """The scanner below finds the commands it should (so the next test cannot pass on nothing)."""
+    verbs_seen = {c.text.split()[0] for c in _all_commands() if c.text and not c.text.startswith("-")}
+    assert {"wait", "scan", "gpus", "patch", "launch", "stop", "demo"} <= verbs_seen
+
+
+def test_every_quoted_command_names_a_real_verb_and_options() -> None:
+    problems = [p for cmd in _all_commands() for p in _check_command(cmd)]
+    assert not problems, "\n".join(problems)
+
+
+_PYTHON_M = re.compile(r"python3? -m ((?:symmtui|bench)(?:\.\w+)*)(?![\w.<])")
+
+
+def _module_file(module: str) -> Path | None:
+    base = ROOT / module.replace(".", "/")
+    for candidate in (base.with_suffix(".py"), base / "__main__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _source_options(path: Path) -> set[str]:
+    """The option strings a module's own argparse code declares (read, not run: benches run on --help)."""
+    return set(re.findall(r"add_argument\(\s*\"(--[\w-]+)\"", _read(path)))
+
+
+def _quoted_modules() -> dict[str, tuple[str, int]]:
+    """`python -m symmtui...` / `python -m bench...` modules the docs name, with where."""
+    found: dict[str, tuple[str, int]] = {}
+    for page in PAGES:
+        for no, text in _code_texts(page):
+            for module in _PYTHON_M.findall(text):
+                found.setdefault(module, (_rel(page), no))
+            for package in re.findall(r"python3? -m ((?:symmtui|bench)(?:\.\w+)*)\.<\w+>", text):
+                for path in sorted((ROOT / package.replace(".", "/")).glob("[a-z]*.py")):
+                    found.setdefault(f"{package}.{path.stem}", (_rel(page), no))
+    return found
+
+
+def test_every_quoted_python_module_exists() -> None:
+    modules = _quoted_modules()
+    assert {"symmtui.demo.server", "bench"} <= set(modules)
+    missing = [f"{page}:{no}: python -m {m}" for m, (page, no) in modules.items() if _module_file(m) is None]
+    assert not missing, "no such module:\n" + "\n".join(missing)
+
+
+def test_every_quoted_option_exists_somewhere() -> None:
+    """A bare `--option` must be an option of symmtui, of a module the docs run, or listed as foreign."""
+    known = _options(PARSER).union(*(_options(p) for p in SUB.values()))
+    for module in _quoted_modules():
+        path = _module_file(module)
+        if path is not None:
+            known |= _source_options(path)
+    problems = []
+    for page in PAGES:
+        for no, text in _code_texts(page):
+            for opt in _option_tokens(text):
+                if opt not in known and opt not in FOREIGN_OPTIONS and opt not in ABSENT_OPTIONS:
+                    problems.append(f"{_rel(page)}:{no}: {opt} is not an option of symmtui")
+    assert not problems, "\n".join(problems)
+    assert not ABSENT_OPTIONS & known, "an option the docs call absent now exists: update docs/limits.md"
+
+
+def test_the_checker_rejects_a_wrong_verb_and_a_wrong_option() -> None:
+    assert _check_command(Command("x", 1, "wait --log PATH --timeout 5")) == []
+    assert _check_command(Command("x", 1, "wiat --log PATH"))
+    assert _check_command(Command("x", 1, "wait --kill-pid 5"))
+    assert _check_command(Command("x", 1, "patch apply|undo --site DIR"))
+    assert _check_command(Command("x", 1, "--no-such-dashboard-option"))
+
+
+_LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def test_every_relative_link_points_to_a_file() -> None:
+    problems = []
+    links = 0
+    for page in PAGES:
+        for no, line in enumerate(_read(page).splitlines(), start=1):
+            for target in _LINK.findall(line):
+                if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                    continue
+                links += 1
+                path = (page.parent / target.split("#", 1)[0]).resolve()
+                if not path.exists():
+                    problems.append(f"{_rel(page)}:{no}: link to {target}: no such file")
+    assert links > 10
+    assert not problems, "\n".join(problems)
+
+
+def test_every_page_in_docs_is_linked_from_the_index() -> None:
+    index = _read(ROOT / "docs" / "README.md")
+    missing = [p.name for p in DOCS if p.name != "README.md" and f"]({p.name})" not in index]
+    assert not missing, f"docs/README.md does not link {missing}"
+
+
+_REPO_PATH = re.compile(r"^(?:tests|docs|bench|symmtui|themes|\.ci)/[\w./-]*[\w/]$")
+
+
+def test_every_quoted_repository_path_exists() -> None:
+    problems = []
+    for page in PAGES:
+        for no, text in _code_texts(page):
+            word = text.split("::", 1)[0].strip()
+            if _REPO_PATH.match(word) and word not in WHEEL_ONLY_PATHS and not (ROOT / word).exists():
+                problems.append(f"{_rel(page)}:{no}: `{word}` does not exist")
+    assert not problems, "\n".join(problems)
+
+
+def _test_names(path: Path) -> set[str]:
+    tree = ast.parse(_read(path))
+    return {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+    }
+
+
+def _fault_references() -> list[tuple[int, str, str | None]]:
+    """(line, file under tests/, test name or None) for each test cited in the fault table."""
+    refs: list[tuple[int, str, str | None]] = []
+    for no, line in enumerate(_read(ROOT / "docs" / "faults.md").splitlines(), start=1):
+        if not line.startswith("|"):
+            continue
+        cell = line.rstrip().rstrip("|").rsplit("|", 1)[-1]
+        current: str | None = None
+        for span in re.findall(r"`([^`]+)`", cell):
+            if span.startswith("::"):
+                assert current is not None, f"docs/faults.md:{no}: `{span}` with no file before it"
+                refs.append((no, current, span[2:]))
+            elif re.match(r"[\w/]+\.py(::\w+)?$", span):
+                current, _, name = span.partition("::")
+                refs.append((no, current, name or None))
+    return refs
+
+
+def test_every_test_in_the_fault_table_exists() -> None:
+    refs = _fault_references()
+    assert len(refs) > 100
+    problems = []
+    for no, file, name in refs:
+        path = ROOT / "tests" / file
+        if not path.is_file():
+            problems.append(f"docs/faults.md:{no}: tests/{file} does not exist")
+        elif name is not None and name not in _test_names(path):
+            problems.append(f"docs/faults.md:{no}: tests/{file} has no {name}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_readme_is_short() -> None:
+    lines = _read(README).splitlines()
+    assert len(lines) <= 160, f"README.md has {len(lines)} lines; move reference material into docs/"
+
+
+def _readme_test_command() -> str:
+    text = _read(README)
+    section = text.split("\n## Run the tests\n", 1)[1]
+    block = re.search(r"```bash\n(.*?)\n```", section, re.S)
+    assert block is not None, "README.md: no ```bash block under 'Run the tests'"
+    return block.group(1)
+
+
+def test_the_readme_test_command_is_what_ci_runs() -> None:
+    command = _readme_test_command()
+    assert "\n" not in command
+    ci_lines = [line.strip() for line in _read(ROOT / ".ci" / "run").splitlines()]
+    assert command in ci_lines, f".ci/run does not run the README's test command:\n{command}"
+    assert "pytest" in command and "'.[test]'" in command
+
+
+@pytest.mark.parametrize("page", [p.name for p in DOCS])
+def test_code_fences_are_closed(page: str) -> None:
+    fences = [line for line in _read(ROOT / "docs" / page).splitlines() if line.strip().startswith("```")]
+    assert len(fences) % 2 == 0, f"docs/{page}: an unclosed ``` block"
