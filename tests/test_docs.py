@@ -314,3 +314,124 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
 def test_code_fences_are_closed(page: str) -> None:
     fences = [line for line in _read(ROOT / "docs" / page).splitlines() if line.strip().startswith("```")]
     assert len(fences) % 2 == 0, f"docs/{page}: an unclosed ``` block"
+
+
+# ---- docs/performance.md: figures from a kept bench output; the bench names and options it quotes
+
+PERFORMANCE = ROOT / "docs" / "performance.md"
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+
+
+def _bench_sections() -> dict[str, str]:
+    """bench module -> its printed output, from every docs/bench-*.txt kept."""
+    sections: dict[str, str] = {}
+    for path in sorted((ROOT / "docs").glob("bench-*.txt")):
+        for name, body in re.findall(r"^=== (bench\.\w+) ===\n(.*?)(?=^=== |\Z)", _read(path), re.M | re.S):
+            sections[name] = sections.get(name, "") + body
+    return sections
+
+
+def _printed_as(figure: str, output: str) -> bool:
+    """Whether the bench printed this figure: the same number, or one rounded / in k or M units."""
+    value = float(figure.replace(",", ""))
+    places = len(figure.split(".")[1]) if "." in figure else 0
+    printed = [float(n.replace(",", "")) for n in _NUMBER.findall(output)]
+    return any(abs(round(p * scale, places) - value) < 1e-9 for p in printed for scale in (1, 1e-3, 1e-6))
+
+
+def _performance_rows() -> list[tuple[int, list[str]]]:
+    rows = []
+    for no, line in enumerate(_read(PERFORMANCE).splitlines(), start=1):
+        if line.startswith("| ") and not line.startswith("| figure"):
+            rows.append((no, [c.strip() for c in line.strip().strip("|").split("|")]))
+    return rows
+
+
+def _figure_problems(rows: list[tuple[int, list[str]]], sections: dict[str, str]) -> list[str]:
+    problems = []
+    for no, (figure, _target, measured, baseline, command) in rows:
+        if "**H200**" in figure:
+            continue  # measured on a GPU host; its output is not kept here
+        module = re.search(r"`(bench\.\w+)", command)
+        if module is None or module.group(1) not in sections:
+            problems.append(f"docs/performance.md:{no}: {command}: no output of it under docs/bench-*.txt")
+            continue
+        output = sections[module.group(1)]
+        for cell in (measured, baseline):
+            for number in _NUMBER.findall(cell):
+                if not _printed_as(number, output):
+                    problems.append(f"docs/performance.md:{no}: {number} ({cell}) is not in {module.group(1)}'s output")
+    return problems
+
+
+def test_every_figure_in_the_performance_table_is_in_the_kept_bench_output() -> None:
+    rows = _performance_rows()
+    assert len(rows) > 15
+    problems = _figure_problems(rows, _bench_sections())
+    assert not problems, "\n".join(problems)
+
+
+def test_the_figure_check_catches_a_changed_figure() -> None:
+    sections = _bench_sections()
+    rows = _performance_rows()
+    no, cells = next((no, c) for no, c in rows if "38.3 ms" in c[2])
+    changed = [(no, [cells[0], cells[1], cells[2].replace("38.3 ms", "28.3 ms"), cells[3], cells[4]])]
+    assert _figure_problems(changed, sections)
+    assert not _figure_problems([(no, cells)], sections)
+
+
+def _named_list(sentence_start: str) -> set[str]:
+    text = " ".join(_read(PERFORMANCE).split())
+    match = re.search(re.escape(sentence_start) + r"[^.]*?\(([^)]*)\)", text)
+    assert match is not None, f"docs/performance.md no longer says {sentence_start!r}"
+    return set(re.findall(r"`(\w+)`", match.group(1)))
+
+
+def test_the_bench_list_is_what_python_m_bench_runs() -> None:
+    import bench.__main__ as bench_main
+
+    assert _named_list("`.venv/bin/python -m bench.<area>` runs one") == set(bench_main.ALL)
+
+
+def test_the_quick_option_is_where_the_page_says() -> None:
+    text = " ".join(_read(PERFORMANCE).split())
+    match = re.search(r"`--quick` exists for ([^(]*)\(", text)
+    assert match is not None
+    said = set(re.findall(r"`(\w+)`", match.group(1)))
+    has = {p.stem for p in (ROOT / "bench").glob("[a-z]*.py") if "--quick" in _source_options(p)}
+    assert said == has
+
+
+# ---- docs/dashboard.md: the keys table is the dashboard's bindings
+
+
+def _documented_keys() -> set[str]:
+    text = _read(ROOT / "docs" / "dashboard.md").split("\n## Keys\n", 1)[1].split("\n## ", 1)[0]
+    keys: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith("| ") and not line.startswith("| key "):
+            cell = line.strip("|").split("|", 1)[0]
+            keys |= set(re.findall(r"`([^`]+)`", cell)) | ({"tab"} if "Tab" in cell else set())
+    return keys
+
+
+def _app_keys() -> set[str]:
+    import textual.app
+    import textual.binding
+
+    import symmtui.ui.app as app_module
+
+    apps = [
+        v for v in vars(app_module).values()
+        if isinstance(v, type) and issubclass(v, textual.app.App) and v.__module__ == app_module.__name__
+    ]
+    assert len(apps) == 1, f"expected one App in symmtui/ui/app.py, found {apps}"
+    keys: set[str] = set()
+    for binding in apps[0].BINDINGS:
+        assert isinstance(binding, textual.binding.Binding)
+        keys |= {binding.key_display} if binding.key_display else set(binding.key.split(","))
+    return keys
+
+
+def test_the_keys_table_lists_the_dashboards_keys() -> None:
+    assert _documented_keys() == _app_keys()
