@@ -17,9 +17,10 @@ from symmtui.patch.report import (
     RevertResult,
     State,
     TableStatus,
+    symlink_problem,
 )
 from symmtui.patch.rewrite import patched, replace_all, unified
-from symmtui.patch.scan import install, scan_install, write_problem
+from symmtui.patch.scan import install, real_path, scan_install, write_problem
 from symmtui.patch.state import (
     drop_record,
     load_record,
@@ -105,10 +106,13 @@ def apply(
     nvlink: bool | None = None,
     expected: CheckReport | None = None,
     lock_timeout: float = 30.0,
+    follow_symlinks: bool = False,
 ) -> ApplyResult:
     """Add the capability to both tables (copying the donor entry), atomically, with a backup.
 
     ``expected``: the report the user looked at; if the files changed since, refuse. Idempotent.
+    A table file that is a symlink is refused (its target may be another package's file) unless
+    ``follow_symlinks``; then the real file is written and named.
     """
     cap = Capability.of(capability)
     inst = install(site, package, python)
@@ -134,6 +138,8 @@ def apply(
                 f"revert it first (symmtui patch revert), then apply for {cap}; nothing was changed",
                 reason="other-capability",
             )
+        if report.symlink_problem and not follow_symlinks:
+            raise Refused(f"{report.symlink_problem}; nothing was changed", reason="symlink")
         if report.write_problem:
             raise Refused(report.write_problem + "; nothing was changed", reason="not-writable")
         new = patched(scan, report.key)
@@ -155,7 +161,7 @@ def apply(
                 reason="write-failed",
             ) from exc
         try:
-            replace_all(new, scan.data)
+            replace_all(new, scan.data, scan.real)
         except PatchError as exc:
             if exc.reason != "partial":  # after a partial write the saved originals are the only copy
                 drop_record(record)
@@ -166,7 +172,7 @@ def apply(
         try:
             record = mark_applied(record, {str(p): sha256(b) for p, b in new.items()})
         except OSError as exc:
-            replace_all({p: scan.data[p] for p in new}, new)
+            replace_all({p: scan.data[p] for p in new}, new, scan.real)
             drop_record(record)
             raise Refused(
                 f"could not record the patch ({exc.strerror}); the originals were put back",
@@ -174,7 +180,7 @@ def apply(
             ) from exc
         notes = _history(
             {"op": "apply", "package": inst.package, "version": inst.version, "root": str(inst.root),
-             "capability": str(cap), "files": [str(p) for p in sorted(new)]}
+             "capability": str(cap), "files": [str(scan.real[p]) for p in sorted(new)]}
         )
         done = judge_report(scan_install(inst), cap, nvlink)
         return ApplyResult(
@@ -182,10 +188,11 @@ def apply(
             f"applied: capability {key_text(report.key)} added to {len(new)} file(s) of {inst.package} "
             f"{inst.version or ''}".rstrip(),
             done,
-            files=tuple(sorted(new)),
+            files=tuple(sorted(scan.real[p] for p in new)),
             diff=text,
             record_dir=Path(record.dir),
             caveats=report.caveats + notes,
+            symlinks=tuple((p, r) for p, r in scan.symlinks if p in new),
         )
 
 
@@ -205,8 +212,13 @@ def revert(
     python: str | None = None,
     force: bool = False,
     lock_timeout: float = 30.0,
+    follow_symlinks: bool = False,
 ) -> RevertResult:
-    """Put back the original bytes symmtui saved; refuse when a file changed since (unless ``force``)."""
+    """Put back the original bytes symmtui saved; refuse when a file changed since (unless ``force``).
+
+    A recorded path that is now a symlink is refused unless ``follow_symlinks`` (then its real file is
+    restored and named).
+    """
     inst = install(site, package, python)
     with patch_lock(lock_timeout):
         record = load_record(inst.package, inst.root)
@@ -242,6 +254,7 @@ def revert(
         if not restore and not changed:
             drop_record(record)
             return RevertResult("already", "already reverted: the files are the originals", inst.package, inst.root)
+        create: list[tuple[Path, int]] = []
         if changed and force:
             for f in record.files:
                 p = Path(f.path)
@@ -250,18 +263,26 @@ def revert(
                         raise Refused(f"{p.parent} no longer exists; cannot restore {p.name}", reason="gone")
                     restore[p] = record.backup_bytes(f)
                     current[p] = b""
-                    p.touch(mode=f.mode)
+                    create.append((p, f.mode))
+        reals = {p: real_path(p) for p in restore}
+        links = tuple((p, r) for p, r in sorted(reals.items()) if r != p)
+        problem = symlink_problem(links, inst.root)
+        if problem and not follow_symlinks:
+            raise Refused(f"{problem}; nothing was changed", reason="symlink")
+        for p, mode in create:
+            p.touch(mode=mode)
         problem = write_problem(list(restore))
         if problem:
             raise Refused(problem + "; nothing was changed", reason="not-writable")
-        replace_all(restore, current)
+        replace_all(restore, current, reals)
         drop_record(record)
         _history({"op": "revert", "package": inst.package, "root": str(inst.root), "force": force,
-                  "files": [str(p) for p in sorted(restore)]})
+                  "files": [str(reals[p]) for p in sorted(restore)]})
         return RevertResult(
             "reverted",
             f"reverted: {len(restore)} file(s) of {inst.package} restored to their original bytes",
             inst.package,
             inst.root,
-            files=tuple(sorted(restore)),
+            files=tuple(sorted(reals[p] for p in restore)),
+            symlinks=links,
         )

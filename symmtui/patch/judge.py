@@ -152,6 +152,7 @@ def report(scan: Scan, cap: Capability, nvlink: bool | None) -> CheckReport:
                 donor_source=src[d.value_start : d.value_end].decode("utf-8", "replace") if d else None,
                 entry_source=src[e.value_start : e.value_end].decode("utf-8", "replace") if e else None,
                 lookup=scan.lookups[spec.role],
+                real_file=real if (real := scan.real[scan.path(spec)]) != scan.path(spec) else None,
             )
         )
     return CheckReport(
@@ -173,4 +174,5 @@ def report(scan: Scan, cap: Capability, nvlink: bool | None) -> CheckReport:
         applied_at=applied_at,
         write_problem=write_problem(list(scan.data)) if state == "needed" else None,
         detail=detail,
+        symlinks=scan.symlinks,
     )

@@ -38,6 +38,8 @@ class TableStatus:
     donor_source: str | None
     entry_source: str | None
     lookup: LookupStyle
+    real_file: Path | None = None
+    """The file a write would change when ``file`` is (or lies under) a symlink; None when it is ``file``."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -45,6 +47,7 @@ class TableStatus:
             "role": self.role,
             "name": self.name,
             "file": str(self.file),
+            "real_file": str(self.real_file) if self.real_file else None,
             "line": self.line,
             "keys": list(self.keys),
             "has_key": self.has_key,
@@ -77,6 +80,13 @@ class CheckReport:
     applied_at: str | None = None
     write_problem: str | None = None
     detail: str = ""
+    symlinks: tuple[tuple[Path, Path], ...] = ()
+    """(table file, the real file it resolves to) for each table file reached through a symlink."""
+
+    @property
+    def symlink_problem(self) -> str | None:
+        """Why apply/revert refuse without ``--follow-symlinks`` (a table file is a symlink), None if none is."""
+        return symlink_problem(self.symlinks, self.root)
 
     @property
     def needs_patch(self) -> bool:
@@ -112,6 +122,8 @@ class CheckReport:
             "hashes": dict(self.hashes),
             "applied_at": self.applied_at,
             "write_problem": self.write_problem,
+            "symlinks": [{"file": str(link), "real_file": str(real)} for link, real in self.symlinks],
+            "symlink_problem": self.symlink_problem,
             "detail": self.detail,
             "exit_code": self.exit_code,
         }
@@ -128,13 +140,16 @@ class ApplyResult:
     diff: str = ""
     record_dir: Path | None = None
     caveats: tuple[str, ...] = field(default=())
+    symlinks: tuple[tuple[Path, Path], ...] = ()
+    """(path under the package, the real file written) for each file reached through a symlink."""
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready form."""
+        """JSON-ready form (``files``: the real files written)."""
         return {
             "status": self.status,
             "message": self.message,
             "files": [str(f) for f in self.files],
+            "symlinks": [{"file": str(link), "real_file": str(real)} for link, real in self.symlinks],
             "diff": self.diff,
             "record_dir": str(self.record_dir) if self.record_dir else None,
             "caveats": list(self.caveats),
@@ -151,13 +166,30 @@ class RevertResult:
     package: str
     root: Path
     files: tuple[Path, ...] = ()
+    symlinks: tuple[tuple[Path, Path], ...] = ()
+    """(recorded path, the real file restored) for each file reached through a symlink."""
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready form."""
+        """JSON-ready form (``files``: the real files restored)."""
         return {
             "status": self.status,
             "message": self.message,
             "package": self.package,
             "root": str(self.root),
             "files": [str(f) for f in self.files],
+            "symlinks": [{"file": str(link), "real_file": str(real)} for link, real in self.symlinks],
         }
+
+
+def symlink_problem(links: tuple[tuple[Path, Path], ...], root: Path) -> str | None:
+    """One line naming each symlinked file and the real file a write would change; None when there are none."""
+    if not links:
+        return None
+    parts = []
+    for link, real in links:
+        where = "inside the package" if real.is_relative_to(root) else f"outside {root}"
+        parts.append(f"{link} is a symlink to {real} ({where})")
+    return (
+        "; ".join(parts) + ": writing would change the file it points to; "
+        "pass --follow-symlinks to write it anyway"
+    )

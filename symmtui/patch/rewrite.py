@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections.abc import Mapping
 from pathlib import Path
 
 from symmtui.patch import atomic
@@ -75,6 +76,9 @@ def unified(scan: Scan, new: dict[Path, bytes]) -> str:
     base = scan.inst.root.parent
     for p in sorted(new):
         rel = p.relative_to(base)
+        real = scan.real.get(p, p)
+        if real != p:  # before the ---/+++ lines: patch(1) and git apply skip such text
+            chunks.append(f"# {rel} is a symlink: the file this changes is {real}\n")
         chunks.extend(
             difflib.unified_diff(
                 scan.data[p].decode("utf-8", "surrogateescape").splitlines(keepends=True),
@@ -86,8 +90,14 @@ def unified(scan: Scan, new: dict[Path, bytes]) -> str:
     return "".join(chunks)
 
 
-def replace_all(new: dict[Path, bytes], expected_old: dict[Path, bytes]) -> None:
-    """Stage every file, re-check the originals are unchanged, then rename; undo on failure."""
+def replace_all(
+    new: dict[Path, bytes], expected_old: dict[Path, bytes], reals: Mapping[Path, Path] | None = None
+) -> None:
+    """Stage every file, re-check the originals are unchanged, then rename; undo on failure.
+
+    A path is written through a symlink only to the real file ``reals`` allows for it (what the user
+    was shown and confirmed); anything else resolving elsewhere (a link planted meanwhile) is refused.
+    """
     staged: list[atomic.Staged] = []
     try:
         for p, data in sorted(new.items()):
@@ -104,6 +114,15 @@ def replace_all(new: dict[Path, bytes], expected_old: dict[Path, bytes]) -> None
             s.discard()
         raise
     for s in staged:
+        allowed = (reals or {}).get(s.target, s.target)
+        if s.real != allowed:
+            for t in staged:
+                t.discard()
+            raise Refused(
+                f"{s.target} resolves to {s.real}, not the file that was checked ({allowed}): "
+                "nothing was changed: check again",
+                reason="changed",
+            )
         try:
             current = s.target.read_bytes()
         except OSError:

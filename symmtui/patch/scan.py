@@ -26,6 +26,12 @@ class Scan:
     modes: dict[Path, int]
     tables: dict[str, DictTable]
     lookups: dict[str, LookupStyle]
+    real: dict[Path, Path]
+
+    @property
+    def symlinks(self) -> tuple[tuple[Path, Path], ...]:
+        """(table file, real file) for each table file reached through a symlink."""
+        return tuple((p, r) for p, r in sorted(self.real.items()) if r != p)
 
     def path(self, spec: TableSpec) -> Path:
         """The file holding ``spec``'s table."""
@@ -35,6 +41,11 @@ class Scan:
     def hashes(self) -> dict[str, str]:
         """sha256 of each table file, by path."""
         return {str(p): sha256(b) for p, b in self.data.items()}
+
+
+def real_path(path: Path) -> Path:
+    """The file a write to ``path`` changes: every symlink in it resolved."""
+    return Path(os.path.realpath(path))
 
 
 def _read(path: Path) -> tuple[bytes, int]:
@@ -64,7 +75,7 @@ def scan_layout(inst: Installed, layout: Layout) -> Scan:
             raise LayoutProblem(f"{spec.relpath}: {exc}") from exc
     consumer = trees[inst.root / layout.consumer]
     lookups: dict[str, LookupStyle] = {spec.role: lookup_style(consumer, spec.name) for spec in layout.tables}
-    return Scan(inst, layout, data, modes, tables, lookups)
+    return Scan(inst, layout, data, modes, tables, lookups, {p: real_path(p) for p in data})
 
 
 def scan_install(inst: Installed) -> Scan:
@@ -105,7 +116,7 @@ def owner_name(path: Path) -> str:
 def write_problem(paths: list[Path]) -> str | None:
     """Why one of ``paths`` cannot be rewritten by this user (read-only fs, permissions), None when all can."""
     for path in paths:
-        real = Path(os.path.realpath(path))
+        real = real_path(path)
         for target in (real, real.parent):
             try:
                 read_only_fs = bool(os.statvfs(target).f_flag & os.ST_RDONLY)

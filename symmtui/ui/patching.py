@@ -19,7 +19,7 @@ class PatchView:
 
     @property
     def can_apply(self) -> bool:
-        return self.report.state == "needed" and not self.report.write_problem
+        return self.report.state == "needed" and not self.report.write_problem and not self.report.symlink_problem
 
     @property
     def can_revert(self) -> bool:

@@ -38,6 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", metavar="FILE", help="find the packages of this launch profile's python")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument("--force", action="store_true", help="revert even if a file changed since the patch")
+    parser.add_argument(
+        "--follow-symlinks", action="store_true",
+        help="apply/revert even when a table file is a symlink (the file it points to is written)",
+    )
 
 
 def _gpu_facts() -> tuple[Capability | None, bool | None, str]:
@@ -116,11 +120,15 @@ def _print_report(report: CheckReport, site: Path | None, python: str | None) ->
         has = "present" if t.has_key else "missing"
         print(f"  {t.name}  {t.relpath.rsplit('/', 1)[-1]}:{t.line}  keys {keys}  -> {_k(report.key)} {has}"
               f"  (read with {_style(t.lookup)})")
+        if t.real_file is not None:
+            print(f"    {t.file} is a symlink: the real file is {t.real_file}")
     print(f"  {report.summary}")
     if report.state == "needed":
         print(f"  patch needed: symmtui patch apply{_flags(report, site, python)}")
         if report.write_problem:
             print(f"  note: {report.write_problem}")
+    if report.symlink_problem:
+        print(f"  note: {report.symlink_problem}")
     if report.detail:
         for line in report.detail.splitlines():
             print(f"  {line}")
@@ -163,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
     cap: Capability | None = None
     nvlink: bool | None = None
     try:
+        if args.follow_symlinks and args.action not in ("apply", "revert"):
+            raise UserError(f"--follow-symlinks is only for apply and revert; {args.action} writes nothing")
         if args.force and args.action != "revert":
             raise UserError(f"--force is only for revert; {args.action} never overwrites a file that changed")
         targets = _targets(args)
@@ -219,11 +229,13 @@ def _one(
     from symmtui.patch import engine
 
     if args.action == "revert":
-        reverted = engine.revert(site, pkg, python=python, force=args.force)
+        reverted = engine.revert(site, pkg, python=python, force=args.force, follow_symlinks=args.follow_symlinks)
         if not args.json:
             print(f"{pkg}: {reverted.message}")
             for f in reverted.files:
                 print(f"  restored {f}")
+            for link, real in reverted.symlinks:
+                print(f"  ({real} through the symlink {link})")
         return 0, reverted.to_json()
     if cap is None:  # run() resolves it for every action but revert
         raise UserError("pass --capability 12 (SGLang) or 12.0 (vLLM)")
@@ -241,11 +253,13 @@ def _one(
                 print(f"{pkg}: nothing to change for capability {cap} (see symmtui patch check)", file=sys.stderr)
         return 0, {"package": pkg, "diff": text}
     if args.action == "apply":
-        result = engine.apply(site, pkg, cap, python=python, nvlink=nvlink)
+        result = engine.apply(site, pkg, cap, python=python, nvlink=nvlink, follow_symlinks=args.follow_symlinks)
         if not args.json:
             print(f"{pkg}: {result.message}")
             for f in result.files:
                 print(f"  changed {f}")
+            for link, real in result.symlinks:
+                print(f"  ({real} through the symlink {link})")
             if result.record_dir:
                 undo = f"symmtui patch revert{_where(site, python)} --package {pkg}"
                 print(f"  originals saved in {result.record_dir} (undo: {undo})")

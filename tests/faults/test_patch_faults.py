@@ -238,20 +238,6 @@ def test_revert_after_upgrade_refuses(site: Path) -> None:
     assert "files changed since" in report.detail
 
 
-def test_symlinked_table_file_is_patched_through_the_link(site: Path, tmp_path: Path) -> None:
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    real = elsewhere / "torch_symm_mem.py"
-    shutil.move(str(site / CONSUMER), real)
-    (site / CONSUMER).symlink_to(real)
-    original = real.read_bytes()
-    apply(site, "sglang", "12")
-    assert (site / CONSUMER).is_symlink() and b"12: [6, 8]" in real.read_bytes()
-    assert not [p for p in elsewhere.iterdir() if p != real]
-    revert(site, "sglang")
-    assert (site / CONSUMER).is_symlink() and real.read_bytes() == original
-
-
 # --- concurrent applies -----------------------------------------------------------------------
 
 RACER = """
