@@ -24,6 +24,7 @@ from symmtui.core.engine import Bringup, EngineUpdate, process_exit_status
 from symmtui.core.readiness import ReadinessConfig
 from symmtui.core.rules import RuleSet
 from symmtui.demo.sandbox import write_sandbox
+from symmtui.gpu.facts import gpu_pids_from
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.standin import load_standin, standin_host
 from symmtui.gpu.standin.host import StandinHost
@@ -173,11 +174,7 @@ def build_demo(speed: float = 1.0, *, root: Path | None = None, isolate: bool = 
     host = standin_host(module)
     nvml = Nvml(module)
 
-    def gpu_pids() -> set[int] | None:
-        with host.lock:
-            return {pid for procs in host.procs for pid in procs}
-
-    supervisor = Supervisor(profile, gpu_pids=gpu_pids, gpu_timeout=10.0, port_timeout=10.0)
+    supervisor = Supervisor(profile, gpu_pids=gpu_pids_from(nvml), gpu_timeout=10.0, port_timeout=10.0)
     driver = StandinDriver(host, status)
     driver.start()
     return Demo(root, profile, supervisor, nvml, host, driver, sandbox.site, speed)

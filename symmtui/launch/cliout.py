@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TextIO
 
 from symmtui.launch.report import Progress, Step, StopReport
@@ -36,13 +35,3 @@ def print_report(report: StopReport, out: TextIO) -> None:
         how = f"; to end it: symmtui stop --kill-pid {s.pid}" if s.pid is not None else ""
         print(f"not started by symmtui: {s.describe()}{how}", file=out)
     out.flush()
-
-
-def wire_nvml() -> tuple[Callable[[], set[int] | None] | None, int | None]:
-    """(gpu_pids, capability major) from the real NVML, or (None, None) on a host without one."""
-    from symmtui.launch.gpuwire import capability_major, gpu_pids_from, open_nvml
-
-    nvml = open_nvml()
-    if nvml is None:
-        return None, None
-    return gpu_pids_from(nvml), capability_major(nvml)

@@ -24,6 +24,7 @@ from symmtui.launch.state import LaunchRecord
 from symmtui.launch.stopper import StopRun, stranger, wait_gone
 
 GpuPids = Callable[[], "set[int] | None"]
+Cap = tuple[int, int] | int  # a compute capability: (major, minor) from symmtui.gpu.facts, or a major
 """Which pids hold GPU memory now (NVML process list); None when NVML is unavailable."""
 OnProgress = Callable[[Progress], None]
 REAP_DELAY = 1.0
@@ -437,7 +438,7 @@ class Supervisor:
 
     # ---- relaunch ----------------------------------------------------------------------------
 
-    def preflight(self, capability: int | None) -> tuple[object | None, str | None]:
+    def preflight(self, capability: Cap | None) -> tuple[object | None, str | None]:
         """Ask the patch check whether this command will crash (KeyError: 12): (prediction, note).
 
         The patch package is imported only here; if it is missing or cannot decide, the launch
@@ -463,7 +464,7 @@ class Supervisor:
         on_progress: OnProgress | None = None,
         *,
         preflight: bool = True,
-        capability: int | None = None,
+        capability: Cap | None = None,
         block_on_prediction: bool = False,
         grace: float | None = None,
     ) -> RelaunchResult:

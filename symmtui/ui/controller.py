@@ -19,6 +19,7 @@ from textual.message import Message
 
 from symmtui.core.readiness import Snapshot, State
 from symmtui.errors import UserError
+from symmtui.gpu.facts import capabilities_of, holders_in
 from symmtui.launch.history import verdict_of
 from symmtui.ui.messages import EngineDirty, GpuDirty, Notice, TopologyReady
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 Post = Callable[[Message], object]
 OURS_REFRESH = 5.0  # seconds between walks of the process table when the GPU process list is unchanged
+_STALE = object()  # "compute our pids on the next sample"
 MAX_PENDING_LINES = 200_000  # beyond this the oldest pending lines are dropped (the pane reads them back)
 
 
@@ -90,11 +92,11 @@ class Controller:
         self._our_pids: frozenset[int] = frozenset()
         self._closed = threading.Event()
         self._finished_launch: str | None = None
-        self.capability: int | None = None
+        self.capability: tuple[int, int] | None = None  # the one the patch targets: gpu.facts' rule
         self.on_close: list[Callable[[], None]] = []
         self._estimate: Estimate | None = None
         self._our_pids_cache: frozenset[int] = frozenset()
-        self._ours_key: frozenset[int] | None = None
+        self._ours_key: object = _STALE  # the GPU holders the cache was computed for (None: not listable)
         self._ours_at = 0.0
 
     # ---- wiring ------------------------------------------------------------------------------
@@ -245,7 +247,7 @@ class Controller:
 
     def on_gpu_sample(self, snapshot: GpuSnapshot) -> None:
         """GpuSampler's callback: keep the latest, nudge the UI."""
-        holders = frozenset(p.pid for s in snapshot.samples if isinstance(s.processes, tuple) for p in s.processes)
+        holders = holders_in(snapshot.samples).pids
         now = time.monotonic()
         if holders != self._ours_key or now - self._ours_at > OURS_REFRESH:
             # a walk of the process table: only when the GPU's process list changed, or now and then
@@ -255,11 +257,7 @@ class Controller:
         with self._lock:
             self._gpu = snapshot
             self._our_pids = ours
-            for info in snapshot.infos:
-                cap = info.capability
-                if isinstance(cap, tuple):
-                    self.capability = cap[0]
-                    break
+            self.capability = capabilities_of(snapshot.infos).for_patch or self.capability
         self._send(GpuDirty())
 
     def latest_gpu(self) -> tuple[GpuSnapshot | None, frozenset[int]]:
@@ -296,7 +294,7 @@ class Controller:
         assert sup is not None
         result = sup.relaunch(on_progress, capability=self.capability)
         self._finished_launch = None
-        self._ours_key = None
+        self._ours_key = _STALE
         record = result.record
         with self._lock:
             self.log_path = record.log_path

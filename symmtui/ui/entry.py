@@ -28,7 +28,8 @@ def check_theme(name: str | None) -> str:
 
 def build_demo_controller(speed: float) -> tuple[Controller, object]:
     """The demo: temp dir, sandbox, simulated server's first launch, stand-in NVML; the controller."""
-    from symmtui.demo.story import CAPABILITY, HOST_NAME, PROFILE_NAME, build_demo
+    from symmtui.demo.story import HOST_NAME, PROFILE_NAME, build_demo
+    from symmtui.gpu.facts import patch_facts
 
     demo = build_demo(speed)
     controller = Controller(
@@ -36,7 +37,7 @@ def build_demo_controller(speed: float) -> tuple[Controller, object]:
         profile_name=PROFILE_NAME,
         supervisor=demo.supervisor,
         nvml=demo.nvml,
-        patcher=Patcher(site=demo.site, package="sglang", capability=lambda: CAPABILITY, nvlink=lambda: False),
+        patcher=Patcher(site=demo.site, package="sglang", facts=lambda: patch_facts(demo.nvml)),
     )
     controller.on_close.append(demo.close)
     try:
@@ -77,6 +78,7 @@ def build_dashboard_controller(config: str | None, log: str | None, url: str | N
     from symmtui.core.engine import Bringup
     from symmtui.core.readiness import ReadinessConfig
     from symmtui.core.rules import RuleSet
+    from symmtui.gpu.facts import gpu_pids_from, patch_facts
     from symmtui.gpu.nvml import Nvml
     from symmtui.launch.profile import find_profile, load_profile
     from symmtui.launch.supervisor import Supervisor
@@ -102,13 +104,7 @@ def build_dashboard_controller(config: str | None, log: str | None, url: str | N
         name = profile.path.stem if profile.path is not None else "profile"
         if profile.path is not None and profile.path.name == "symmtui.toml":
             name = f"{profile.path.parent.name}/symmtui.toml"
-
-        def gpu_pids() -> set[int] | None:
-            if not nvml.available():
-                return None
-            return {p.pid for s in nvml.sample_all() if isinstance(s.processes, tuple) for p in s.processes}
-
-        supervisor = Supervisor(profile, gpu_pids=gpu_pids)
+        supervisor = Supervisor(profile, gpu_pids=gpu_pids_from(nvml))
         record = supervisor.current()
         if record is not None and supervisor.is_alive(record):
             pid = record.pid
@@ -128,9 +124,8 @@ def build_dashboard_controller(config: str | None, log: str | None, url: str | N
     controller.patcher = Patcher(
         site=None,
         package=None,
-        capability=lambda: controller.capability,
+        facts=lambda: patch_facts(nvml, controller.topology),
         python=_python_of(profile.argv if profile is not None else None),
-        nvlink=lambda: controller.topology.nvlink_any if controller.topology is not None else None,
     )
     engine = Bringup(
         log_path, ruleset=ruleset, config=config_r, url=url, pid=pid,

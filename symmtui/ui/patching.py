@@ -6,7 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from symmtui.patch import CheckReport, apply, check, diff, revert
+from symmtui.gpu.facts import PatchFacts
+from symmtui.patch import Capability, CheckReport, apply, check, diff, revert
+from symmtui.patch.hostcaps import with_others
 
 
 @dataclass(frozen=True)
@@ -42,31 +44,38 @@ class PatchView:
 
 @dataclass
 class Patcher:
-    """check / apply / revert on one package; `capability` is asked when needed (NVML may be late)."""
+    """check / apply / revert on one package; the host's facts are asked when needed (NVML may be late).
+
+    ``facts`` is :func:`symmtui.gpu.facts.patch_facts` over the dashboard's NVML: the same capability
+    and NVLink answer `symmtui patch check` uses, so both give the same caveats.
+    """
 
     site: Path | None
     package: str | None
-    capability: Callable[[], int | None]
+    facts: Callable[[], PatchFacts]
     python: str | None = None
-    nvlink: Callable[[], bool | None] = lambda: None
 
-    def _cap(self) -> int:
+    def _facts(self) -> tuple[Capability, PatchFacts]:
         from symmtui.errors import UserError
 
-        cap = self.capability()
-        if cap is None:
-            raise UserError("GPU compute capability unknown (NVML unavailable): use symmtui patch --capability 12")
-        return cap
+        facts = self.facts()
+        if facts.capability is None:
+            raise UserError(
+                f"GPU compute capability unknown ({facts.reason or 'NVML unavailable'}): "
+                "use symmtui patch --capability 12"
+            )
+        return Capability.of(facts.capability), facts
 
     def check(self) -> PatchView:
-        cap = self._cap()
-        report = check(self.site, self.package, cap, python=self.python, nvlink=self.nvlink())
+        cap, facts = self._facts()
+        report = check(self.site, self.package, cap, python=self.python, nvlink=facts.nvlink)
+        report = with_others(report, facts.capabilities.also_needed)
         text = diff(self.site, self.package, cap, python=self.python) if report.state == "needed" else ""
         return PatchView(report, text, str(cap))
 
     def apply(self, view: PatchView) -> str:
-        result = apply(self.site, self.package, self._cap(), python=self.python, expected=view.report,
-                       nvlink=self.nvlink())
+        cap, facts = self._facts()
+        result = apply(self.site, self.package, cap, python=self.python, expected=view.report, nvlink=facts.nvlink)
         return result.message
 
     def revert(self) -> str:

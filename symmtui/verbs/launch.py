@@ -26,8 +26,9 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from symmtui.errors import UserError
+    from symmtui.gpu.facts import launcher_facts
     from symmtui.launch import Supervisor, load_profile
-    from symmtui.launch.cliout import ProgressPrinter, wire_nvml
+    from symmtui.launch.cliout import ProgressPrinter
 
     check_seconds(args, "timeout", "stall", "grace")
     profile = load_profile(args.config)
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     timeout = profile.timeout if args.timeout is None else args.timeout
     stall = profile.stall if args.stall is None else args.stall
     config = ReadinessConfig(timeout=timeout or None, stall=stall or None)
-    gpu_pids, capability = wire_nvml()
+    gpu_pids, capability = launcher_facts()
     sup = Supervisor(profile, gpu_pids=gpu_pids, grace=args.grace)
     err = sys.stderr
     result = sup.relaunch(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from symmtui.errors import UserError
 
 if TYPE_CHECKING:
+    from symmtui.gpu.facts import PatchFacts
     from symmtui.patch.capability import Capability
     from symmtui.patch.report import CheckReport
 
@@ -44,26 +45,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _gpu_facts() -> tuple[Capability | None, bool | None, str]:
-    """(capability of the GPUs, NVLink between every pair, why unknown) from the NVML layer when it can answer."""
+def _gpu_facts() -> PatchFacts:
+    """The host's capabilities and NVLink between every pair, from the one source the dashboard asks too."""
+    from symmtui.gpu.facts import patch_facts
     from symmtui.gpu.nvml import Nvml
-    from symmtui.gpu.topology import read_topology
-    from symmtui.patch.capability import Capability
 
     nvml = Nvml()
     try:
-        if not nvml.available():
-            return None, None, nvml.unavailable_reason or "NVML is not available"
-        infos = nvml.infos()
-        caps = {info.capability for info in infos if isinstance(info.capability, tuple)}
-        if not caps:
-            return None, None, "no GPU reported its compute capability"
-        major, minor = max(caps)
-        # multimem/multicast needs NVLink between every pair (the topology's per-pair answer)
-        nvlink = read_topology(nvml).nvlink_all_pairs if len(infos) > 1 else None
+        return patch_facts(nvml)
     finally:
         nvml.shutdown()
-    return Capability(major, minor), nvlink, ""
 
 
 def _profile_python(path: str) -> tuple[str, dict[str, str], Path | None, list[str]]:
@@ -170,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
 
     cap: Capability | None = None
     nvlink: bool | None = None
+    others: tuple[tuple[int, int], ...] = ()
     try:
         if args.follow_symlinks and args.action not in ("apply", "revert"):
             raise UserError(f"--follow-symlinks is only for apply and revert; {args.action} writes nothing")
@@ -178,11 +170,15 @@ def run(args: argparse.Namespace) -> int:
         targets = _targets(args)
         if args.action != "revert":
             cap = Capability.parse(args.capability) if args.capability else None
-            gpu_cap, nvlink, why = _gpu_facts()  # NVLink facts feed the caveat even with --capability
-            cap = cap or gpu_cap
+            facts = _gpu_facts()  # NVLink facts feed the caveat even with --capability
+            nvlink = facts.nvlink
+            if cap is None and facts.capability is not None:
+                cap = Capability.of(facts.capability)
+                others = facts.capabilities.also_needed  # a mixed host: its other capabilities read the tables too
             if cap is None:
                 raise UserError(
-                    f"cannot read the GPUs' compute capability ({why}): pass --capability 12 (SGLang) or 12.0 (vLLM)"
+                    f"cannot read the GPUs' compute capability ({facts.reason}): "
+                    "pass --capability 12 (SGLang) or 12.0 (vLLM)"
                 )
     except UserError as exc:
         if args.json:  # still one JSON document on stdout; the one-line error goes to stderr as usual
@@ -194,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
     code = 0
     for pkg, site, python in targets:
         try:
-            rc, data = _one(args, pkg, site, cap, nvlink, python)
+            rc, data = _one(args, pkg, site, cap, nvlink, python, others)
         except PatchError as exc:
             rc = exc.exit_code
             data = {"package": pkg, "error": str(exc), "reason": exc.reason, "detail": exc.detail, "exit_code": rc}
@@ -224,9 +220,11 @@ def _one(
     cap: Capability | None,
     nvlink: bool | None,
     python: str | None,
+    others: tuple[tuple[int, int], ...] = (),
 ) -> tuple[int, dict[str, Any]]:
     """One action on one package: print its text (unless --json); (exit code, JSON result)."""
     from symmtui.patch import engine
+    from symmtui.patch.hostcaps import with_others
 
     if args.action == "revert":
         reverted = engine.revert(site, pkg, python=python, force=args.force, follow_symlinks=args.follow_symlinks)
@@ -240,7 +238,7 @@ def _one(
     if cap is None:  # run() resolves it for every action but revert
         raise UserError("pass --capability 12 (SGLang) or 12.0 (vLLM)")
     if args.action == "check":
-        report = engine.check(site, pkg, cap, python=python, nvlink=nvlink)
+        report = with_others(engine.check(site, pkg, cap, python=python, nvlink=nvlink), others)
         if not args.json:
             _print_report(report, site, python)
         return report.exit_code, report.to_json()

@@ -25,13 +25,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from symmtui.errors import UserError
+    from symmtui.gpu.facts import launcher_facts
     from symmtui.launch import Supervisor, load_profile
-    from symmtui.launch.cliout import ProgressPrinter, print_report, wire_nvml
+    from symmtui.launch.cliout import ProgressPrinter, print_report
     from symmtui.verbs.launch import check_seconds
 
     check_seconds(args, "grace", "gpu-timeout", "port-timeout")
     profile = load_profile(args.config)
-    nvml_pids, _cap = wire_nvml()
+    nvml_pids, _cap = launcher_facts()
     sup = Supervisor(profile, gpu_pids=nvml_pids, grace=args.grace, gpu_timeout=args.gpu_timeout,
                      port_timeout=args.port_timeout)
     report = sup.stop(ProgressPrinter(sys.stderr))

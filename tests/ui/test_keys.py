@@ -8,6 +8,7 @@ from textual.widgets import Input
 
 from symmtui.core.readiness import State
 from symmtui.demo.sandbox import sandbox_has_capability, write_sandbox
+from symmtui.gpu.facts import PatchFacts
 from symmtui.ui.app import PATCHED_ACTION, SymmApp
 from symmtui.ui.patching import Patcher
 from symmtui.ui.screens.confirm import ConfirmScreen
@@ -123,7 +124,7 @@ async def test_strangers_are_marked() -> None:
 async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) -> None:
     sandbox = write_sandbox(tmp_path / "site")
     controller = crashed_controller()
-    controller.patcher = Patcher(site=sandbox.site, package="sglang", capability=lambda: 12, nvlink=lambda: False)
+    controller.patcher = Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((12, 0), nvlink=False))
     app = SymmApp(controller, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)

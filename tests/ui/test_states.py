@@ -9,6 +9,7 @@ import pytest
 
 from symmtui.cli import main
 from symmtui.core.readiness import State
+from symmtui.gpu.facts import PatchFacts
 from symmtui.launch.history import Estimate
 from symmtui.ui.app import SymmApp
 from symmtui.ui.patching import Patcher
@@ -58,7 +59,7 @@ async def test_buttons_work_with_the_mouse(tmp_path: Path) -> None:
 
     sandbox = write_sandbox(tmp_path / "site")
     controller = crashed_controller()
-    controller.patcher = Patcher(site=sandbox.site, package="sglang", capability=lambda: 12)
+    controller.patcher = Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((12, 0)))
     app = SymmApp(controller, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -72,7 +73,7 @@ async def test_buttons_work_with_the_mouse(tmp_path: Path) -> None:
 
 async def test_patch_check_failure_is_shown_in_the_modal(tmp_path: Path) -> None:
     controller = crashed_controller()
-    controller.patcher = Patcher(site=tmp_path / "empty-site", package="sglang", capability=lambda: 12)
+    controller.patcher = Patcher(site=tmp_path / "empty-site", package="sglang", facts=lambda: PatchFacts.given((12, 0)))
     app = SymmApp(controller, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -94,7 +95,7 @@ async def test_patch_modal_on_a_pre_hopper_gpu_says_there_is_nothing_to_do(tmp_p
     sandbox = write_sandbox(tmp_path / "site")
     before = {p: p.read_bytes() for p in sandbox.site.rglob("*.py")}
     controller = crashed_controller()
-    controller.patcher = Patcher(site=sandbox.site, package="sglang", capability=lambda: 8)
+    controller.patcher = Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((8, 9)))
     app = SymmApp(controller, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)

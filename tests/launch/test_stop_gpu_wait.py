@@ -1,33 +1,15 @@
-"""The launcher over the NVML layer (driven by the pynvml stand-in: this machine has no GPU)."""
+"""stop waits for GPU memory through symmtui.gpu.facts (the pynvml stand-in: this machine has no GPU)."""
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
 
+from symmtui.gpu.facts import gpu_pids_from
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.standin import load_standin, standin_host
 from symmtui.launch import Progress, Step, Supervisor
-from symmtui.launch.gpuwire import capability_major, gpu_pids_from
 from tests.launch.helpers import demo_profile, log_contains, wait_until
-
-
-def test_gpu_pids_and_capability_from_nvml() -> None:
-    mod = load_standin("rtx-pro-6000-x8-pcie")
-    nvml = Nvml(module=mod)
-    host = standin_host(mod)
-    gpu_pids = gpu_pids_from(nvml)
-    assert gpu_pids() == set()
-    host.set_load(0.5, [111, 222])
-    assert gpu_pids() == {111, 222}
-    assert capability_major(nvml) == 12
-
-
-def test_nvml_unavailable_means_not_checked() -> None:
-    mod = load_standin("rtx-pro-6000-x8-pcie")
-    standin_host(mod).fail_init(9)  # NVML_ERROR_DRIVER_NOT_LOADED
-    nvml = Nvml(module=mod)
-    assert gpu_pids_from(nvml)() is None and capability_major(None) is None
 
 
 def test_stop_waits_until_nvml_lists_our_pid_no_more(tmp_path: Path) -> None:
