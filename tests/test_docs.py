@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -435,3 +436,110 @@ def _app_keys() -> set[str]:
 
 def test_the_keys_table_lists_the_dashboards_keys() -> None:
     assert _documented_keys() == _app_keys()
+
+
+# ---- docs/verbs.md: the JSON schemas are the keys the verbs really print
+
+
+def _schema_block(after: str) -> str:
+    text = _read(ROOT / "docs" / "verbs.md")
+    assert after in text, f"docs/verbs.md no longer says {after!r}"
+    block = re.search(r"```text\n(.*?)\n```", text.split(after, 1)[1], re.S)
+    assert block is not None, f"docs/verbs.md: no ```text schema block after {after!r}"
+    return block.group(1)
+
+
+def _schema_keys(block: str) -> set[str]:
+    """Keys of a schema written as `{ "a", "b": type, "c|d" + "_x"/"_y", "p"|"q": ... }`."""
+    keys: set[str] = set()
+    for stem, first, second in re.findall(r'"([\w|]+)" \+ "(_\w+)"/"(_\w+)"', block):
+        keys |= {s + suffix for s in stem.split("|") for suffix in (first, second)}
+    block = re.sub(r'"[\w|]+" \+ "_\w+"/"_\w+"', "", block)
+    for alternatives in re.findall(r'(?:^|[{,\[])\s*("\w+"(?:\|"\w+")*)', block, re.M):
+        keys |= set(re.findall(r'"(\w+)"', alternatives))
+    return keys
+
+
+def _json_keys(value: object, skip: frozenset[str]) -> set[str]:
+    """Every dict key in a JSON value, not descending into the free-form dicts named in skip."""
+    keys: set[str] = set()
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            keys.add(key)
+            if key not in skip:
+                keys |= _json_keys(inner, skip)
+    elif isinstance(value, list):
+        for inner in value:
+            keys |= _json_keys(inner, skip)
+    return keys
+
+
+def test_the_schema_reader_reads_alternatives_and_suffixes() -> None:
+    block = '{ "a", "b": x|null, "m": {"t|u" + "_bytes"/"_mib"}, "p": {"r"|"w": m}, "v": "ready"|"none" }'
+    assert _schema_keys(block) == {"a", "b", "m", "t_bytes", "t_mib", "u_bytes", "u_mib", "p", "r", "w", "v"}
+
+
+def test_scan_json_has_the_documented_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    from symmtui.cli import main
+
+    log = ROOT / "tests" / "fixtures" / "sglang-tp8-symm-mem-keyerror.log"
+    assert main(["scan", str(log), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["errors"] and doc["phases"] and doc["errors"][0]["diagnosis"]
+    assert _json_keys(doc, frozenset()) == _schema_keys(_schema_block("`--json` prints one object"))
+
+
+def test_gpus_json_has_the_documented_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from symmtui.cli import main
+    from symmtui.gpu.standin import load_standin
+    from symmtui.gpu.standin.record import record
+
+    monkeypatch.delenv("SYMMTUI_NVML_STANDIN", raising=False)
+    mod = load_standin("rtx-pro-6000-x8-pcie")
+    mod.standin.set_load(0.5)  # so that the process list is not empty
+    recording = tmp_path / "loaded.json"
+    recording.write_text(json.dumps(record(mod, "loaded")))
+    keys: set[str] = set()
+    for standin in (str(recording), "h200-x2-nvswitch"):  # processes; NVLinks
+        assert main(["gpus", "--json", "--debug", "--standin", standin]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["topology"] and doc["debug"]
+        keys |= _json_keys(doc, frozenset({"na", "debug", "legend"}))
+    assert {"pid", "remote_type"} <= keys  # both kinds of rows were there to compare
+    assert keys == _schema_keys(_schema_block("`--json` prints schema `symmtui.gpus/1`"))
+
+
+# ---- README.md: the `symmtui wait` example prints what the README shows
+
+
+def _console_example(command: str) -> list[str]:
+    """The output lines the README shows under `$ symmtui COMMAND` in a ```console block."""
+    text = _read(README)
+    start = text.index(f"$ symmtui {command}\n") + len(f"$ symmtui {command}\n")
+    lines = []
+    for line in text[start:].splitlines():
+        if line.startswith(("$ ", "```")):
+            break
+        lines.append(line)
+    return lines
+
+
+def test_the_readme_wait_example_is_real_output(capsys: pytest.CaptureFixture[str]) -> None:
+    from symmtui.cli import main
+
+    command = "wait --log tests/fixtures/sglang-tp8-symm-mem-keyerror.log"
+    shown = _console_example(command)
+    assert len(shown) >= 4
+    code = main([w if not w.startswith("tests/") else str(ROOT / w) for w in command.split()])
+    printed = capsys.readouterr().out.splitlines()
+    assert code == 1
+    # The README leaves the traceback block out: its lines must be the printed ones, in order.
+    # Elapsed times ("[   0.0s]", "after 0.0 s") are this run's wall clock, so they are not compared.
+    def clock(line: str) -> str:
+        return re.sub(r"\[\s*\d+\.\ds\]|after \d+\.\d s", "<t>", line)
+
+    rest = iter([clock(p) for p in printed])
+    missing = [line for line in shown if not any(clock(line) == p for p in rest)]
+    assert not missing, f"README.md's wait example is not what `symmtui {command}` prints: {missing}"
