@@ -204,6 +204,22 @@ def test_every_quoted_option_exists_somewhere() -> None:
     assert not ABSENT_OPTIONS & known, "an option the docs call absent now exists: update docs/limits.md"
 
 
+def test_every_option_of_every_verb_is_documented() -> None:
+    """Each option the parser accepts appears in a quoted `symmtui VERB ...` line of that verb."""
+    quoted: dict[str | None, set[str]] = {}
+    for cmd in _all_commands():
+        words = cmd.text.replace("[", " ").split()
+        verb = words[0] if words and not words[0].startswith("-") else None
+        quoted.setdefault(verb, set()).update(_option_tokens(cmd.text))
+    missing = [
+        f"symmtui {verb or '(dashboard)'} {opt}"
+        for verb, parser in [(None, PARSER), *SUB.items()]
+        for opt in sorted(_options(parser))
+        if opt.startswith("--") and opt not in ("--help", "--version") and opt not in quoted.get(verb, set())
+    ]
+    assert not missing, "not in any quoted command line of README.md or docs/*.md:\n" + "\n".join(missing)
+
+
 def test_the_checker_rejects_a_wrong_verb_and_a_wrong_option() -> None:
     assert _check_command(Command("x", 1, "wait --log PATH --timeout 5")) == []
     assert _check_command(Command("x", 1, "wiat --log PATH"))
