@@ -231,18 +231,34 @@ def test_the_checker_rejects_a_wrong_verb_and_a_wrong_option() -> None:
 _LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 
 
+def _anchors(path: Path) -> set[str]:
+    """The #anchors GitHub makes for a page's headings."""
+    anchors = set()
+    fenced = False
+    for line in _read(path).splitlines():
+        fenced ^= line.strip().startswith("```")
+        heading = None if fenced else re.match(r"#{1,6} (.*)", line)
+        if heading:
+            words = re.sub(r"[^\w\- ]", "", heading.group(1).lower())
+            anchors.add(words.replace(" ", "-"))
+    return anchors
+
+
 def test_every_relative_link_points_to_a_file() -> None:
     problems = []
     links = 0
     for page in PAGES:
         for no, line in enumerate(_read(page).splitlines(), start=1):
             for target in _LINK.findall(line):
-                if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                if re.match(r"[a-z]+:", target):
                     continue
                 links += 1
-                path = (page.parent / target.split("#", 1)[0]).resolve()
+                file, _, anchor = target.partition("#")
+                path = (page.parent / file).resolve() if file else page
                 if not path.exists():
                     problems.append(f"{_rel(page)}:{no}: link to {target}: no such file")
+                elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+                    problems.append(f"{_rel(page)}:{no}: link to {target}: no such heading")
     assert links > 10
     assert not problems, "\n".join(problems)
 
