@@ -1,29 +1,33 @@
-"""The HTTP health probe: httpx with a timeout on every request, exponential backoff, clear details, never raises."""
+"""The HTTP health probe: one deadline per request, status and headers only, redirects kept on the probed host,
+exponential backoff, clear details, never raises."""
 
 from __future__ import annotations
 
-import errno
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
-import httpx
-
+from symmtui.core.httpget import GetFailed, get_head, shown
 from symmtui.errors import UserError
+
+MAX_HOPS = 5
+"""Redirects followed on the probed host (scheme, host and port unchanged), at most."""
 
 
 @dataclass(frozen=True)
 class ProbeResult:
-    """One probe: ``ok`` when the endpoint answered 200. ``kind`` is one of up, http, refused, dns,
-    timeout, reset, error. ``detail`` says it in words."""
+    """One probe: ``ok`` when the endpoint answered 200. ``kind`` is one of up, http, redirect, refused,
+    dns, timeout, reset, error, cancelled. ``detail`` says it in words, naming the URL that answered;
+    ``url``: that URL (for ``redirect``: where it pointed, not followed)."""
 
     ok: bool
     kind: str
     detail: str
     status: int | None = None
     elapsed: float = 0.0
+    url: str | None = None
 
 
 def check_url(url: str) -> str:
@@ -38,43 +42,14 @@ def check_url(url: str) -> str:
     return url
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    cur: BaseException | None = exc
-    while cur is not None and len(out) < 8:
-        out.append(cur)
-        cur = cur.__cause__ or cur.__context__
-    return out
-
-
-def classify(exc: BaseException, timeout: float, host: str) -> tuple[str, str]:
-    """(kind, detail) for an httpx exception."""
-    chain = _chain(exc)
-    text = " / ".join(str(e) for e in chain if str(e))
-    low = text.lower()
-    errnos = {getattr(e, "errno", None) for e in chain}
-    if isinstance(exc, httpx.ConnectTimeout):
-        return "timeout", f"connect timed out after {timeout:g} s (host unreachable or firewalled)"
-    if isinstance(exc, httpx.TimeoutException):
-        return "timeout", f"no answer within {timeout:g} s (the server accepted the connection but hangs)"
-    if (
-        "name or service not known" in low
-        or "nodename nor servname" in low
-        or "temporary failure in name resolution" in low
-        or "no address associated" in low
-        or "getaddrinfo" in low
-        or any(isinstance(e, OSError) and e.__class__.__name__ == "gaierror" for e in chain)
-    ):
-        return "dns", f"cannot resolve host {host!r} (DNS): check the host name in --url"
-    if errno.ECONNREFUSED in errnos or "connection refused" in low:
-        return "refused", "connection refused (nothing listening yet: still starting)"
-    if errno.ECONNRESET in errnos or "reset by peer" in low:
-        return "reset", "connection reset by the server"
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return "reset", "the server closed the connection without an HTTP answer"
-    if isinstance(exc, httpx.ConnectError):
-        return "error", f"cannot connect: {text or exc.__class__.__name__}"
-    return "error", f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    default = 443 if parts.scheme == "https" else 80
+    return parts.scheme, (parts.hostname or "").lower(), port or default
 
 
 class HttpProbe:
@@ -100,35 +75,45 @@ class HttpProbe:
         self._clock = clock
         self._host = urlsplit(url).hostname or ""
         self._kick = threading.Event()
-        self._client: httpx.Client | None = None
-
-    def _get_client(self) -> httpx.Client:
-        if self._client is None:
-            # trust_env=False: a health check goes straight to the server, never through $HTTP_PROXY.
-            self._client = httpx.Client(timeout=httpx.Timeout(self.timeout), trust_env=False,
-                                        follow_redirects=True, headers={"User-Agent": "symmtui-probe"})
-        return self._client
 
     def close(self) -> None:
-        """Close the connection pool."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        """Nothing is kept between requests (each one opens and closes its own connection)."""
 
-    def check(self) -> ProbeResult:
-        """One GET with the timeout; never raises."""
+    def check(self, cancel: threading.Event | None = None) -> ProbeResult:
+        """One GET (following redirects only on the probed host), all within the timeout; never raises.
+
+        Only the status line and headers are read, never the body. ``cancel`` ends a request early.
+        """
         t0 = self._clock()
-        try:
-            resp = self._get_client().get(self.url)
-        except (httpx.HTTPError, OSError) as exc:  # OSError: a socket error httpx did not wrap
-            kind, detail = classify(exc, self.timeout, self._host)
-            return ProbeResult(False, kind, detail, None, self._clock() - t0)
-        dt = self._clock() - t0
-        if resp.status_code == 200:
-            return ProbeResult(True, "up", f"GET {self.url} answered 200 in {dt * 1000:.0f} ms", 200, dt)
-        reason = resp.reason_phrase or ""
-        return ProbeResult(False, "http", f"GET {self.url} answered {resp.status_code} {reason}".rstrip(),
-                           resp.status_code, dt)
+        url = self.url
+        home = _origin(self.url)
+        hops = 0
+        while True:
+            left = self.timeout - (self._clock() - t0)
+            try:
+                if left <= 0:
+                    raise GetFailed("timeout", f"no complete answer within {self.timeout:g} s (redirects)")
+                answer = get_head(url, left, cancel=cancel, clock=self._clock, budget=self.timeout)
+            except GetFailed as exc:
+                detail = exc.detail if url == self.url else f"{exc.detail} (at {shown(url)}, redirected from {self.url})"
+                return ProbeResult(False, exc.kind, detail, None, self._clock() - t0, url)
+            dt = self._clock() - t0
+            via = "" if url == self.url else f" (redirected from {self.url})"
+            if answer.status in (301, 302, 303, 307, 308) and answer.location is not None:
+                target = urljoin(url, answer.location.strip())
+                if _origin(target) == home and hops < MAX_HOPS:
+                    url, hops = target, hops + 1
+                    continue
+                why = "another host" if _origin(target) != home else f"more than {MAX_HOPS} redirects"
+                return ProbeResult(
+                    False, "redirect",
+                    f"GET {shown(url)} answered {answer.status}, pointing to {shown(target)}: not followed ({why})"
+                    + via, answer.status, dt, target)
+            if answer.status == 200:
+                return ProbeResult(True, "up", f"GET {shown(url)} answered 200 in {dt * 1000:.0f} ms{via}", 200, dt, url)
+            reason = shown(answer.reason)
+            return ProbeResult(False, "http", f"GET {shown(url)} answered {answer.status} {reason}".rstrip() + via,
+                               answer.status, dt, url)
 
     def kick(self) -> None:
         """Probe again now instead of after the backoff."""
@@ -141,7 +126,7 @@ class HttpProbe:
         try:
             while not stop.is_set():
                 self._kick.clear()
-                res = self.check()
+                res = self.check(cancel=stop)
                 if stop.is_set():
                     return
                 on_result(res)
