@@ -73,21 +73,19 @@ def _process_start() -> float:
 
 
 def _dashboard(tmp: Path, *, tick: float = 1.0) -> Any:
-    from symmtui.core.engine import Bringup
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.standin import load_standin, standin_host
+    from symmtui.session import AttachSpec, for_attach
     from symmtui.ui.app import SymmApp
-    from symmtui.ui.controller import Controller
 
     log = tmp / "server.log"
     if not log.exists():
         shutil.copy(FIXTURE, log)
     module = load_standin("rtx-pro-6000-x8-pcie")
     standin_host(module).set_load(0.5, 4242)
-    controller = Controller(host="bench", profile_name="bench", nvml=Nvml(module), sample_interval=1.0)
-    engine = Bringup(log, on_update=controller.on_engine_update)
-    controller.set_engine(engine, str(log))
-    return SymmApp(controller, tick=tick), controller
+    session = for_attach(AttachSpec(log=log), nvml=Nvml(module), name="bench")
+    session.follow(log)
+    return SymmApp(session, tick=tick), session
 
 
 def child_paint(kind: str) -> dict[str, Any]:
@@ -95,11 +93,11 @@ def child_paint(kind: str) -> dict[str, Any]:
 
     started = _process_start()
     tmp = Path(tempfile.mkdtemp(prefix="symmtui-bench-"))
-    controller = None
+    session = None
     if kind == "empty":
         app: App[Any] = App()
     else:
-        app, controller = _dashboard(tmp)
+        app, session = _dashboard(tmp)
     painted: list[float] = []
 
     def done() -> None:
@@ -108,8 +106,8 @@ def child_paint(kind: str) -> dict[str, Any]:
 
     app.call_later(lambda: app.call_after_refresh(done))
     app.run(headless=True, size=(120, 40))
-    if controller is not None:
-        controller.close()
+    if session is not None:
+        session.close()
     shutil.rmtree(tmp, ignore_errors=True)
     return {"seconds": painted[0] - started}
 
@@ -118,11 +116,11 @@ def child_idle(kind: str) -> dict[str, Any]:
     from textual.app import App
 
     tmp = Path(tempfile.mkdtemp(prefix="symmtui-bench-"))
-    controller = None
+    session = None
     if kind == "empty":
         app: App[Any] = App()
     else:
-        app, controller = _dashboard(tmp)
+        app, session = _dashboard(tmp)
     result: dict[str, float] = {}
 
     async def measure() -> None:
@@ -135,8 +133,8 @@ def child_idle(kind: str) -> dict[str, Any]:
 
     app.call_later(lambda: app.run_worker(measure()))
     app.run(headless=True, size=(120, 40))
-    if controller is not None:
-        controller.close()
+    if session is not None:
+        session.close()
     shutil.rmtree(tmp, ignore_errors=True)
     return result
 
@@ -148,9 +146,10 @@ def child_burst(kind: str) -> dict[str, Any]:
 
     tmp = Path(tempfile.mkdtemp(prefix="symmtui-bench-"))
     (tmp / "server.log").write_bytes(b"")
-    app, controller = _dashboard(tmp)
+    app, session = _dashboard(tmp)
     crash_events: set[str] = set()
-    original = controller.on_engine_update
+    original = session.engine.on_update
+    assert original is not None
 
     def counting(update: Any) -> None:
         for ev in update.events:
@@ -158,7 +157,7 @@ def child_burst(kind: str) -> dict[str, Any]:
                 crash_events.add(ev.text)
         original(update)
 
-    controller.engine.on_update = counting
+    session.engine.on_update = counting
     out: dict[str, Any] = {}
 
     async def run() -> None:
@@ -211,7 +210,7 @@ def child_burst(kind: str) -> dict[str, Any]:
                 out["lines"] = log.line_count
 
     asyncio.run(run())
-    controller.close()
+    session.close()
     shutil.rmtree(tmp, ignore_errors=True)
     return out
 

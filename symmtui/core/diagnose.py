@@ -21,15 +21,8 @@ class Diagnosis:
     intent: Intent | None = None
 
 
-# The launcher fills this in (symmtui.launch): port -> "pid 1234 (python -m sglang...)" or None.
-PortOwnerHook = Callable[[int], str | None]
-_port_owner: PortOwnerHook | None = None
-
-
-def set_port_owner_hook(hook: PortOwnerHook | None) -> None:
-    """Let the launcher say which process holds a port (used for "Address already in use")."""
-    global _port_owner
-    _port_owner = hook
+PortOwner = Callable[[int], str | None]
+"""port -> "pid 1234 (python -m sglang...)" or None; the launcher's ``ports.port_owner`` is one."""
 
 
 _SIGNAL = re.compile(r"\((SIG[A-Z0-9]+)\)")
@@ -54,8 +47,11 @@ def _text(event: Event) -> str:
     return "\n".join((event.summary, event.text, *event.block))
 
 
-def diagnose(event: Event) -> Diagnosis | None:
-    """A diagnosis for a crash or warning event, or None when there is nothing useful to add."""
+def diagnose(event: Event, *, port_owner: PortOwner | None = None) -> Diagnosis | None:
+    """A diagnosis for a crash or warning event, or None when there is nothing useful to add.
+
+    ``port_owner`` names the process holding a port (for "Address already in use"); None: not asked.
+    """
     did = event.diagnosis
     text = _text(event)
     if did == "key_error" or (did == "traceback" and "KeyError" in event.summary):
@@ -110,7 +106,7 @@ def diagnose(event: Event) -> Diagnosis | None:
         )
     if did == "address_in_use":
         port = _port(event.summary) or _port(event.text)
-        owner = _port_owner(port) if (_port_owner is not None and port is not None) else None
+        owner = port_owner(port) if (port_owner is not None and port is not None) else None
         held = f"port {port}" if port else "the server's port"
         who = f" by {owner}" if owner else " (probably by the server from the last run)"
         return Diagnosis(

@@ -37,14 +37,18 @@ class State(StrEnum):
         return self in (State.READY, State.CRASHED, State.TIMED_OUT, State.STOPPED)
 
 
+DEFAULT_TIMEOUT = 900.0  # seconds to READY before TIMED OUT (profiles and verbs default to this)
+DEFAULT_STALL = 300.0  # seconds without a new line or progress before STALLED
+
+
 @dataclass(frozen=True)
 class ReadinessConfig:
     """Limits and evidence. ``timeout``/``stall`` in seconds (None or 0: never). ``need_probe``: a URL is
     configured, so a log ready marker alone is not READY. ``has_pid``: a process is watched (stall
     then needs it alive)."""
 
-    timeout: float | None = 900.0
-    stall: float | None = 300.0
+    timeout: float | None = DEFAULT_TIMEOUT
+    stall: float | None = DEFAULT_STALL
     need_probe: bool = False
     has_pid: bool = False
     last_lines: int = 20

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
-from symmtui.core.diagnose import diagnose
+from symmtui.core.diagnose import PortOwner, diagnose
 from symmtui.core.engine import Bringup, EngineUpdate
 from symmtui.core.events import Event
 from symmtui.core.readiness import ReadinessConfig, Snapshot, State
@@ -50,8 +50,9 @@ def _drop_stdout() -> None:
 
 
 class _Printer:
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, port_owner: PortOwner | None = None) -> None:
         self.out = out
+        self.port_owner = port_owner
         self.spans_printed = 0
         self.state = State.WAITING
         self.notices: set[tuple[str, str]] = set()
@@ -113,7 +114,7 @@ class _Printer:
             self.line(f"CRASHED after {after:.1f} s: {head}")
             if cause is not None:
                 self._block(cause)
-                d = diagnose(cause)
+                d = diagnose(cause, port_owner=self.port_owner)
                 if d is not None:
                     self.line(f"  cause: {d.cause}")
                     self.line(f"  next:  {d.action}")
@@ -158,15 +159,18 @@ class _Printer:
 
     def _warning(self, w: Event) -> None:
         self.line(f"  warning: {w.headline()}")
-        d = diagnose(w)
+        d = diagnose(w, port_owner=self.port_owner)
         if d is not None:
             self.line(f"           {d.cause}; {d.action}")
 
 
 def report(bringup: Bringup, updates: queue.Queue[EngineUpdate], out: TextIO,
-           clock: Callable[[], float] = time.monotonic) -> WaitResult:
-    """Print phase lines from ``updates`` until the bring-up's verdict, then the verdict. Stops ``bringup``."""
-    printer = _Printer(out)
+           clock: Callable[[], float] = time.monotonic, *, port_owner: PortOwner | None = None) -> WaitResult:
+    """Print phase lines from ``updates`` until the bring-up's verdict, then the verdict. Stops ``bringup``.
+
+    ``port_owner`` lets the diagnosis name the process holding a port (the launcher passes it).
+    """
+    printer = _Printer(out, port_owner)
     t0 = clock()
     try:
         while True:

@@ -1,5 +1,6 @@
 """The demo's scenario: a temp dir with sandbox tables, a profile for the simulated server, the NVML
-stand-in driven by the server's status file, and the first launch (which dies with KeyError: 12).
+stand-in driven by the server's status file. ``symmtui.session.open_demo`` builds the Session over it
+and makes the first launch (which dies with KeyError: 12).
 
 Everything real except the outside world: the real Supervisor launches ``python -m
 symmtui.demo.server`` (via ``sys.executable``), the real engine follows its log and probes its
@@ -20,9 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from symmtui.core.engine import Bringup, EngineUpdate, process_exit_status
-from symmtui.core.readiness import ReadinessConfig
-from symmtui.core.rules import RuleSet
+from symmtui.core.engine import process_exit_status
+from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
 from symmtui.demo.sandbox import write_sandbox
 from symmtui.gpu.facts import gpu_pids_from
 from symmtui.gpu.nvml import Nvml
@@ -73,8 +73,8 @@ def write_profile(root: Path, *, speed: float, port: int, site: Path, status: Pa
         "command = " + json.dumps(command),
         f"log_dir = {json.dumps(str(root / 'logs'))}",
         f'url = "http://127.0.0.1:{port}/health"',
-        f"timeout = {max(60.0, 900.0 / speed):.0f}",
-        f"stall = {max(30.0, 300.0 / speed):.0f}",
+        f"timeout = {max(60.0, DEFAULT_TIMEOUT / speed):.0f}",
+        f"stall = {max(30.0, DEFAULT_STALL / speed):.0f}",
         "grace = 5",
     ]
     path = root / "symmtui.toml"
@@ -132,19 +132,6 @@ class Demo:
     site: Path
     speed: float
     closers: list[Callable[[], None]] = field(default_factory=list)
-
-    def engine(self, on_update: Callable[[EngineUpdate], None]) -> Bringup:
-        """Launch the server (first time) and return the engine following it."""
-        record = self.supervisor.launch()
-        p = self.profile
-        return Bringup(
-            record.log_path,
-            ruleset=RuleSet().with_user(ready=p.ready, crash=p.crash),
-            config=ReadinessConfig(timeout=p.timeout, stall=p.stall),
-            url=p.url,
-            pid=record.pid,
-            on_update=on_update,
-        )
 
     def close(self) -> None:
         """Stop the demo's servers (and their children), the driver, NVML; remove the temp dir."""

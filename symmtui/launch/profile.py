@@ -15,11 +15,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from symmtui import paths
+from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
 from symmtui.errors import UserError
 
 PROFILE_NAME = "symmtui.toml"
-DEFAULT_TIMEOUT = 900.0
-DEFAULT_STALL = 300.0
 DEFAULT_GRACE = 30.0
 
 _SERVER_KEYS = ("command", "cwd", "log_dir", "log", "url", "timeout", "stall", "shell", "env", "grace")

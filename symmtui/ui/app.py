@@ -23,8 +23,9 @@ from symmtui.core.diagnose import Diagnosis, diagnose
 from symmtui.core.events import Event
 from symmtui.core.readiness import Snapshot, State
 from symmtui.errors import UserError
-from symmtui.ui.controller import Controller
-from symmtui.ui.messages import EngineDirty, GpuDirty, Notice, RelaunchDone, StopProgress, TopologyReady
+from symmtui.session.core import Session
+from symmtui.ui.bridge import EngineBatchPosted, GpuSamplePosted, NoticePosted, TopologyPosted, poster
+from symmtui.ui.messages import RelaunchDone, StopProgress
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.patch import PatchChanged, PatchScreen
 from symmtui.ui.screens.relaunch import RelaunchScreen
@@ -60,7 +61,7 @@ def _while_composed(handler: F) -> F:
 
 
 class SymmApp(App[int]):
-    """The dashboard. It renders what the controller drains and turns keys into intents."""
+    """The dashboard: renders what the Session posts and sends intents (patch, relaunch) back to it."""
 
     CSS_PATH = "app.tcss"
     TITLE = "symmtui"
@@ -81,13 +82,12 @@ class SymmApp(App[int]):
         Binding("tab", "focus_next", "Focus", show=False),
     ]
 
-    def __init__(self, controller: Controller, *, theme: str | None = None, tick: float = 1.0) -> None:
+    def __init__(self, session: Session, *, theme: str | None = None, tick: float = 1.0) -> None:
         super().__init__()
-        self.controller = controller
+        self.session = session
         self._tick_seconds = tick
         self.theme_names = register_themes(self, load_themes())
         self.theme = theme or DEFAULT_THEME
-        self.patch_applied = False
         self.relaunching = False
         self._diag_key: tuple[tuple[Event, ...], tuple[Event, ...], bool] | None = None
         self._log_path: str | None = None
@@ -99,8 +99,7 @@ class SymmApp(App[int]):
         return dict(VARIABLE_DEFAULTS)
 
     def compose(self) -> ComposeResult:
-        c = self.controller
-        yield StatusHeader(c.host, c.profile_name, id="header")
+        yield StatusHeader(self.session.host, self.session.name, id="header")
         with Horizontal(id="top"):
             yield GpuPanel(id="gpus")
             yield ReadinessGauge(id="gauge")
@@ -130,10 +129,10 @@ class SymmApp(App[int]):
 
     def on_mount(self) -> None:
         self._exit_on_signals()
-        self.controller.attach(self.post_message)
+        self.session.attach(poster(self.post_message), acks=True)
         if self._tick_seconds > 0:
             self.set_interval(self._tick_seconds, self._tick)
-        if self.controller.nvml is None:
+        if self.session.nvml is None:
             self.query_one(TopologyView).show(None, "no NVML in this session")
         self.log_view.focus()
 
@@ -154,41 +153,46 @@ class SymmApp(App[int]):
 
     def _hangup(self) -> None:
         try:
-            self.controller.close()
+            self.session.close()
         finally:
             os._exit(128 + signal.SIGHUP)
 
     # ---- engine -> screen ------------------------------------------------------------------
 
+    def on_engine_batch_posted(self, message: EngineBatchPosted) -> None:
+        try:
+            self._show_batch(message)
+        finally:
+            self.session.batch_done()  # the engine may send the next batch (it collected meanwhile)
+
     @_while_composed
-    def on_engine_dirty(self, _message: EngineDirty) -> None:
-        drained = self.controller.drain()
+    def _show_batch(self, message: EngineBatchPosted) -> None:
+        batch = message.batch
         log = self.log_view
-        if drained.restarted:
-            log.reset(drained.log_path)
-            self._log_path = drained.log_path
+        if batch.restarted:
+            log.reset(batch.log_path)
+            self._log_path = batch.log_path
             self._diag_key = None
-        elif drained.log_path != self._log_path:
-            log.set_file(drained.log_path)
-            self._log_path = drained.log_path
-        if drained.lines:
-            log.append_lines(drained.lines)
-        if drained.events:
-            log.add_events(drained.events)
-        for notice in drained.notices:
+        elif batch.log_path != self._log_path:
+            log.set_file(batch.log_path)
+            self._log_path = batch.log_path
+        if batch.lines:
+            log.append_lines(batch.lines)
+        if batch.events:
+            log.add_events(batch.events)
+        for notice in batch.notices:
             # the follower's "following PATH" would read as "following" next to a paused pane
             log.border_subtitle = f"file {notice.path}" if notice.kind == "opened" else notice.message
             if notice.kind == "error":
                 self.notify(notice.message, severity="error")
-        if drained.snapshot is not None:
-            self.show_snapshot(drained.snapshot)
+        self.show_snapshot(batch.snapshot)
 
     @_while_composed
     def _tick(self) -> None:
-        snap = self.controller.snapshot_now()
+        snap = self.session.snapshot_now()
         if snap is not None:
             self.show_snapshot(snap)
-        sampler = self.controller.sampler
+        sampler = self.session.sampler
         if sampler is not None:
             self.query_one(GpuPanel).show_busy(sampler.busy_for())
 
@@ -196,7 +200,7 @@ class SymmApp(App[int]):
         """Render one readiness snapshot: header, gauge, diagnosis."""
         self.last_snapshot = snap
         gauge = self.query_one(ReadinessGauge)
-        eta, runs = self.controller.eta_for(snap)
+        eta, runs = self.session.eta_for(snap)
         gauge.show(snap, eta=eta, eta_runs=runs)
         detail = ""
         if snap.state in (State.CRASHED, State.TIMED_OUT, State.STALLED) and snap.cause is not None:
@@ -240,18 +244,17 @@ class SymmApp(App[int]):
         return out
 
     @_while_composed
-    def on_gpu_dirty(self, _message: GpuDirty) -> None:
-        snapshot, ours = self.controller.latest_gpu()
-        if snapshot is not None:
-            self.query_one(GpuPanel).show(snapshot, ours)
+    def on_gpu_sample_posted(self, message: GpuSamplePosted) -> None:
+        self.query_one(GpuPanel).show(message.sample.snapshot, message.sample.our_pids)
 
     @_while_composed
-    def on_topology_ready(self, _message: TopologyReady) -> None:
-        self.query_one(TopologyView).show(self.controller.topology, self.controller.topology_reason)
+    def on_topology_posted(self, message: TopologyPosted) -> None:
+        self.query_one(TopologyView).show(message.topology.topology, message.topology.reason)
 
-    def on_notice(self, message: Notice) -> None:
-        severity = message.severity if message.severity in ("information", "warning", "error") else "information"
-        self.notify(message.text, severity=severity)  # type: ignore[arg-type]
+    def on_notice_posted(self, message: NoticePosted) -> None:
+        notice = message.notice
+        severity = notice.severity if notice.severity in ("information", "warning", "error") else "information"
+        self.notify(notice.text, severity=severity)  # type: ignore[arg-type]
 
     # ---- intents ---------------------------------------------------------------------------
 
@@ -266,18 +269,26 @@ class SymmApp(App[int]):
         getattr(log, f"action_{name}")()
 
     def action_patch(self) -> None:
-        patcher = self.controller.patcher
-        if patcher is None:
+        if self.session.patcher is None:
             self.notify("no SGLang/vLLM install to patch in this session (use symmtui patch)", severity="warning")
             return
-        self.push_screen(PatchScreen(patcher))
+        self.push_screen(PatchScreen(self.session), self._patch_closed)
+
+    def _patch_closed(self, relaunch: bool | None) -> None:
+        """The patch modal closed; with r pressed there, ask to relaunch (the README's p, y, r, y)."""
+        if relaunch:
+            self.action_relaunch()
+
+    @property
+    def patch_applied(self) -> bool:
+        """The SM120 patch was applied in this session (the session keeps it, as data)."""
+        return self.session.patch_applied
 
     @_while_composed
     def on_patch_changed(self, message: PatchChanged) -> None:
         if message.error:
             self.notify(message.text, severity="error", timeout=8)
             return
-        self.patch_applied = "revert" not in message.text.lower()
         self.notify(message.text)
         self.query_one(StatusHeader).show(
             self.query_one(StatusHeader).state, self.query_one(StatusHeader).detail,
@@ -288,14 +299,14 @@ class SymmApp(App[int]):
             self.show_snapshot(self.last_snapshot)
 
     def action_relaunch(self) -> None:
-        why = self.controller.can_relaunch
+        why = self.session.can_relaunch
         if why is not None:
             self.notify(why, severity="warning", timeout=8)
             return
         if self.relaunching:
             self.notify("a relaunch is already in progress")
             return
-        sup = self.controller.supervisor
+        sup = self.session.supervisor
         assert sup is not None
         command = sup.profile.command_text or " ".join(sup.profile.argv or ())
         body = (
@@ -318,7 +329,7 @@ class SymmApp(App[int]):
             self.post_message(StopProgress(p))  # type: ignore[arg-type]
 
         try:
-            result = self.controller.relaunch(progress)
+            result = self.session.relaunch(progress)
         except (UserError, OSError) as exc:  # an OSError the launcher did not word: shown, not a crash
             self.post_message(RelaunchDone(str(exc), ""))
             return

@@ -1,4 +1,4 @@
-"""Small messages from the controller's threads to the UI; the frequent ones coalesce (one pending at a time)."""
+"""Messages of the dashboard's own workers (relaunch progress and result); the Session's are in bridge.py."""
 
 from __future__ import annotations
 
@@ -7,29 +7,6 @@ from dataclasses import dataclass
 from textual.message import Message
 
 from symmtui.launch.report import Progress
-
-
-class Coalesced(Message):
-    """A 'something new is waiting' nudge: a newer one replaces a pending one of the same type.
-
-    The data itself waits in the controller (a buffer of lines/events, a latest-value slot for
-    snapshots); the UI drains it when the nudge arrives, so a burst costs one repaint.
-    """
-
-    def can_replace(self, message: Message) -> bool:
-        return type(message) is type(self)
-
-
-class EngineDirty(Coalesced):
-    """New log lines, events or a readiness snapshot are waiting in the controller."""
-
-
-class GpuDirty(Coalesced):
-    """A new GPU snapshot is waiting in the controller."""
-
-
-class TopologyReady(Message):
-    """The topology was read (once) or could not be read."""
 
 
 @dataclass
@@ -45,11 +22,3 @@ class RelaunchDone(Message):
 
     error: str | None
     summary: str
-
-
-@dataclass
-class Notice(Message):
-    """A one-line note for the user (a toast): `severity` is information, warning or error."""
-
-    text: str
-    severity: str = "information"

@@ -25,39 +25,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from symmtui.core.readiness import State
     from symmtui.errors import UserError
-    from symmtui.gpu.facts import launcher_facts
-    from symmtui.launch import Supervisor, load_profile
+    from symmtui.gpu.facts import open_nvml
+    from symmtui.launch import load_profile
     from symmtui.launch.cliout import ProgressPrinter
+    from symmtui.session import for_profile
+    from symmtui.session.headless import Headless
 
     check_seconds(args, "timeout", "stall", "grace")
     profile = load_profile(args.config)
     if profile.attach_only:
         raise UserError(f"cannot launch: {profile.attach_reason}")
-
-    from symmtui.core import diagnose
-    from symmtui.core.readiness import ReadinessConfig
-    from symmtui.core.rules import RuleSet
-    from symmtui.core.waiting import wait_for
-    from symmtui.launch import history, ports
-
-    if profile.url is not None:
-        from symmtui.core.probe import check_url
-
-        check_url(profile.url)
-    ruleset = RuleSet().with_user(ready=profile.ready, crash=profile.crash)
-    timeout = profile.timeout if args.timeout is None else args.timeout
-    stall = profile.stall if args.stall is None else args.stall
-    config = ReadinessConfig(timeout=timeout or None, stall=stall or None)
-    gpu_pids, capability = launcher_facts()
-    sup = Supervisor(profile, gpu_pids=gpu_pids, grace=args.grace)
+    session = for_profile(profile, nvml=open_nvml(), timeout=args.timeout, stall=args.stall, grace=args.grace)
+    sup = session.supervisor
+    assert sup is not None
     err = sys.stderr
-    result = sup.relaunch(
-        ProgressPrinter(err),
-        preflight=not args.no_preflight,
-        capability=capability,
-        block_on_prediction=args.strict_preflight,
-    )
+    front = Headless(session, err)
+    try:
+        result = session.launch(ProgressPrinter(err), preflight=not args.no_preflight,
+                                block_on_prediction=args.strict_preflight)
+    except BaseException:
+        session.close()
+        raise
     for w in result.warnings:
         print(f"symmtui: {w}", file=err)
     rec = result.record
@@ -68,26 +58,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"symmtui: earlier launches of this command were ready after {took} s "
               f"(median of {est.samples})", file=err)
     err.flush()
-    diagnose.set_port_owner_hook(ports.port_owner)
     try:
-        waited = wait_for(rec.log_path, url=profile.url, pid=rec.pid, ruleset=ruleset, config=config)
+        waited = front.verdict()  # the session writes the launch history at the verdict
     except KeyboardInterrupt:
         print(f"\nsymmtui: stopped waiting; the server is still running (pid {rec.pid}); "
               "`symmtui stop` ends it", file=err)
         return 130
-    finally:
-        diagnose.set_port_owner_hook(None)
-    snap = waited.snapshot
-    verdict = history.verdict_of(snap.state)
-    phases: dict[str, float] = {}
-    for span in snap.phases:
-        dur = span.duration(snap.elapsed)
-        if span.name != "ready" and dur is not None:
-            phases[span.name] = round(dur, 3)
-    cause = snap.cause.headline() if snap.cause is not None else (snap.detail or None)
-    patch_state = _patch_state(result.prediction, preflight_ran=not args.no_preflight and capability is not None)
-    sup.finish(rec, verdict, cause=cause if verdict != "ready" else None, phases=phases, patch=patch_state)
-    if verdict != "ready" and sup.is_alive(rec):
+    if waited.state is not State.READY and sup.is_alive(rec):
         print("symmtui: processes of this launch are still running; `symmtui stop` ends them", file=err)
     return waited.exit_code
 
@@ -102,13 +79,3 @@ def check_seconds(args: argparse.Namespace, *names: str) -> None:
         value = getattr(args, name.replace("-", "_"))
         if value is not None and not (math.isfinite(value) and value >= 0):
             raise UserError(f"--{name} must be a number of seconds >= 0 (got {value})")
-
-
-def _patch_state(prediction: object | None, *, preflight_ran: bool) -> str | None:
-    """What the history records about the SM120 patch at launch time."""
-    if not preflight_ran:
-        return None
-    if prediction is None:
-        return "no crash predicted"
-    outcome = getattr(prediction, "outcome", None)
-    return f"predicted {outcome}" if isinstance(outcome, str) else "crash predicted"

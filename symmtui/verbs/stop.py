@@ -25,17 +25,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from symmtui.errors import UserError
-    from symmtui.gpu.facts import launcher_facts
-    from symmtui.launch import Supervisor, load_profile
+    from symmtui.gpu.facts import open_nvml
+    from symmtui.launch import load_profile
     from symmtui.launch.cliout import ProgressPrinter, print_report
+    from symmtui.session import for_profile
     from symmtui.verbs.launch import check_seconds
 
     check_seconds(args, "grace", "gpu-timeout", "port-timeout")
     profile = load_profile(args.config)
-    nvml_pids, _cap = launcher_facts()
-    sup = Supervisor(profile, gpu_pids=nvml_pids, grace=args.grace, gpu_timeout=args.gpu_timeout,
-                     port_timeout=args.port_timeout)
-    report = sup.stop(ProgressPrinter(sys.stderr))
+    session = for_profile(profile, nvml=open_nvml(), grace=args.grace, gpu_timeout=args.gpu_timeout,
+                          port_timeout=args.port_timeout)
+    sup = session.supervisor
+    assert sup is not None
+    report = session.stop(ProgressPrinter(sys.stderr))
     if args.kill_pid is not None:
         if not any(s.pid == args.kill_pid for s in report.strangers):
             print_report(report, sys.stdout)
@@ -46,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"pid {args.kill_pid} is still running after SIGTERM and SIGKILL (another user's "
                             "process, or stuck in the kernel/driver)", exit_code=EXIT_SURVIVOR)
         print(f"pid {args.kill_pid} ended (you confirmed it)", file=sys.stdout)
-        report = sup.stop(ProgressPrinter(sys.stderr))
+        report = session.stop(ProgressPrinter(sys.stderr))
     print_report(report, sys.stdout)
     if report.survivors:
         return EXIT_SURVIVOR

@@ -49,37 +49,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Wait and print the verdict."""
-    from symmtui.core.probe import check_url
-    from symmtui.core.readiness import ReadinessConfig
-    from symmtui.core.rules import RuleSet
-    from symmtui.core.waiting import wait_for
     from symmtui.errors import UserError
+    from symmtui.session import AttachSpec, for_attach, for_profile
+    from symmtui.session.headless import Headless
 
     log: Path | None = Path(args.log) if args.log else None
     url: str | None = args.url
-    timeout: float | None = args.timeout
-    stall: float | None = args.stall
-    ready: list[str] = list(args.ready)
-    crash: list[str] = list(args.crash)
+    profile = None
     if args.config:
         from symmtui.launch.profile import load_profile
 
         profile = load_profile(args.config)
         log = log if log is not None else profile.log_path
         url = url if url is not None else profile.url
-        timeout = timeout if timeout is not None else profile.timeout
-        stall = stall if stall is not None else profile.stall
-        ready = [*profile.ready, *ready]
-        crash = [*profile.crash, *crash]
     if log is None and url is None:
         raise UserError("nothing to watch: give --log PATH and/or --url URL (or --config FILE with a log or url)")
     if log is not None and log.is_dir():
         raise UserError(f"--log {log} is a directory: give the server's log file (it may not exist yet)")
-    if url is not None:
-        check_url(url)
-    ruleset = RuleSet().with_user(ready=ready, crash=crash)
-    timeout = 900.0 if timeout is None else timeout
-    stall = 300.0 if stall is None else stall
-    config = ReadinessConfig(timeout=timeout or None, stall=stall or None)
-    result = wait_for(log, url=url, pid=args.pid, ruleset=ruleset, config=config, new_only=args.new_only)
-    return result.exit_code
+    spec = AttachSpec(log=log, url=url, pid=args.pid, ready=args.ready, crash=args.crash, timeout=args.timeout,
+                      stall=args.stall)
+    if profile is None:
+        session = for_attach(spec)
+    else:
+        session = for_profile(profile, ready=spec.ready, crash=spec.crash, timeout=spec.timeout, stall=spec.stall)
+        if url is not None:
+            from symmtui.core.probe import check_url
+
+            check_url(url)
+            session.url = url
+    front = Headless(session)
+    session.follow(log, pid=args.pid, new_only=args.new_only)
+    return front.verdict().exit_code

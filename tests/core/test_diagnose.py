@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from symmtui.core.diagnose import diagnose, set_port_owner_hook
+from symmtui.core.diagnose import diagnose
 from symmtui.core.events import Event, EventBuilder
 from symmtui.core.rules import Kind
 
@@ -57,16 +57,12 @@ def test_line_diagnoses(line: str, words: str, intent: str | None) -> None:
     assert d.intent == intent
 
 
-def test_address_in_use_names_the_holder_through_the_hook() -> None:
+def test_address_in_use_names_the_holder_it_is_given() -> None:
     ev = _event("ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use")
     d = diagnose(ev)
     assert d is not None and "port 30000" in d.cause and "symmtui stop" in d.action and d.intent == "stop"
-    set_port_owner_hook(lambda port: f"pid 4242 (python -m sglang.launch_server --port {port})")
-    try:
-        d = diagnose(ev)
-    finally:
-        set_port_owner_hook(None)
-    assert d is not None and "pid 4242" in d.cause
+    d = diagnose(ev, port_owner=lambda port: f"pid 4242 (python -m sglang.launch_server --port {port})")
+    assert d is not None and "pid 4242" in d.cause and "30000" in d.cause
 
 
 def test_process_exit_and_nothing_for_phases() -> None:

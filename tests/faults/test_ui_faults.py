@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.engine import Bringup
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.standin import load_standin, standin_host
+from symmtui.session.core import Session
 from symmtui.ui.app import SymmApp
-from symmtui.ui.controller import Controller
+from symmtui.ui.widgets.gpu_panel import GpuPanel, GpuTable
 from symmtui.ui.widgets.log_view import LogView
 from tests.ui.kit import READY_LOG, settle, text, wait_for
 
@@ -24,14 +24,15 @@ async def test_slow_nvml_call_does_not_freeze_the_ui() -> None:
     host = standin_host(module)
     gate = threading.Event()  # the slow call returns when this is set (30 s at most)
     entered = threading.Event()
-    controller = Controller(host="h", profile_name="p", nvml=Nvml(module), sample_interval=0.05)
-    app = SymmApp(controller, tick=0)
+    session = Session(host="h", name="p", nvml=Nvml(module), sample_interval=0.05)
+    app = SymmApp(session, tick=0)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: controller.latest_gpu()[0] is not None, "a first GPU sample")
+            await wait_for(pilot, lambda: app.query_one(GpuPanel).query_one(GpuTable).snapshot is not None,
+                           "a first GPU sample on screen")
             host.slow("nvmlDeviceGetUtilizationRates", 30.0, gate=gate, entered=entered)
             await wait_for(pilot, entered.is_set, "the sampler to enter the slow call")
-            sampler = controller.sampler
+            sampler = session.sampler
             assert sampler is not None
             before = app.theme
             await pilot.press("t")
@@ -45,7 +46,7 @@ async def test_slow_nvml_call_does_not_freeze_the_ui() -> None:
             host.heal()
     finally:
         gate.set()
-        controller.close()
+        session.close()
 
 
 @pytest.fixture
@@ -94,10 +95,9 @@ async def test_hanging_health_endpoint_does_not_freeze_the_ui(
     url, got_request = hanging_server
     log = tmp_path / "server.log"
     log.write_bytes(READY_LOG.read_bytes()[:2000])  # a log that is mid-start (no ready marker)
-    controller = Controller(host="h", profile_name="p")
-    engine = Bringup(log, url=url, probe_timeout=5.0, on_update=controller.on_engine_update)
-    controller.set_engine(engine, str(log))
-    app = SymmApp(controller, tick=0.2)
+    session = Session(host="h", name="p", url=url)
+    session.follow(log, probe_timeout=5.0)
+    app = SymmApp(session, tick=0.2)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, got_request.is_set, "the probe to send its request")
@@ -115,7 +115,7 @@ async def test_hanging_health_endpoint_does_not_freeze_the_ui(
             assert snap is not None, "no readiness snapshot reached the UI"
             assert snap.probe_ok is not True, f"a hanging endpoint was called healthy: {snap.probe_detail}"
     finally:
-        controller.close()
+        session.close()
 
 
 async def test_relaunch_blocked_by_a_stranger_on_the_port_is_explained() -> None:
@@ -124,14 +124,14 @@ async def test_relaunch_blocked_by_a_stranger_on_the_port_is_explained() -> None
     from urllib.parse import urlparse
 
     from symmtui.core.readiness import State
-    from symmtui.ui.entry import build_demo_controller
+    from symmtui.session import open_demo
     from symmtui.ui.screens.relaunch import RelaunchScreen
 
-    controller, demo = build_demo_controller(speed=40.0)
-    demo.supervisor.port_timeout = 0.5  # type: ignore[attr-defined]
-    port = urlparse(demo.profile.url).port  # type: ignore[attr-defined]
+    session, demo = open_demo(speed=40.0)
+    demo.supervisor.port_timeout = 0.5
+    port = urlparse(demo.profile.url).port
     stranger = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    app = SymmApp(controller)
+    app = SymmApp(session)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: app.last_snapshot is not None and app.last_snapshot.state is State.CRASHED,
@@ -150,7 +150,7 @@ async def test_relaunch_blocked_by_a_stranger_on_the_port_is_explained() -> None
             await pilot.press("t")  # the app is still alive and answering
     finally:
         stranger.close()
-        controller.close()
+        session.close()
 
 
 async def test_nvml_init_failure_is_explained_in_the_panels() -> None:
@@ -159,8 +159,8 @@ async def test_nvml_init_failure_is_explained_in_the_panels() -> None:
 
     module = load_standin("rtx-pro-6000-x8-pcie")
     standin_host(module).fail_init(NVML_ERROR_DRIVER_NOT_LOADED)
-    controller = Controller(host="h", profile_name="p", nvml=Nvml(module), sample_interval=0.1)
-    app = SymmApp(controller, tick=0)
+    session = Session(host="h", name="p", nvml=Nvml(module), sample_interval=0.1)
+    app = SymmApp(session, tick=0)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: "GPUs: " in text(app) and "topology: " in text(app), "both panels")
@@ -169,4 +169,4 @@ async def test_nvml_init_failure_is_explained_in_the_panels() -> None:
             await pilot.press("t")
             assert app.theme != "symmtui-dark"
     finally:
-        controller.close()
+        session.close()

@@ -19,7 +19,8 @@ from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
 from symmtui.gpu.standin import load_standin, standin_host
 from symmtui.gpu.topology import Topology, read_topology
-from symmtui.ui.controller import Controller, Drained
+from symmtui.session.core import Session
+from symmtui.session.messages import EngineBatch, GpuSample, SessionMessage, TopologyRead
 from tests.ui.screen_text import screen_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -71,60 +72,53 @@ def fixed_gpus(load: float) -> tuple[GpuSnapshot, Topology]:
     return snap, topo
 
 
-class FixedController(Controller):
-    """A controller with no threads: it hands the app one fixed batch (for snapshots and key tests)."""
+class FixedSession(Session):
+    """A session with no threads: it posts one fixed batch (for snapshots and key tests)."""
 
     def __init__(self, lines: list[LogLine], events: list[Event], snapshot: Snapshot,
                  gpus: GpuSnapshot | None, topology: Topology | None, *, log_path: Path | None = None,
                  our_pids: frozenset[int] = frozenset({FAKE_PID})) -> None:
-        super().__init__(host="gpu-node-7", profile_name="glm5-tp8")
-        self._fixed = Drained(lines=list(lines), events=list(events), snapshot=snapshot,
-                              log_path=str(log_path) if log_path else None)
-        self._fixed_snapshot = snapshot
-        self._fixed_gpus = gpus
-        self._fixed_ours = our_pids
+        super().__init__(host="gpu-node-7", name="glm5-tp8")
+        self.fixed_lines = tuple(lines)
+        self.fixed_events = tuple(events)
+        self.fixed_snapshot = snapshot
+        self.fixed_gpus = gpus
+        self.fixed_ours = our_pids
+        self.fixed_log_path = str(log_path) if log_path else None
         self.topology = topology
 
-    def attach(self, post: Callable[..., object]) -> None:
-        from symmtui.ui.messages import EngineDirty, GpuDirty, TopologyReady
-
+    def attach(self, post: Callable[[SessionMessage], object], *, acks: bool = False,
+               sample_gpus: bool = True) -> None:
         self._post = post
-        post(EngineDirty())
-        if self._fixed_gpus is not None:
-            post(GpuDirty())
+        post(EngineBatch(self.fixed_lines, self.fixed_events, (), self.fixed_snapshot, 0, 0, self.fixed_log_path))
+        if self.fixed_gpus is not None:
+            post(GpuSample(self.fixed_gpus, self.fixed_ours, 12))
         if self.topology is not None:
-            post(TopologyReady())
-
-    def drain(self) -> Drained:
-        out, self._fixed = self._fixed, Drained(snapshot=self._fixed_snapshot, log_path=self._fixed.log_path)
-        return out
+            post(TopologyRead(self.topology, None))
 
     def snapshot_now(self) -> Snapshot | None:
-        return self._fixed_snapshot
-
-    def latest_gpu(self) -> tuple[GpuSnapshot | None, frozenset[int]]:
-        return self._fixed_gpus, self._fixed_ours
+        return self.fixed_snapshot
 
 
-def crashed_controller(**kw: object) -> FixedController:
+def crashed_session(**kw: object) -> FixedSession:
     lines = read_lines(CRASH_LOG)
     events, snap = replay(lines)
     gpus, topo = fixed_gpus(0.0)
-    return FixedController(lines, events, snap, gpus, topo, log_path=CRASH_LOG, **kw)  # type: ignore[arg-type]
+    return FixedSession(lines, events, snap, gpus, topo, log_path=CRASH_LOG, **kw)  # type: ignore[arg-type]
 
 
-def starting_controller() -> FixedController:
+def starting_session() -> FixedSession:
     lines = read_lines(READY_LOG, upto=60)
     events, snap = replay(lines)
     gpus, topo = fixed_gpus(0.45)
-    return FixedController(lines, events, snap, gpus, topo, log_path=READY_LOG)
+    return FixedSession(lines, events, snap, gpus, topo, log_path=READY_LOG)
 
 
-def ready_controller() -> FixedController:
+def ready_session() -> FixedSession:
     lines = read_lines(READY_LOG)
     events, snap = replay(lines)
     gpus, topo = fixed_gpus(1.0)
-    return FixedController(lines, events, snap, gpus, topo, log_path=READY_LOG)
+    return FixedSession(lines, events, snap, gpus, topo, log_path=READY_LOG)
 
 
 async def wait_for(pilot: Pilot[object], predicate: Callable[[], bool], what: str, timeout: float = 60.0) -> None:

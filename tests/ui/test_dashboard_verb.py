@@ -8,8 +8,8 @@ import pytest
 
 from symmtui.cli import main
 from symmtui.core.readiness import State
+from symmtui.session import open_dashboard
 from symmtui.ui.app import SymmApp
-from symmtui.ui.entry import build_dashboard_controller
 from tests.ui.kit import CRASH_LOG, text, wait_for
 
 
@@ -40,9 +40,9 @@ async def test_dashboard_attaches_to_a_log(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("SYMMTUI_NVML_STANDIN", "rtx-pro-6000-x8-pcie")
     log = tmp_path / "server.log"
     log.write_bytes(CRASH_LOG.read_bytes())
-    controller = build_dashboard_controller(None, str(log), None)
-    assert controller.supervisor is None and controller.profile_name == "attach server.log"
-    app = SymmApp(controller)
+    session = open_dashboard(None, str(log), None)
+    assert session.supervisor is None and session.name == "attach server.log"
+    app = SymmApp(session)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: app.last_snapshot is not None and app.last_snapshot.state is State.CRASHED,
@@ -51,7 +51,7 @@ async def test_dashboard_attaches_to_a_log(tmp_path: Path, monkeypatch: pytest.M
             await wait_for(pilot, lambda: "PIX" in text(app), "the topology")
             await wait_for(pilot, lambda: "press p to apply the SM120 patch" in text(app), "the diagnosis")
     finally:
-        controller.close()
+        session.close()
 
 
 async def test_dashboard_with_a_profile_finds_its_running_launch(tmp_path: Path,
@@ -60,13 +60,13 @@ async def test_dashboard_with_a_profile_finds_its_running_launch(tmp_path: Path,
     monkeypatch.setenv("SYMMTUI_NVML_STANDIN", "rtx-pro-6000-x8-pcie")
     profile = tmp_path / "symmtui.toml"
     profile.write_text(f'[server]\ncommand = ["/bin/sleep", "30"]\nlog_dir = "{tmp_path / "logs"}"\n')
-    controller = build_dashboard_controller(str(profile), None, None)
+    session = open_dashboard(str(profile), None, None)
     try:
-        assert controller.can_relaunch is None
-        assert controller.supervisor is not None
-        assert controller.log_path == str(tmp_path / "logs" / "latest.log")
+        assert session.can_relaunch is None
+        assert session.supervisor is not None
+        assert session.log_path == str(tmp_path / "logs" / "latest.log")
     finally:
-        controller.close()
+        session.close()
 
 
 @pytest.mark.timeout(120)
@@ -87,8 +87,8 @@ async def test_dashboard_r_launches_a_profile_and_follows_it_to_ready(tmp_path: 
         f"[server]\ncommand = {json.dumps(command)}\nlog_dir = {json.dumps(str(tmp_path / 'logs'))}\n"
         f'url = "http://127.0.0.1:{port}/health"\ngrace = 2\n'
     )
-    controller = build_dashboard_controller(str(profile), None, None)
-    app = SymmApp(controller)
+    session = open_dashboard(str(profile), None, None)
+    app = SymmApp(session)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: app.last_snapshot is not None, "a first snapshot")
@@ -98,9 +98,9 @@ async def test_dashboard_r_launches_a_profile_and_follows_it_to_ready(tmp_path: 
             await pilot.press("y")
             await wait_for(pilot, lambda: app.last_snapshot is not None and app.last_snapshot.state is State.READY,
                            "READY", timeout=90)
-            record = controller.supervisor.current() if controller.supervisor else None
+            record = session.supervisor.current() if session.supervisor else None
             assert record is not None and record.log_path.startswith(str(tmp_path / "logs"))
     finally:
-        if controller.supervisor is not None:
-            controller.supervisor.stop(grace=2.0)
-        controller.close()
+        if session.supervisor is not None:
+            session.supervisor.stop(grace=2.0)
+        session.close()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from symmtui.core.readiness import State
+from symmtui.session import open_demo
 from symmtui.ui.app import SymmApp
-from symmtui.ui.entry import build_demo_controller
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.patch import PatchScreen
 from symmtui.ui.screens.relaunch import RelaunchScreen
@@ -34,13 +34,13 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.timeout(180)
 async def test_demo_story_crash_patch_relaunch_ready() -> None:
-    controller, demo = build_demo_controller(speed=40.0)
-    root = demo.root  # type: ignore[attr-defined]
-    first = demo.supervisor.current()  # type: ignore[attr-defined]
+    session, demo = open_demo(speed=40.0)
+    root = demo.root
+    first = demo.supervisor.current()
     assert first is not None
     pids = [first.pid]
     try:
-        app = SymmApp(controller)
+        app = SymmApp(session)
         async with app.run_test(size=(120, 40)) as pilot:
             # 1. the first launch dies with KeyError: 12 and the diagnosis says why
             await wait_for(pilot, lambda: _state(app) is State.CRASHED, "the first launch to crash")
@@ -54,18 +54,18 @@ async def test_demo_story_crash_patch_relaunch_ready() -> None:
             await wait_for(pilot, lambda: "12: {" in text(app), "the diff on screen")
             await pilot.press("y")
             await wait_for(pilot, lambda: modal.result is not None, "the patch to apply")
-            await pilot.press("enter")
             assert app.patch_applied
-            # 3. r asks, y relaunches: stop progress, then the new launch
+            assert "r relaunches" in text(app)  # what the modal says next
+            # 3. r (in the modal, as it says) asks, y relaunches: stop progress, then the new launch
             await pilot.press("r")
-            assert isinstance(app.screen, ConfirmScreen)
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the relaunch question")
             await pilot.press("y")
             await settle(pilot)
             await wait_for(pilot, lambda: not app.relaunching, "the relaunch")
             # the steps stay on screen a moment, then close
             await wait_for(pilot, lambda: "launched pid" in text(app), "the launch step")
             await wait_for(pilot, lambda: not isinstance(app.screen, RelaunchScreen), "the relaunch steps to close")
-            second = demo.supervisor.current()  # type: ignore[attr-defined]
+            second = demo.supervisor.current()
             assert second is not None and second.launch_id != first.launch_id
             pids.append(second.pid)
             # 4. the gauge walks through the phases to READY; GPU memory filled as weights loaded
@@ -89,7 +89,7 @@ async def test_demo_story_crash_patch_relaunch_ready() -> None:
             assert "ours" in str(procs.render()) and "stranger" not in str(procs.render())
             await pilot.press("q")
     finally:
-        controller.close()
+        session.close()
     # on quit: the demo's servers are stopped and its temp dir removed
     assert not root.exists()
     assert not any(_alive(pid) for pid in pids)

@@ -9,18 +9,18 @@ from textual.widgets import Input
 from symmtui.core.readiness import State
 from symmtui.demo.sandbox import sandbox_has_capability, write_sandbox
 from symmtui.gpu.facts import PatchFacts
+from symmtui.session.patching import Patcher
 from symmtui.ui.app import PATCHED_ACTION, SymmApp
-from symmtui.ui.patching import Patcher
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.patch import PatchScreen
 from symmtui.ui.widgets.diagnosis import DiagnosisView
 from symmtui.ui.widgets.gpu_panel import GpuTable, ProcessList
 from symmtui.ui.widgets.log_view import LogView
-from tests.ui.kit import FAKE_PID, crashed_controller, settle, starting_controller, text, wait_for
+from tests.ui.kit import FAKE_PID, crashed_session, settle, starting_session, text, wait_for
 
 
 async def test_crashed_state_shows_cause_and_action() -> None:
-    app = SymmApp(crashed_controller(), tick=0)
+    app = SymmApp(crashed_session(), tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         screen = text(app)
@@ -32,7 +32,7 @@ async def test_crashed_state_shows_cause_and_action() -> None:
 
 
 async def test_log_keys_follow_search_errors_next_previous() -> None:
-    app = SymmApp(crashed_controller(), tick=0)
+    app = SymmApp(crashed_session(), tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         log = app.query_one(LogView)
@@ -68,7 +68,7 @@ async def test_log_keys_follow_search_errors_next_previous() -> None:
 
 
 async def test_t_cycles_themes_and_palette_lists_actions() -> None:
-    app = SymmApp(crashed_controller(), tick=0)
+    app = SymmApp(crashed_session(), tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         assert app.theme == "symmtui-dark"
@@ -86,7 +86,7 @@ async def test_t_cycles_themes_and_palette_lists_actions() -> None:
 
 
 async def test_theme_option_starts_in_that_theme() -> None:
-    app = SymmApp(crashed_controller(), theme="symmtui-contrast", tick=0)
+    app = SymmApp(crashed_session(), theme="symmtui-contrast", tick=0)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert app.theme == "symmtui-contrast"
@@ -94,7 +94,7 @@ async def test_theme_option_starts_in_that_theme() -> None:
 
 
 async def test_gpu_selection_shows_its_processes_ours_vs_strangers() -> None:
-    app = SymmApp(starting_controller(), tick=0)
+    app = SymmApp(starting_session(), tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         table = app.query_one(GpuTable)
@@ -111,9 +111,9 @@ async def test_gpu_selection_shows_its_processes_ours_vs_strangers() -> None:
 
 
 async def test_strangers_are_marked() -> None:
-    controller = starting_controller()
-    controller._fixed_ours = frozenset()  # nothing is ours: the load's pid is a stranger
-    app = SymmApp(controller, tick=0)
+    session = starting_session()
+    session.fixed_ours = frozenset()  # nothing is ours: the load's pid is a stranger
+    app = SymmApp(session, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         app.query_one(GpuTable).focus()
@@ -123,9 +123,9 @@ async def test_strangers_are_marked() -> None:
 
 async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) -> None:
     sandbox = write_sandbox(tmp_path / "site")
-    controller = crashed_controller()
-    controller.patcher = Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((12, 0), nvlink=False))
-    app = SymmApp(controller, tick=0)
+    session = crashed_session()
+    session.patcher = Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((12, 0), nvlink=False))
+    app = SymmApp(session, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("p")
@@ -177,7 +177,7 @@ async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) 
 
 
 async def test_patch_without_target_says_why() -> None:
-    app = SymmApp(crashed_controller(), tick=0)
+    app = SymmApp(crashed_session(), tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("p")
@@ -187,7 +187,7 @@ async def test_patch_without_target_says_why() -> None:
 
 
 async def test_relaunch_without_profile_says_why_and_keys_are_inert_in_modals() -> None:
-    app = SymmApp(crashed_controller(), tick=0)
+    app = SymmApp(crashed_session(), tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("r")
@@ -205,7 +205,7 @@ async def test_relaunch_without_profile_says_why_and_keys_are_inert_in_modals() 
 
 
 async def test_confirm_modal_keys() -> None:
-    app = SymmApp(crashed_controller(), tick=0)
+    app = SymmApp(crashed_session(), tick=0)
     answers: list[bool | None] = []
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -218,7 +218,7 @@ async def test_confirm_modal_keys() -> None:
 
 
 async def test_q_quits() -> None:
-    app = SymmApp(crashed_controller(), tick=0)
+    app = SymmApp(crashed_session(), tick=0)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await pilot.press("q")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from symmtui.demo.sandbox import write_sandbox
+from symmtui.session import open_dashboard
 from symmtui.ui.app import SymmApp
-from symmtui.ui.entry import build_dashboard_controller
 from symmtui.ui.screens.patch import PatchScreen
 from tests.gpu.hosts import nvlink_pair_host, write_host
 from tests.ui.kit import CRASH_LOG, settle, text, wait_for
@@ -36,10 +36,10 @@ def cli_check(site: Path, standin: str) -> dict[str, object]:
 
 async def dashboard_check(site: Path, log: Path) -> tuple[str, tuple[str, ...], str]:
     """The dashboard as `symmtui --log LOG` builds it, its patcher pointed at ``site``: press p, read the modal."""
-    controller = build_dashboard_controller(None, str(log), None)
-    assert controller.patcher is not None
-    controller.patcher.site, controller.patcher.package = site, "sglang"
-    app = SymmApp(controller)
+    session = open_dashboard(None, str(log), None)
+    assert session.patcher is not None
+    session.patcher.site, session.patcher.package = site, "sglang"
+    app = SymmApp(session)
     try:
         async with app.run_test(size=(160, 50)) as pilot:
             await settle(pilot)
@@ -51,7 +51,7 @@ async def dashboard_check(site: Path, log: Path) -> tuple[str, tuple[str, ...], 
             screen = text(app)
             return modal.view.capability, modal.view.report.caveats, screen
     finally:
-        controller.close()
+        session.close()
 
 
 @pytest.mark.parametrize("host", ["rtx-pro-6000-x8-pcie", "h200-x2-nvswitch", "nvlink-one-pair"])

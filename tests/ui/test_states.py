@@ -11,12 +11,12 @@ from symmtui.cli import main
 from symmtui.core.readiness import State
 from symmtui.gpu.facts import PatchFacts
 from symmtui.launch.history import Estimate
+from symmtui.session.patching import Patcher
 from symmtui.ui.app import SymmApp
-from symmtui.ui.patching import Patcher
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.patch import PatchScreen
 from symmtui.ui.widgets.header import StatusHeader
-from tests.ui.kit import crashed_controller, settle, starting_controller, text, wait_for
+from tests.ui.kit import crashed_session, settle, starting_session, text, wait_for
 
 
 @pytest.mark.parametrize(
@@ -24,11 +24,10 @@ from tests.ui.kit import crashed_controller, settle, starting_controller, text, 
     [(State.STALLED, "STALLED"), (State.TIMED_OUT, "TIMED OUT"), (State.STOPPED, "STOPPED"), (State.WAITING, "WAITING")],
 )
 async def test_every_state_is_named_in_header_and_gauge(state: State, words: str) -> None:
-    controller = starting_controller()
-    snap = dataclasses.replace(controller._fixed_snapshot, state=state)
-    controller._fixed_snapshot = snap
-    controller._fixed.snapshot = snap
-    app = SymmApp(controller, tick=0)
+    session = starting_session()
+    snap = dataclasses.replace(session.fixed_snapshot, state=state)
+    session.fixed_snapshot = snap
+    app = SymmApp(session, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         header = app.query_one(StatusHeader)
@@ -41,16 +40,16 @@ async def test_every_state_is_named_in_header_and_gauge(state: State, words: str
 
 
 async def test_eta_from_launch_history_and_time_left() -> None:
-    controller = starting_controller()
-    controller._estimate = Estimate(samples=3, total=480.0,
-                                    phases={"init distributed": 20.0, "loading weights": 420.0, "warm-up": 40.0})
-    app = SymmApp(controller, tick=0)
+    session = starting_session()
+    session.estimate = Estimate(samples=3, total=480.0,
+                               phases={"init distributed": 20.0, "loading weights": 420.0, "warm-up": 40.0})
+    app = SymmApp(session, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         screen = text(app)
         assert "from 3 earlier launches" in screen
         assert "timeout in 14:29" in screen
-        eta, runs = controller.eta_for(controller._fixed_snapshot)
+        eta, runs = session.eta_for(session.fixed_snapshot)
         assert runs == 3 and eta is not None and 0 < eta < 480
 
 
@@ -58,9 +57,9 @@ async def test_buttons_work_with_the_mouse(tmp_path: Path) -> None:
     from symmtui.demo.sandbox import write_sandbox
 
     sandbox = write_sandbox(tmp_path / "site")
-    controller = crashed_controller()
-    controller.patcher = Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((12, 0)))
-    app = SymmApp(controller, tick=0)
+    session = crashed_session()
+    session.patcher = Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((12, 0)))
+    app = SymmApp(session, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.click("#btn-patch")
@@ -72,9 +71,9 @@ async def test_buttons_work_with_the_mouse(tmp_path: Path) -> None:
 
 
 async def test_patch_check_failure_is_shown_in_the_modal(tmp_path: Path) -> None:
-    controller = crashed_controller()
-    controller.patcher = Patcher(site=tmp_path / "empty-site", package="sglang", facts=lambda: PatchFacts.given((12, 0)))
-    app = SymmApp(controller, tick=0)
+    session = crashed_session()
+    session.patcher = Patcher(site=tmp_path / "empty-site", package="sglang", facts=lambda: PatchFacts.given((12, 0)))
+    app = SymmApp(session, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("p")
@@ -94,9 +93,9 @@ async def test_patch_modal_on_a_pre_hopper_gpu_says_there_is_nothing_to_do(tmp_p
 
     sandbox = write_sandbox(tmp_path / "site")
     before = {p: p.read_bytes() for p in sandbox.site.rglob("*.py")}
-    controller = crashed_controller()
-    controller.patcher = Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((8, 9)))
-    app = SymmApp(controller, tick=0)
+    session = crashed_session()
+    session.patcher = Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((8, 9)))
+    app = SymmApp(session, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("p")
@@ -119,7 +118,7 @@ def test_demo_speed_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None
 
 async def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    app = SymmApp(crashed_controller(), tick=0)
+    app = SymmApp(crashed_session(), tick=0)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert app.no_color

@@ -1,4 +1,4 @@
-"""The SM120 patch modal: the check result and the exact diff; y applies (or reverts once applied)."""
+"""The SM120 patch modal: the check result and the exact diff; y applies (or reverts once applied), r relaunches."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from symmtui.errors import UserError
-from symmtui.ui.patching import Patcher, PatchView
+from symmtui.session.core import Session
+from symmtui.session.patching import PatchView
 
 
 def render_diff(diff: str) -> Content:
@@ -64,12 +65,14 @@ def render_report(view: PatchView) -> Content:
     return Content("\n").join(parts)
 
 
-class PatchScreen(ModalScreen[str | None]):
-    """Check (in a thread), show report and diff, apply or revert on y/Enter; n/Escape closes."""
+class PatchScreen(ModalScreen[bool]):
+    """Check (in a thread), show report and diff, apply or revert on y/Enter; n/Escape closes; r closes
+    and asks the app to relaunch (the result is True then)."""
 
     BINDINGS = [
         Binding("y,enter", "confirm", "Confirm", priority=True),
         Binding("n,escape", "close", "Close", priority=True),
+        Binding("r", "relaunch", "Relaunch", priority=True),
         Binding("down,j", "scroll_diff(1)", "Scroll diff", show=False),
         Binding("up,k", "scroll_diff(-1)", "Scroll diff", show=False),
         Binding("pagedown,space", "scroll_diff(10)", "Page down", show=False),
@@ -85,10 +88,13 @@ class PatchScreen(ModalScreen[str | None]):
     class Done(Message):
         text: str
         error: bool
+        applied: bool
 
-    def __init__(self, patcher: Patcher) -> None:
+    def __init__(self, session: Session) -> None:
         super().__init__(classes="dialog-screen")
-        self.patcher = patcher
+        assert session.patcher is not None
+        self.session = session
+        self.patcher = session.patcher
         self.view: PatchView | None = None
         self.busy = True
         self.result: str | None = None
@@ -152,13 +158,13 @@ class PatchScreen(ModalScreen[str | None]):
 
     def action_confirm(self) -> None:
         if self.result is not None:  # done (the re-check may still be running): y/Enter closes
-            self.dismiss(self.result)
+            self.dismiss(False)
             return
         view = self.view
         if self.busy or view is None:
             return
         if not (view.can_apply or view.can_revert):
-            self.dismiss(None)
+            self.dismiss(False)
             return
         self.busy = True
         self.query_one("#patch-go", Button).disabled = True
@@ -169,16 +175,16 @@ class PatchScreen(ModalScreen[str | None]):
     @work(thread=True, exclusive=True, group="patch-change")
     def run_change(self, view: PatchView) -> None:
         try:
-            text = self.patcher.apply(view) if view.can_apply else self.patcher.revert()
+            state = self.session.apply_patch(view) if view.can_apply else self.session.revert_patch()
         except (UserError, OSError) as exc:  # e.g. disk full, read-only: shown in the modal, not a crash
-            self.post_message(self.Done(str(exc), True))
+            self.post_message(self.Done(str(exc), True, self.session.patch_applied))
             return
-        self.post_message(self.Done(text, False))
+        self.post_message(self.Done(state.text, False, state.applied))
 
     def on_patch_screen_done(self, message: Done) -> None:
         style = "bold $error" if message.error else "bold $success"
         icon = "✖ " if message.error else "✔ "
-        hint = "" if message.error else "   (Enter to close; r relaunches)"
+        hint = "" if message.error else "   (r relaunches; Enter closes)"
         self.query_one("#patch-result", Static).update(
             Content.assemble((icon + message.text, style), (hint, "$muted"))
         )
@@ -189,10 +195,17 @@ class PatchScreen(ModalScreen[str | None]):
             # Check again so the modal shows the tables as they are now, not the pre-change report.
             self.result = message.text
             self.run_check()
-        self.app.post_message(PatchChanged(message.text, message.error))
+        self.app.post_message(PatchChanged(message.text, message.error, message.applied))
 
     def action_close(self) -> None:
-        self.dismiss(self.result)
+        self.dismiss(False)
+
+    def action_relaunch(self) -> None:
+        """Close and relaunch (after the apply, as the hint says); ignored while a change is running."""
+        if self.busy and self.result is None and self.view is not None:
+            self.app.bell()
+            return
+        self.dismiss(True)
 
     def action_scroll_diff(self, lines: int) -> None:
         """Scroll the diff from the keyboard (the buttons keep the focus)."""
@@ -209,7 +222,11 @@ class PatchScreen(ModalScreen[str | None]):
 
 @dataclass
 class PatchChanged(Message):
-    """The patch was applied or reverted (or failed): the app updates the diagnosis and toasts."""
+    """The patch was applied or reverted (or failed): the app updates the diagnosis and toasts.
+
+    ``applied``: whether the patch is in place now (data, never read from ``text``).
+    """
 
     text: str
     error: bool
+    applied: bool

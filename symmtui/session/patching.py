@@ -1,4 +1,4 @@
-"""The patch intents bound to one target (site, package, capability): blocking, run from UI workers."""
+"""The patch intents bound to one target (site, package, capability): blocking, run them off the UI loop."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from symmtui.gpu.facts import PatchFacts
 from symmtui.patch import Capability, CheckReport, apply, check, diff, revert
 from symmtui.patch.hostcaps import with_others
+from symmtui.session.messages import PatchState
 
 
 @dataclass(frozen=True)
@@ -73,10 +74,12 @@ class Patcher:
         text = diff(self.site, self.package, cap, python=self.python) if report.state == "needed" else ""
         return PatchView(report, text, str(cap))
 
-    def apply(self, view: PatchView) -> str:
+    def apply(self, view: PatchView) -> PatchState:
+        """Apply the diff the user saw (refused if the files changed since); the new state as data."""
         cap, facts = self._facts()
         result = apply(self.site, self.package, cap, python=self.python, expected=view.report, nvlink=facts.nvlink)
-        return result.message
+        return PatchState(applied=result.status in ("applied", "already"), text=result.message)
 
-    def revert(self) -> str:
-        return revert(self.site, self.package, python=self.python).message
+    def revert(self) -> PatchState:
+        """Put the original bytes back."""
+        return PatchState(applied=False, text=revert(self.site, self.package, python=self.python).message)

@@ -1,0 +1,170 @@
+"""Build a Session from a profile or an attach spec (log path / URL / pid): every front end starts here."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from symmtui.errors import UserError
+from symmtui.session.core import Session
+from symmtui.session.patching import Patcher
+from symmtui.session.settings import bringup_settings
+
+if TYPE_CHECKING:
+    from symmtui.demo.story import Demo
+    from symmtui.gpu.nvml import Nvml
+    from symmtui.launch.profile import Profile
+
+ATTACH_TAIL_LINES = 5000  # the dashboard shows the last lines of a log at once and judges the rest behind
+
+
+@dataclass(frozen=True)
+class AttachSpec:
+    """What to watch without a profile: a log, a /health URL, a pid, extra patterns and limits."""
+
+    log: Path | None = None
+    url: str | None = None
+    pid: int | None = None
+    ready: Sequence[str] = ()
+    crash: Sequence[str] = ()
+    timeout: float | None = None
+    stall: float | None = None
+
+
+def profile_name(profile: Profile) -> str:
+    """How the dashboard's header names a profile: its file's stem, or ``dir/symmtui.toml``."""
+    if profile.path is None:
+        return "profile"
+    if profile.path.name == "symmtui.toml":
+        return f"{profile.path.parent.name}/symmtui.toml"
+    return profile.path.stem
+
+
+def python_of(argv: Sequence[str] | None) -> str | None:
+    """The interpreter a launch command runs (to find the SGLang it imports), if it names one."""
+    if not argv:
+        return None
+    return argv[0] if os.path.basename(argv[0]).startswith("python") else None
+
+
+def _installed_patcher(session: Session, python: str | None, site: Path | None = None,
+                       package: str | None = None) -> Patcher:
+    """The patcher for the SGLang/vLLM that ``python`` (or this interpreter) imports, asking
+    ``symmtui.gpu.facts`` with the session's NVML and topology (the same answer `symmtui patch` gets)."""
+    from symmtui.gpu.facts import patch_facts
+
+    return Patcher(site=site, package=package, python=python,
+                   facts=lambda: patch_facts(session.nvml, session.topology))
+
+
+def for_profile(
+    profile: Profile,
+    *,
+    nvml: Nvml | None = None,
+    timeout: float | None = None,
+    stall: float | None = None,
+    ready: Sequence[str] = (),
+    crash: Sequence[str] = (),
+    grace: float | None = None,
+    gpu_timeout: float = 60.0,
+    port_timeout: float = 30.0,
+    name: str | None = None,
+) -> Session:
+    """A Session for a launch profile: its rules and limits, its supervisor, the port-owner lookup.
+
+    ``nvml``: the GPUs to sample and ask "which pids hold memory" (None: not checked). ``timeout``,
+    ``stall``, ``ready``, ``crash``: the command line's, over the profile's (see ``bringup_settings``).
+    """
+    from symmtui.gpu.facts import gpu_pids_from
+    from symmtui.launch import ports
+    from symmtui.launch.supervisor import Supervisor
+
+    if profile.url is not None:
+        from symmtui.core.probe import check_url
+
+        check_url(profile.url)
+    settings = bringup_settings(profile, ready=ready, crash=crash, timeout=timeout, stall=stall)
+    supervisor = Supervisor(profile, gpu_pids=gpu_pids_from(nvml) if nvml is not None else None, grace=grace,
+                            gpu_timeout=gpu_timeout, port_timeout=port_timeout)
+    session = Session(host=socket.gethostname(), name=name or profile_name(profile), settings=settings,
+                      supervisor=supervisor, nvml=nvml, url=profile.url, port_owner=ports.port_owner)
+    session.patcher = _installed_patcher(session, python_of(profile.argv))
+    return session
+
+
+def for_attach(spec: AttachSpec, *, nvml: Nvml | None = None, name: str | None = None) -> Session:
+    """A Session that only watches (no supervisor): a log and/or a URL and/or a pid."""
+    if spec.url is not None:
+        from symmtui.core.probe import check_url
+
+        check_url(spec.url)
+    settings = bringup_settings(ready=spec.ready, crash=spec.crash, timeout=spec.timeout, stall=spec.stall)
+    shown = name or (f"attach {spec.log.name}" if spec.log is not None else "attach")
+    session = Session(host=socket.gethostname(), name=shown, settings=settings, nvml=nvml, url=spec.url)
+    session.patcher = _installed_patcher(session, None)
+    return session
+
+
+def open_dashboard(config: str | None, log: str | None, url: str | None) -> Session:
+    """`symmtui [--config FILE] [--log PATH] [--url URL]`: the Session for a profile or an attach, following."""
+    from symmtui.gpu.nvml import Nvml
+    from symmtui.launch.history import History
+    from symmtui.launch.profile import find_profile, load_profile
+
+    profile = None
+    if config is not None or (log is None and url is None and find_profile(None) is not None):
+        profile = load_profile(config)
+    if profile is None and log is None and url is None:
+        raise UserError(
+            "nothing to watch: pass --log PATH (a server log), --url URL (its /health), or --config FILE "
+            "(a launch profile; ./symmtui.toml is used when present); try `symmtui demo` first"
+        )
+    nvml = Nvml()
+    if profile is None:
+        session = for_attach(AttachSpec(log=Path(log) if log is not None else None, url=url), nvml=nvml)
+        session.follow(log, tail_lines=ATTACH_TAIL_LINES)
+        return session
+    session = for_profile(profile, nvml=nvml)
+    if url is not None:
+        from symmtui.core.probe import check_url
+
+        check_url(url)
+        session.url = url
+    sup = session.supervisor
+    assert sup is not None
+    record = sup.current()
+    pid = None
+    log_path = log
+    if record is not None and sup.is_alive(record):
+        pid = record.pid
+        log_path = log_path or record.log_path
+        if History().has(record.launch_id):
+            record = None  # its outcome is in the history already (e.g. `symmtui launch` waited for it)
+    else:
+        record = None
+    if log_path is None and profile.log_path is not None:
+        log_path = str(profile.log_path)
+    session.follow(log_path, pid=pid, tail_lines=ATTACH_TAIL_LINES, record=record)
+    return session
+
+
+def open_demo(speed: float) -> tuple[Session, Demo]:
+    """`symmtui demo`: temp dir, sandbox, stand-in NVML, the simulated server's first launch, followed."""
+    from symmtui.demo.story import HOST_NAME, PROFILE_NAME, build_demo
+
+    demo = build_demo(speed)
+    try:
+        settings = bringup_settings(demo.profile)
+        session = Session(host=HOST_NAME, name=PROFILE_NAME, settings=settings, supervisor=demo.supervisor,
+                          nvml=demo.nvml, url=demo.profile.url)
+        session.patcher = _installed_patcher(session, None, demo.site, "sglang")
+        session.on_close.append(demo.close)
+        session.launch_unchecked()
+    except BaseException:
+        demo.close()
+        raise
+    return session, demo

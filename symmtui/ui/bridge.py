@@ -1,0 +1,65 @@
+"""The Textual adapter of a Session: its plain messages wrapped as Textual messages, posted thread-safely.
+
+A newer GPU sample replaces one still pending (only the latest matters); engine batches never replace
+each other (they carry lines): the Session sends the next only after the app called ``batch_done``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from symmtui.session.messages import EngineBatch, GpuSample, Notice, SessionMessage, TopologyRead
+
+
+@dataclass
+class EngineBatchPosted(Message):
+    """New log lines, events, notices and the readiness snapshot (the app acknowledges each)."""
+
+    batch: EngineBatch
+
+
+@dataclass
+class GpuSamplePosted(Message):
+    """A GPU sampling round with our pids and the capability; a newer one replaces a pending one."""
+
+    sample: GpuSample
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, GpuSamplePosted)
+
+
+@dataclass
+class TopologyPosted(Message):
+    """The topology was read (once) or could not be read."""
+
+    topology: TopologyRead
+
+
+@dataclass
+class NoticePosted(Message):
+    """A one-line note for the user (a toast)."""
+
+    notice: Notice
+
+
+def to_textual(message: SessionMessage) -> Message:
+    """The Textual message that carries ``message``."""
+    if isinstance(message, EngineBatch):
+        return EngineBatchPosted(message)
+    if isinstance(message, GpuSample):
+        return GpuSamplePosted(message)
+    if isinstance(message, TopologyRead):
+        return TopologyPosted(message)
+    return NoticePosted(message)
+
+
+def poster(post_message: Callable[[Message], object]) -> Callable[[SessionMessage], None]:
+    """A Session ``post`` callable over an app's thread-safe ``post_message``."""
+
+    def post(message: SessionMessage) -> None:
+        post_message(to_textual(message))
+
+    return post

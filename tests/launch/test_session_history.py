@@ -1,0 +1,56 @@
+"""One history writer: a launch from the CLI and one from the dashboard record the same fields."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from symmtui.core.readiness import State
+from symmtui.launch import History
+from symmtui.session import open_dashboard
+from symmtui.ui.app import SymmApp
+from symmtui.ui.screens.confirm import ConfirmScreen
+from tests.launch.helpers import demo_config, run_cli, stop_at_end
+from tests.ui.kit import wait_for
+
+__all__ = ["stop_at_end"]
+
+
+@pytest.mark.timeout(120)
+async def test_cli_and_dashboard_launches_record_the_same_fields(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SYMMTUI_NVML_STANDIN", "rtx-pro-6000-x8-pcie")  # capability 12: the preflight runs
+    cfg = demo_config(tmp_path)
+    cli = run_cli("launch", "--config", str(cfg))
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+
+    session = open_dashboard(str(cfg), None, None)
+    app = SymmApp(session)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.last_snapshot is not None, "a first snapshot")
+            await pilot.press("r")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: len(History().entries()) == 2, "the dashboard launch in the history",
+                           timeout=90)
+            assert app.last_snapshot is not None and app.last_snapshot.state is State.READY
+    finally:
+        session.close()
+
+    from_cli, from_dashboard = History().entries()
+    assert from_cli.launch_id != from_dashboard.launch_id
+    for entry in (from_cli, from_dashboard):
+        assert entry.verdict == "ready" and entry.cause is None and entry.end is not None
+        assert entry.log_path.startswith(str(tmp_path / "logs"))
+    assert from_cli.profile_key == from_dashboard.profile_key != ""
+    assert from_cli.command_hash == from_dashboard.command_hash
+    assert from_cli.patch == from_dashboard.patch == "no crash predicted"
+    # the same phases, in the same order, each with a duration (the ETA reads them)
+    assert list(from_cli.phases) == list(from_dashboard.phases) and "ready" not in from_cli.phases
+    assert len(from_cli.phases) >= 5
+    assert all(isinstance(v, float) and v >= 0 for v in [*from_cli.phases.values(), *from_dashboard.phases.values()])
+    # and the next launch's ETA counts both
+    est = History().estimate(from_cli.command_hash)
+    assert est is not None and est.samples == 2
