@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import threading
 from collections.abc import Sequence
 from types import ModuleType
 
-from symmtui import __version__
-from symmtui.errors import UserError
+from symmtui import __version__, boundary, clitext
 
 # verb name -> module under symmtui.verbs. Each module defines
 #   HELP: str                                   one line for --help
@@ -32,7 +33,7 @@ def _load(name: str) -> ModuleType:
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line; verbs are imported here (they import no heavy modules at top level)."""
-    parser = argparse.ArgumentParser(
+    parser = boundary.Parser(
         prog="symmtui",
         description="Dashboard and headless verbs for bringing up SGLang / vLLM servers.",
     )
@@ -47,17 +48,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    modname = VERBS[args.verb] if args.verb else DASHBOARD
+    """Parse, check every value at the boundary, run the verb; every failure is one line and an exit code."""
+    saved = clitext.guard_streams()
+    hook = threading.excepthook
+    threading.excepthook = _thread_error
     try:
-        code: int = _load(modname).run(args)
-    except UserError as exc:
-        print(f"symmtui: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        return 130
+        return boundary.run_checked(lambda: _dispatch(argv))
+    finally:
+        threading.excepthook = hook
+        clitext.restore_streams(saved)
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
+    boundary.check_values(args)
+    modname = VERBS[args.verb] if args.verb else DASHBOARD
+    code: int = _load(modname).run(args)
     return code
+
+
+def _thread_error(info: threading.ExceptHookArgs) -> None:
+    """A worker thread's unexpected exception: one line, not a traceback (unless $SYMMTUI_DEBUG)."""
+    if os.environ.get(boundary.DEBUG_ENV) or info.exc_type is SystemExit:
+        threading.__excepthook__(info)
+        return
+    name = info.thread.name if info.thread is not None else "a worker"
+    clitext.print_error(f"internal error in {name} ({info.exc_type.__name__}: {info.exc_value}); "
+                        f"this is a bug: rerun with {boundary.DEBUG_ENV}=1 for the traceback and report it")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from symmtui.boundary import InputError, shown, usable_dir
+
+_FIX = "set XDG_STATE_HOME to a writable directory"
+
 
 def _xdg(var: str, default: str) -> Path:
     value = os.environ.get(var, "")
@@ -12,17 +16,26 @@ def _xdg(var: str, default: str) -> Path:
 
 
 def state_dir(*parts: str) -> Path:
-    """``$XDG_STATE_HOME/symmtui/<parts>``, created with mode 0700 (it holds pids and backups)."""
+    """``$XDG_STATE_HOME/symmtui/<parts>``, created with mode 0700 (it holds pids and backups).
+
+    An unusable place (``HOME=/dev/null``, ``XDG_STATE_HOME`` naming a file, no permission) is an
+    InputError naming the directory and the variable to set, before anything is written.
+    """
     base = _xdg("XDG_STATE_HOME", ".local/state")
-    base.mkdir(parents=True, exist_ok=True)
+    usable_dir(base, what="the state directory", env="XDG_STATE_HOME")
     path = base / "symmtui"
     # mkdir(parents=True, mode=...) applies the mode to the last folder only, and the umask
     # still masks it: create and chmod each of our own levels.
     for part in ("", *parts):
         if part:
             path = path / part
-        path.mkdir(exist_ok=True, mode=0o700)
-        os.chmod(path, 0o700)
+        try:
+            path.mkdir(exist_ok=True, mode=0o700)
+            os.chmod(path, 0o700)
+            if not path.is_dir():
+                raise NotADirectoryError(20, "Not a directory")
+        except OSError as exc:
+            raise InputError(f"cannot use the state directory {shown(str(path))} ({exc.strerror}); {_FIX}") from None
     return path
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import stat
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from symmtui import boundary
 from symmtui.core.decode import LogLine, clean_raw, make_line
 from symmtui.core.diagnose import diagnose
 from symmtui.core.events import Event, EventBuilder, split_prefix
@@ -164,6 +166,13 @@ def _workers(size: int) -> int:
     return max(1, min(MAX_WORKERS, round(cpus - load)))
 
 
+_SCAN_HINT = "give the log file (scan reads a finished file: save a pipe's output to a file first)"
+
+
+def _nonblocking(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY)
+
+
 def scan_file(path: str | os.PathLike[str], ruleset: RuleSet | None = None, *, chunk_size: int = CHUNK,
               workers: int | None = None) -> ScanReport:
     """Read ``path`` once and judge every line; memory does not grow with its size.
@@ -175,17 +184,20 @@ def scan_file(path: str | os.PathLike[str], ruleset: RuleSet | None = None, *, c
     t0 = time.perf_counter()
     p = Path(path)
     rs = ruleset if ruleset is not None else RuleSet()
+    # Stat before open: a FIFO with no writer would block open(), a device (/dev/zero) never ends.
+    boundary.regular_file(p, what="cannot scan the log", hint=_SCAN_HINT)
     try:
-        fh = open(p, "rb")
+        fh = open(p, "rb", opener=_nonblocking)
     except FileNotFoundError:
         raise UserError(f"cannot scan {p}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"cannot scan {p}: it is a directory; give the log file") from None
     except OSError as exc:
         raise UserError(f"cannot scan {p}: {exc.strerror or exc}") from None
     with fh:
         fd = fh.fileno()
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # swapped after the stat above
+            raise UserError(f"cannot scan {p}: not a regular file; {_SCAN_HINT}")
+        size = st.st_size
         sample = os.pread(fd, SAMPLE, 0)
         n = workers if workers is not None else _workers(size)
         ranges = _split_ranges(fd, size, max(1, n))

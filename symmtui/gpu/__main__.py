@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from symmtui.errors import UserError
+from symmtui import boundary
 from symmtui.verbs import gpus
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse the gpus verb's options and run it."""
-    parser = argparse.ArgumentParser(prog="python -m symmtui.gpu", description=gpus.HELP)
-    gpus.add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
+    """Parse the gpus verb's options and run it (same boundary and error lines as `symmtui gpus`)."""
+
+    def body() -> int:
+        parser = boundary.Parser(prog="python -m symmtui.gpu", description=gpus.HELP)
+        gpus.add_arguments(parser)
+        args = parser.parse_args(argv)
+        boundary.check_values(args)
         return gpus.run(args)
-    except UserError as exc:
-        print(f"symmtui: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        return 130
+
+    return boundary.run_checked(body)
 
 
 if __name__ == "__main__":

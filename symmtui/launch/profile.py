@@ -7,6 +7,7 @@ import hashlib
 import os
 import re
 import shlex
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from symmtui import paths
+from symmtui import boundary, paths
 from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
 from symmtui.errors import UserError
 
@@ -114,13 +115,27 @@ def find_profile(explicit: str | os.PathLike[str] | None = None) -> Path | None:
             what = "not a regular file" if p.exists() else "no such profile file"
             raise ProfileError(f"{p}: {what} (check --config)")
         return p
-    here = Path.cwd() / PROFILE_NAME
-    if here.is_file():
-        return here
-    xdg = paths.config_dir() / PROFILE_NAME
-    if xdg.is_file():
-        return xdg
+    try:
+        here: Path | None = Path.cwd() / PROFILE_NAME
+    except OSError:  # the working directory was deleted: there is no ./symmtui.toml
+        here = None
+    for candidate, env in ((here, None), (paths.config_dir() / PROFILE_NAME, "XDG_CONFIG_HOME")):
+        if candidate is not None and _is_profile_file(candidate, env):
+            return candidate
     return None
+
+
+def _is_profile_file(p: Path, env: str | None) -> bool:
+    """A searched-for profile exists (regular file); an unreadable folder on the way is an error, not 'none'."""
+    try:
+        st = os.stat(p)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        fix = f"fix its permissions or set {env} elsewhere" if env else "fix its permissions"
+        raise ProfileError(f"{p}: cannot look for a profile there ({exc.strerror}); {fix}, "
+                           "or pass --config FILE") from None
+    return stat.S_ISREG(st.st_mode)
 
 
 def load_profile(path: str | os.PathLike[str] | None = None) -> Profile:
@@ -132,9 +147,9 @@ def load_profile(path: str | os.PathLike[str] | None = None) -> Profile:
             "with a [server] table, or pass --config FILE"
         )
     try:
-        raw = found.read_bytes()
-    except OSError as exc:
-        raise ProfileError(f"{found}: cannot read profile: {exc.strerror or exc}") from exc
+        raw = boundary.read_bytes(found, what="profile", max_bytes=boundary.MAX_CONFIG_BYTES)
+    except boundary.InputError as exc:
+        raise ProfileError(f"{found}: {exc}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -148,7 +163,7 @@ _AT_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
 def parse_profile(text: str, path: Path) -> Profile:
     """Parse profile text; ``path`` names it in errors and anchors relative paths."""
     try:
-        data = tomllib.loads(text)
+        data = boundary.parse_toml(text)
     except tomllib.TOMLDecodeError as exc:
         msg = str(exc)
         m = _AT_LINE.search(msg)
@@ -222,8 +237,8 @@ def _number(loc: _Locator, dotted: str, value: Any, default: float) -> float:
         return default
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise loc.fail(dotted, f"must be a number of seconds, got {type(value).__name__} {value!r}")
-    if value < 0 or value != value or value == float("inf"):
-        raise loc.fail(dotted, f"must be a non-negative number of seconds, got {value!r}")
+    if not 0 <= value <= boundary.MAX_SECONDS:  # NaN fails too
+        raise loc.fail(dotted, f"must be a number of seconds from 0 to {boundary.MAX_SECONDS:.0f}, got {value!r}")
     return float(value)
 
 
@@ -354,6 +369,11 @@ def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
 def _command(loc: _Locator, value: Any, shell: bool) -> tuple[tuple[str, ...] | None, str]:
     if value is None:
         return None, ""
+    parts = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    size = sum(len(v) + 1 for v in parts if isinstance(v, str))
+    if size > boundary.MAX_COMMAND_CHARS:
+        raise loc.fail("server.command", f"is {size} characters long (at most {boundary.MAX_COMMAND_CHARS}); "
+                       "put long arguments in a file the server reads")
     if isinstance(value, list):
         if not value or not all(isinstance(v, str) for v in value):
             raise loc.fail("server.command", "must be a non-empty list of strings (or one string)")

@@ -227,6 +227,38 @@ def find_table(source: bytes, tree: ast.Module, name: str, kind: KeyKind) -> Dic
     )
 
 
+_MUTATORS = frozenset({"update", "pop", "popitem", "clear", "setdefault", "__setitem__", "__delitem__",
+                       "__ior__"})
+
+
+def _names_table(node: ast.AST, name: str) -> bool:
+    """``name`` itself, or ``something.name`` (the table read through its module or class)."""
+    return (isinstance(node, ast.Name) and node.id == name) or (isinstance(node, ast.Attribute) and node.attr == name)
+
+
+def mutations(tree: ast.Module, name: str, literal_line: int) -> list[int]:
+    """Lines that change the table ``name`` after its literal (anywhere in the file, functions included):
+    ``del T[k]``, ``T[k] = v``, ``T |= ...``, ``T.update/pop/clear/...(...)``, another ``T = ...``.
+
+    What such a file holds at run time cannot be told from the literal, so the patcher must not
+    judge it from the literal alone.
+    """
+    lines: list[int] = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Delete):
+            targets = list(node.targets)
+        elif isinstance(node, ast.Assign):
+            targets = [t for t in node.targets if not isinstance(t, ast.Name) or node.lineno != literal_line]
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target] if node.lineno != literal_line else []
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
+            targets = [node.func.value]
+        if any(_names_table(t.value if isinstance(t, ast.Subscript) else t, name) for t in targets):
+            lines.append(getattr(node, "lineno", 0))
+    return sorted(set(lines))
+
+
 def key_literal(key: TableKey, like: bytes) -> bytes:
     """Source text for ``key``, quoted the way the donor's key is (``"12.0"`` or ``'12.0'``)."""
     if isinstance(key, int):

@@ -12,7 +12,15 @@ from symmtui.errors import UserError
 from symmtui.patch.errors import Refused, UnsupportedLayout
 from symmtui.patch.finder import Installed, PackageNotFound, find, locate
 from symmtui.patch.layouts import PACKAGES, Layout, TableSpec, layouts_for, looked_for
-from symmtui.patch.parser import DictTable, LayoutProblem, LookupStyle, find_table, lookup_style, parse_module
+from symmtui.patch.parser import (
+    DictTable,
+    LayoutProblem,
+    LookupStyle,
+    find_table,
+    lookup_style,
+    mutations,
+    parse_module,
+)
 from symmtui.patch.state import sha256
 
 
@@ -73,6 +81,15 @@ def scan_layout(inst: Installed, layout: Layout) -> Scan:
             tables[spec.role] = find_table(data[p], trees[p], spec.name, layout.key_kind)
         except LayoutProblem as exc:
             raise LayoutProblem(f"{spec.relpath}: {exc}") from exc
+        for q, tree in trees.items():  # the table's own file and the consumer
+            changed = mutations(tree, spec.name, tables[spec.role].line if q == p else -1)
+            if changed:
+                where = f"{q.relative_to(inst.root)} line{'s' if len(changed) > 1 else ''} "
+                raise LayoutProblem(
+                    f"{spec.name} is changed after its literal ({where}{', '.join(map(str, changed[:5]))}): "
+                    "what it holds at run time cannot be told from the source, so symmtui cannot tell "
+                    "whether capability 12 is there"
+                )
     consumer = trees[inst.root / layout.consumer]
     lookups: dict[str, LookupStyle] = {spec.role: lookup_style(consumer, spec.name) for spec in layout.tables}
     return Scan(inst, layout, data, modes, tables, lookups, {p: real_path(p) for p in data})

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from symmtui.boundary import InputError
 from symmtui.errors import UserError
 from symmtui.patch.atomic import write_new
 from symmtui.paths import state_dir
@@ -49,6 +50,8 @@ def patches_dir() -> Path:
             f"cannot create symmtui's state directory ({exc.strerror}: {exc.filename}); "
             "set XDG_STATE_HOME to a directory you can write"
         ) from exc
+    except InputError as exc:  # not a directory, or HOME=/dev/null: the boundary's line, as a refusal
+        raise StateError(str(exc)) from None
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
+from symmtui import boundary
 from symmtui.errors import UserError
 from symmtui.ui.themes import DEFAULT_THEME, load_themes
 
@@ -15,7 +16,7 @@ def check_theme(name: str | None) -> str:
     chosen = name or DEFAULT_THEME
     if chosen not in themes:
         known = ", ".join(sorted(themes)) or "(none found)"
-        raise UserError(f"unknown theme {chosen!r}; known themes: {known}")
+        raise UserError(f"unknown theme {boundary.shown(chosen)}; known themes: {known}")
     return chosen
 
 
@@ -25,6 +26,7 @@ def run_demo(speed: float, theme: str | None) -> int:
     from symmtui.ui.app import SymmApp
 
     chosen = check_theme(theme)
+    boundary.require_terminal("the demo")  # before the demo server starts
     session, _demo = open_demo(speed)
     try:
         result = SymmApp(session, theme=chosen).run()
@@ -44,6 +46,7 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
     chosen = check_theme(theme)
     session = open_dashboard(config, log, url)
     try:
+        boundary.require_terminal("the dashboard")  # after the profile's and options' own errors
         result = SymmApp(session, theme=chosen).run()
     finally:
         session.close()

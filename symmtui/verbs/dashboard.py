@@ -21,6 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from symmtui import boundary
     from symmtui.ui.entry import run_dashboard
+
+    if args.dash_log is not None:
+        boundary.regular_file(args.dash_log, what="--log", missing_ok=True,
+                              hint="give the server's log file (it may not exist yet)")
 
     return run_dashboard(args.dash_config, args.dash_log, args.dash_url, args.dash_theme)

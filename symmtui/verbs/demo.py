@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import argparse
 
+from symmtui import boundary
+
 HELP = "play the whole story offline: a simulated 8-GPU server crashes with KeyError: 12, patch, relaunch, ready"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--speed", type=float, default=1.0, metavar="X",
+    parser.add_argument("--speed", type=boundary.number(0.01, 1000.0, "1 loads in about a minute"), default=1.0, metavar="X",
                         help="timeline factor: 1 loads in about a minute, 10 in about 6 s (default 1)")
     parser.add_argument("--theme", default=None, metavar="NAME",
                         help="colour theme: symmtui-dark (default), symmtui-light, symmtui-contrast")
 
 
 def run(args: argparse.Namespace) -> int:
-    from symmtui.errors import UserError
     from symmtui.ui.entry import run_demo
 
-    speed = float(args.speed)
-    if not speed > 0 or speed != speed or speed == float("inf"):
-        raise UserError(f"--speed must be a positive number, got {args.speed!r} (1 = a load of about a minute)")
-    return run_demo(speed, args.theme)
+    return run_demo(float(args.speed), args.theme)

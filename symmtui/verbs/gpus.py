@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import math
+
+from symmtui import boundary
 
 HELP = "show GPUs, the processes holding their memory and the topology matrix (NVML)"
 EXIT_UNAVAILABLE = 3
-
-
-def _interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(value) or value < 0.05:
-        raise argparse.ArgumentTypeError(f"interval must be at least 0.05 s, got {text}")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="only the topology: matrix, legend, P2P matrices, NVLinks and facts")
     topo.add_argument("--no-topo", action="store_true", help="leave the topology out")
     parser.add_argument("--watch", action="store_true", help="refresh the table until Ctrl-C")
-    parser.add_argument("--interval", type=_interval, default=1.0, metavar="S",
+    parser.add_argument("--interval", type=boundary.seconds(minimum=0.05, maximum=3600.0, zero=None), default=1.0, metavar="S",
                         help="seconds between refreshes with --watch (default 1)")
     parser.add_argument("--debug", action="store_true", help="also show what one sample costs")
     parser.add_argument("--standin", metavar="SCENARIO",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from symmtui import boundary
+
 HELP = "launch the profile's server (stopping the previous one) and wait for it like `symmtui wait`"
 
 EXIT_BLOCKED = 4  # the port is still held by a stranger, or a process survived SIGKILL
@@ -12,9 +14,9 @@ EXIT_PREFLIGHT = 3  # --strict-preflight and the patch check predicts a KeyError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="profile (default ./symmtui.toml, then the XDG config dir)")
-    parser.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds (default: the profile's, 900; 0: never)")
-    parser.add_argument("--stall", type=float, metavar="S", help="stalled after S seconds without progress (default: the profile's, 300; 0: never)")
-    parser.add_argument("--grace", type=float, metavar="S", help="stopping the previous server: SIGTERM to SIGKILL (default 30)")
+    parser.add_argument("--timeout", type=boundary.seconds(), metavar="S", help="give up after S seconds (default: the profile's, 900; 0: never)")
+    parser.add_argument("--stall", type=boundary.seconds(), metavar="S", help="stalled after S seconds without progress (default: the profile's, 300; 0: never)")
+    parser.add_argument("--grace", type=boundary.seconds(), metavar="S", help="stopping the previous server: SIGTERM to SIGKILL (default 30)")
     parser.add_argument("--no-preflight", action="store_true", help="skip the SM120 patch check before launching")
     parser.add_argument(
         "--strict-preflight", action="store_true",
@@ -33,7 +35,6 @@ def run(args: argparse.Namespace) -> int:
     from symmtui.session import for_profile
     from symmtui.session.headless import Headless
 
-    check_seconds(args, "timeout", "stall", "grace")
     profile = load_profile(args.config)
     if profile.attach_only:
         raise UserError(f"cannot launch: {profile.attach_reason}")
@@ -67,15 +68,3 @@ def run(args: argparse.Namespace) -> int:
     if waited.state is not State.READY and sup.is_alive(rec):
         print("symmtui: processes of this launch are still running; `symmtui stop` ends them", file=err)
     return waited.exit_code
-
-
-def check_seconds(args: argparse.Namespace, *names: str) -> None:
-    """Refuse a negative, NaN or infinite ``--NAME`` option in one line (exit 2)."""
-    import math
-
-    from symmtui.errors import UserError
-
-    for name in names:
-        value = getattr(args, name.replace("-", "_"))
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            raise UserError(f"--{name} must be a number of seconds >= 0 (got {value})")

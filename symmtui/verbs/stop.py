@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from symmtui import boundary
+
 HELP = "stop the server this profile launched (SIGTERM, grace, SIGKILL; then GPU memory and port)"
 
 EXIT_OK = 0
@@ -14,13 +16,13 @@ EXIT_SURVIVOR = 4  # a process of ours survived SIGKILL
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="profile (default ./symmtui.toml, then the XDG config dir)")
-    parser.add_argument("--grace", type=float, metavar="S", help="seconds between SIGTERM and SIGKILL (default: the profile's, 30)")
+    parser.add_argument("--grace", type=boundary.seconds(), metavar="S", help="seconds between SIGTERM and SIGKILL (default: the profile's, 30)")
     parser.add_argument(
-        "--kill-pid", type=int, metavar="PID",
+        "--kill-pid", type=boundary.pid, metavar="PID",
         help="also end PID, a process symmtui did not start that holds the port or GPU memory (you confirm that pid)",
     )
-    parser.add_argument("--gpu-timeout", type=float, default=60.0, metavar="S", help="wait this long for GPU memory (default 60)")
-    parser.add_argument("--port-timeout", type=float, default=30.0, metavar="S", help="wait this long for the port (default 30)")
+    parser.add_argument("--gpu-timeout", type=boundary.seconds(), default=60.0, metavar="S", help="wait this long for GPU memory (default 60)")
+    parser.add_argument("--port-timeout", type=boundary.seconds(), default=30.0, metavar="S", help="wait this long for the port (default 30)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,9 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from symmtui.launch import load_profile
     from symmtui.launch.cliout import ProgressPrinter, print_report
     from symmtui.session import for_profile
-    from symmtui.verbs.launch import check_seconds
 
-    check_seconds(args, "grace", "gpu-timeout", "port-timeout")
     profile = load_profile(args.config)
     session = for_profile(profile, nvml=open_nvml(), grace=args.grace, gpu_timeout=args.gpu_timeout,
                           port_timeout=args.port_timeout)

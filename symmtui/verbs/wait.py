@@ -3,44 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
+from symmtui import boundary
+
 HELP = "wait for a server to be ready: follow its log (and /health, and its pid); exit 0 ready, 1 crashed, 124 timed out"
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if math.isnan(value) or math.isinf(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds (0: no limit)")
-    return value
-
-
-def _pid(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a process id") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: a process id is a positive integer")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `symmtui wait`."""
     parser.add_argument("--log", metavar="PATH", help="the server's log file (may not exist yet)")
     parser.add_argument("--url", metavar="URL", help="health URL, e.g. http://127.0.0.1:30000/health (200 = up)")
-    parser.add_argument("--pid", metavar="PID", type=_pid, help="the server's process: its exit means CRASHED")
+    parser.add_argument("--pid", metavar="PID", type=boundary.pid, help="the server's process: its exit means CRASHED")
     parser.add_argument("--ready", metavar="REGEX", action="append", default=[],
                         help="extra ready pattern (repeatable; added to the built-in markers)")
     parser.add_argument("--crash", metavar="REGEX", action="append", default=[],
                         help="extra crash pattern (repeatable)")
-    parser.add_argument("--timeout", metavar="SECONDS", type=_seconds, default=None,
+    parser.add_argument("--timeout", metavar="SECONDS", type=boundary.seconds(), default=None,
                         help="give up after this long (default 900, or the profile's; 0: never)")
-    parser.add_argument("--stall", metavar="SECONDS", type=_seconds, default=None,
+    parser.add_argument("--stall", metavar="SECONDS", type=boundary.seconds(), default=None,
                         help="report STALLED after this long without a new line or progress (default 300; "
                         "0: never); it keeps waiting until the timeout")
     parser.add_argument("--new-only", action="store_true", help="ignore what is already in the log at start")
@@ -64,8 +45,9 @@ def run(args: argparse.Namespace) -> int:
         url = url if url is not None else profile.url
     if log is None and url is None:
         raise UserError("nothing to watch: give --log PATH and/or --url URL (or --config FILE with a log or url)")
-    if log is not None and log.is_dir():
-        raise UserError(f"--log {log} is a directory: give the server's log file (it may not exist yet)")
+    if log is not None:
+        boundary.regular_file(log, what="--log", missing_ok=True,
+                              hint="give the server's log file (it may not exist yet)")
     spec = AttachSpec(log=log, url=url, pid=args.pid, ready=args.ready, crash=args.crash, timeout=args.timeout,
                       stall=args.stall)
     if profile is None:

@@ -100,7 +100,7 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     r = _wait("--log", str(tmp_path / "x.log"), "--crash", "oops(")
     assert r.returncode == 2 and "bad crash pattern 'oops('" in r.stderr and "missing )" in r.stderr
     r = _wait("--log", str(tmp_path / "x.log"), "--timeout", "-5")
-    assert r.returncode == 2 and "positive number of seconds" in r.stderr
+    assert r.returncode == 2 and "argument --timeout: must be a number of seconds" in r.stderr
     r = _wait()
     assert r.returncode == 2 and "nothing to watch" in r.stderr
     r = _wait("--url", "localhost:30000")

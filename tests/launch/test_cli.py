@@ -124,4 +124,4 @@ def test_bad_seconds_one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixt
 
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"symmtui: error: --{argv[1][2:]} must be a number of seconds")
+    assert err.count("\n") == 1 and err.startswith(f"symmtui: error: argument {argv[1]}: must be a number of seconds")

@@ -43,7 +43,7 @@ def test_user_theme_dir_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     ("text", "needle"),
     [
         ('name = "x"\nprimary = ', "not valid TOML"),
-        ('name = "x"\nprimary = "#fff"\ncolour = "#000"\n', "unknown key(s) colour"),
+        ('name = "x"\nprimary = "#fff"\ncolour = "#000"\n', "unknown key(s) 'colour'"),
         ('primary = "#fff"\n', "needs a name"),
         ('name = "x"\nprimary = "#fff"\n[variables]\nlog-crash = 3\n', "[variables]"),
         ('name = "x"\nprimary = "not-a-colour"\n', "failed to parse 'not-a-colour'"),

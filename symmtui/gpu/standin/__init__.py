@@ -10,11 +10,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from symmtui import boundary
 from symmtui.gpu.standin.host import StandinHost
 from symmtui.gpu.standin.module import build_module
 from symmtui.gpu.standin.scenarios import SCENARIOS, scenario_data
 
 ENV_VAR = "SYMMTUI_NVML_STANDIN"
+MAX_RECORDING_BYTES = 32 << 20  # a recording of a large host is well under 1 MiB
 
 
 def load_standin(
@@ -31,14 +33,17 @@ def load_standin(
     data: object
     if isinstance(scenario, Mapping):
         data = scenario
-    elif isinstance(scenario, Path) or (isinstance(scenario, str) and scenario.endswith(".json")):
+    elif isinstance(scenario, Path) or (isinstance(scenario, str) and (scenario.endswith(".json") or "/" in scenario)):
         path = Path(scenario)
+        # Through the CLI boundary: a FIFO, a device or a directory is refused before it is opened,
+        # the read is capped, bad UTF-8 is named (an InputError is a ValueError too).
+        text = boundary.read_text(path, what="cannot read the stand-in recording", max_bytes=MAX_RECORDING_BYTES)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{path} is not a JSON recording ({exc.reason})") from exc
+            data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path} is not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+        except RecursionError:
+            raise ValueError(f"{path} is not a stand-in recording (nested too deep)") from None
     else:
         data = scenario_data(scenario)
     return build_module(StandinHost(_checked(data, str(scenario)), clock))

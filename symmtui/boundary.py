@@ -1,0 +1,253 @@
+"""The CLI boundary: user-supplied paths, numbers, strings, files and directories are checked here first.
+
+Every check fails with an :class:`InputError`, printed by the CLI as one ``symmtui: error: ...`` line
+(exit 2) that says what to do. Nothing here starts work: a path is stat'ed before it is opened, a
+file is opened non-blocking and read up to a cap, numbers are range-checked, strings length-capped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import stat
+import sys
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+from symmtui import clitext
+from symmtui.errors import UserError
+from symmtui.textsafe import shorten, visible
+
+MAX_VALUE_CHARS = 4096  # one option value (a path, URL, regex, name)
+MAX_SHOWN = 80  # characters of a user's value quoted back in an error
+MAX_CONFIG_BYTES = 1 << 20  # a profile or a theme file
+MAX_COMMAND_CHARS = 128 << 10  # a profile's command (Linux caps one argument at 128 KiB)
+MAX_SECONDS = 30 * 86400.0  # any time option: 30 days (0 where allowed means "no limit")
+PID_LIMIT = 4194304  # Linux's largest possible pid (PID_MAX_LIMIT); namespaces make pid_max unreliable
+DEBUG_ENV = "SYMMTUI_DEBUG"  # set: an internal error shows its traceback instead of one line
+
+
+class InputError(UserError, ValueError):
+    """A bad user-supplied value; also a ValueError, so code that treats bad data as ValueError agrees."""
+
+
+# ---------------------------------------------------------------- the command line itself
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one ``symmtui: error: ...`` line (exit 2), not usage + message."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError(f"{message}; see `{self.prog} --help`")
+
+
+def run_checked(body: Callable[[], int]) -> int:
+    """Run a verb: a UserError is its one line and exit code; Ctrl-C is 130; an unexpected exception
+    (a bug) is one line too, exit 2, with its traceback only when $SYMMTUI_DEBUG is set."""
+    try:
+        return body()
+    except UserError as exc:
+        clitext.print_error(str(exc))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except RecursionError:
+        clitext.print_error("input nested too deep to read (a file or value with thousands of levels); "
+                            "check the file named in the command")
+        return 2
+    except MemoryError:
+        clitext.print_error("out of memory reading the input; check the sizes of the files given")
+        return 2
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        clitext.print_error(f"internal error ({exc.__class__.__name__}: {exc}); this is a bug: "
+                            f"rerun with {DEBUG_ENV}=1 for the traceback and report it")
+        return 2
+
+
+
+def shown(value: object) -> str:
+    """A user's value as it may appear in a one-line error: quoted, visible, at most ~MAX_SHOWN chars."""
+    text = value if isinstance(value, str) else str(value)
+    return repr(shorten(visible(text), MAX_SHOWN))
+
+
+# ---------------------------------------------------------------- numbers and strings (argparse types)
+
+
+def seconds(*, minimum: float = 0.0, maximum: float = MAX_SECONDS,
+            zero: str | None = "no limit") -> Callable[[str], float]:
+    """An argparse ``type``: a finite number of seconds in [minimum, maximum] (0 allowed when ``zero``)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text[:64])
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{shown(text)} is not a number of seconds") from None
+        zero_ok = zero is not None and value == 0
+        if not math.isfinite(value) or not (zero_ok or minimum <= value <= maximum):
+            span = f"between {minimum:g} and {maximum:.0f}" + (f" (0: {zero})" if zero is not None else "")
+            raise argparse.ArgumentTypeError(f"must be a number of seconds {span}, got {shown(text)}")
+        return value
+
+    return parse
+
+
+def number(minimum: float, maximum: float, what: str) -> Callable[[str], float]:
+    """An argparse ``type``: a finite float in [minimum, maximum]; ``what`` says what it means."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text[:64])
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{shown(text)} is not a number ({what})") from None
+        if not (math.isfinite(value) and minimum <= value <= maximum):
+            raise argparse.ArgumentTypeError(
+                f"must be a number between {minimum:g} and {maximum:g} ({what}), got {shown(text)}")
+        return value
+
+    return parse
+
+
+def pid(text: str) -> int:
+    """An argparse ``type``: a process id in 1..PID_LIMIT."""
+    top = PID_LIMIT
+    try:
+        value = int(text[:32].strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a process id") from None
+    if not 0 < value <= top:
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a process id (1 to {top})")
+    return value
+
+
+def check_values(args: argparse.Namespace) -> None:
+    """The generic pass over every parsed option: strings capped, no NUL, floats finite, ints sane."""
+    for name, value in vars(args).items():
+        for item in value if isinstance(value, list | tuple) else (value,):
+            option = "--" + name.removeprefix("dash_").replace("_", "-")
+            if isinstance(item, str):
+                if len(item) > MAX_VALUE_CHARS:
+                    raise InputError(f"{option}: a value of {len(item)} characters is too long "
+                                     f"(at most {MAX_VALUE_CHARS}); check what was passed")
+                if "\x00" in item:
+                    raise InputError(f"{option}: the value holds a NUL byte: {shown(item)}")
+            elif isinstance(item, float) and not math.isfinite(item):
+                raise InputError(f"{option} must be a finite number, got {item}")
+            elif isinstance(item, int) and not isinstance(item, bool) and abs(item) > 1 << 62:
+                raise InputError(f"{option}: {item} is out of range")
+
+
+# ---------------------------------------------------------------- paths and files
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, in words (None for a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, words in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                        (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def regular_file(path: str | os.PathLike[str], *, what: str, missing_ok: bool = False,
+                 hint: str = "give a regular file") -> Path | None:
+    """Stat ``path`` (never open it): a regular file -> the Path; missing -> None if ``missing_ok``;
+    a directory, FIFO, device or socket -> InputError. ``what`` names it ("the log", "--standin")."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise InputError(f"{what} {shown(str(p))}: no such file; {hint}") from None
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(f"{what} {shown(str(p))}: cannot read it ({reason}); {hint}") from None
+    kind = _kind(st.st_mode)
+    if kind is not None:
+        raise InputError(f"{what} {shown(str(p))} is {kind}, not a regular file; {hint}")
+    return p
+
+
+def read_bytes(path: str | os.PathLike[str], *, what: str, max_bytes: int) -> bytes:
+    """A regular file's bytes, read without blocking (a FIFO never hangs) and at most ``max_bytes``."""
+    p = regular_file(path, what=what)
+    assert p is not None
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {shown(str(p))} ({exc.strerror}); check its permissions") from None
+    try:
+        kind = _kind(os.fstat(fd).st_mode)  # it may have been swapped since the stat
+        if kind is not None:
+            raise InputError(f"{what} {shown(str(p))} is {kind}, not a regular file")
+        chunks: list[bytes] = []
+        total = 0
+        while total <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {shown(str(p))} ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    if total > max_bytes:
+        raise InputError(f"{what} {shown(str(p))} is larger than {max_bytes >> 10} KiB; "
+                         "is it the right file?")
+    return b"".join(chunks)
+
+
+def read_text(path: str | os.PathLike[str], *, what: str, max_bytes: int = MAX_CONFIG_BYTES) -> str:
+    """A regular UTF-8 text file, capped (see :func:`read_bytes`); bad UTF-8 names the byte offset."""
+    data = read_bytes(path, what=what, max_bytes=max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"{what} {shown(str(path))} is not UTF-8 text (line {line}, byte {exc.start}); "
+                         "save it as UTF-8") from None
+
+
+def parse_toml(text: str) -> dict[str, Any]:
+    """tomllib.loads, with nesting so deep it would exhaust the stack turned into a TOMLDecodeError."""
+    try:
+        return tomllib.loads(text)
+    except RecursionError:
+        raise tomllib.TOMLDecodeError("arrays or tables nested too deep") from None
+
+
+# ---------------------------------------------------------------- directories and the terminal
+
+
+def usable_dir(path: Path, *, what: str, env: str) -> None:
+    """Create ``path`` (and parents) if needed; an error says which variable to set instead."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not path.is_dir():
+            raise NotADirectoryError(20, "Not a directory")
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        raise InputError(f"cannot use {what} {shown(str(path))} ({reason}); "
+                         f"set {env} to a writable directory") from None
+
+
+def require_terminal(what: str) -> None:
+    """Refuse to start a full-screen ``what`` when stdin or stdout is not a terminal."""
+    for name, stream in (("standard input", sys.stdin), ("standard output", sys.stdout)):
+        try:
+            ok = stream is not None and stream.isatty()
+        except (OSError, ValueError):
+            ok = False
+        if not ok:
+            raise InputError(f"{what} needs a terminal ({name} is not one): run it in a terminal, "
+                             "or use `symmtui wait` / `symmtui scan` in scripts")

@@ -1,0 +1,144 @@
+"""All command-line text of the verbs: one convention, one writer, every string through the sanitiser.
+
+Conventions (every verb):
+- ``[  12.3s] phase``: a timestamped progress line (``stamp``; ``phase_line``).
+- a verdict block: ``READY after 12.3 s`` / ``CRASHED after ...: headline`` / ``TIMED OUT after ...`` /
+  ``STALLED ...``, then indented detail lines ``  cause: ...``, ``  next:  ...``, ``  also:  ...``.
+- ``symmtui: error: ...``: one line on stderr, what went wrong and what to do (``error_line``).
+- ``symmtui: ...``: one progress line of launch/stop on stderr (``note_line``).
+Whatever text is written, log bytes included, goes through :func:`symmtui.textsafe.visible`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import TextIO
+
+from symmtui.textsafe import shorten, visible
+
+MAX_ERROR_CHARS = 400  # a `symmtui: error:` line never grows past this, whatever the user passed
+DETAIL_WIDTH = 7  # "cause: ", "next:  ", "also:  " line up
+
+
+def stamp(seconds: float) -> str:
+    """``[  12.3s]``: the time column of progress lines."""
+    return f"[{seconds:6.1f}s]"
+
+
+def phase_line(seconds: float, text: str) -> str:
+    """``[  12.3s] text``."""
+    return f"{stamp(seconds)} {text}"
+
+
+def detail(label: str, text: str, indent: str = "  ") -> str:
+    """``  cause: ...`` / ``  next:  ...`` / ``  also:  ...``: a verdict's detail line, labels aligned."""
+    return f"{indent}{(label + ':').ljust(DETAIL_WIDTH)}{text}"
+
+
+def error_line(message: str) -> str:
+    """``symmtui: error: message`` on one line, at most MAX_ERROR_CHARS, nothing a terminal obeys."""
+    one = visible(message.replace("\r\n", " ").replace("\n", " "))
+    return shorten(f"symmtui: error: {one}", MAX_ERROR_CHARS)
+
+
+def note_line(message: str) -> str:
+    """``symmtui: message``: a progress or summary line of launch / stop (stderr)."""
+    return f"symmtui: {message}"
+
+
+def drop_stream(stream: TextIO) -> None:
+    """The reader of ``stream`` went away (``| head``, ``| true``): send the rest to /dev/null, so
+    neither a later write nor the interpreter's last flush fails."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+class Writer:
+    """Writes lines to one stream: sanitised, flushed, and quiet once the reader is gone."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out if out is not None else sys.stdout
+        self.closed = False
+
+    def line(self, text: str = "") -> None:
+        """Write one line (sanitised); after a broken pipe, drop the rest."""
+        self.raw(visible(text) + "\n")
+
+    def raw(self, text: str) -> None:
+        """Write text symmtui made itself (a diff, a JSON document); the caller sanitised any log text."""
+        if self.closed:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except BrokenPipeError:
+            self.closed = True
+            if self.out in (sys.stdout, sys.stderr):
+                drop_stream(self.out)
+
+
+def emit(text: str, out: TextIO | None = None) -> None:
+    """One sanitised line to ``out`` (stdout by default); a gone reader is not an error."""
+    Writer(out).line(text)
+
+
+def print_error(message: str, err: TextIO | None = None) -> None:
+    """Print ``symmtui: error: ...`` (one line) to stderr."""
+    Writer(err if err is not None else sys.stderr).raw(error_line(message) + "\n")
+
+
+class PipeSafe:
+    """A stand-in for sys.stdout / sys.stderr: once the reader is gone (EPIPE), the rest goes to
+    /dev/null, so no verb dies of a BrokenPipeError half-way (``symmtui patch check | true``) and
+    its exit code still tells its result."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def _gone(self) -> None:
+        self.gone = True
+        drop_stream(self._stream)
+        with contextlib.suppress(OSError):  # the stream is /dev/null now: what was buffered goes there
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+def guard_streams() -> tuple[object, object]:
+    """Make sys.stdout and sys.stderr survive a reader that goes away (see :class:`PipeSafe`);
+    returns the streams it replaced, for :func:`restore_streams`."""
+    saved = (sys.stdout, sys.stderr)
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, PipeSafe):
+            setattr(sys, name, PipeSafe(stream))
+    return saved
+
+
+def restore_streams(saved: tuple[object, object]) -> None:
+    """Put back what :func:`guard_streams` replaced."""
+    sys.stdout, sys.stderr = saved
