@@ -1,11 +1,33 @@
-"""One bring-up, headless, under every front end: build a Session, attach a front end, read its messages."""
+"""One bring-up, headless, under every front end: build a Session, attach a front end, read its messages.
+
+Names are imported on first use (``symmtui.session.Session`` loads only the session core): the
+dashboard's first paint does not wait for the patch engine or the launcher to import.
+"""
 
 from __future__ import annotations
 
-from symmtui.session.build import AttachSpec, for_attach, for_profile, open_dashboard, open_demo
-from symmtui.session.core import Session
-from symmtui.session.messages import EngineBatch, GpuSample, Notice, PatchState, SessionMessage, TopologyRead
-from symmtui.session.settings import BringupSettings, bringup_settings
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from symmtui.session.build import AttachSpec, for_attach, for_profile, open_dashboard, open_demo
+    from symmtui.session.core import Session
+    from symmtui.session.messages import (
+        EngineBatch,
+        GpuSample,
+        Notice,
+        PatchState,
+        SessionMessage,
+        TopologyRead,
+    )
+    from symmtui.session.settings import BringupSettings, bringup_settings
+
+_WHERE = {
+    "AttachSpec": "build", "for_attach": "build", "for_profile": "build", "open_dashboard": "build",
+    "open_demo": "build", "Session": "core", "EngineBatch": "messages", "GpuSample": "messages",
+    "Notice": "messages", "PatchState": "messages", "SessionMessage": "messages", "TopologyRead": "messages",
+    "BringupSettings": "settings", "bringup_settings": "settings",
+}
 
 __all__ = [
     "AttachSpec",
@@ -23,3 +45,10 @@ __all__ = [
     "open_dashboard",
     "open_demo",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'symmtui.session' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"symmtui.session.{module}"), name)

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 
 from symmtui.errors import UserError
 from symmtui.session.core import Session
-from symmtui.session.patching import Patcher
 from symmtui.session.settings import bringup_settings
 
 if TYPE_CHECKING:
     from symmtui.demo.story import Demo
     from symmtui.gpu.nvml import Nvml
     from symmtui.launch.profile import Profile
+    from symmtui.session.patching import Patcher
 
 ATTACH_TAIL_LINES = 5000  # the dashboard shows the last lines of a log at once and judges the rest behind
 
@@ -56,6 +56,7 @@ def _installed_patcher(session: Session, python: str | None, site: Path | None =
     """The patcher for the SGLang/vLLM that ``python`` (or this interpreter) imports, asking
     ``symmtui.gpu.facts`` with the session's NVML and topology (the same answer `symmtui patch` gets)."""
     from symmtui.gpu.facts import patch_facts
+    from symmtui.session.patching import Patcher
 
     return Patcher(site=site, package=package, python=python,
                    facts=lambda: patch_facts(session.nvml, session.topology))

@@ -76,6 +76,7 @@ class Session:
         """The capability the SM120 patch targets (``symmtui.gpu.facts``' rule: the highest)."""
         self.patch_applied = False
         self.log_path: str | None = None
+        self._batch_log_path: str | None = None  # the file of the generation being posted
         self.estimate: Estimate | None = None
         self.on_close: list[Callable[[], None]] = []
         self._post: Post | None = None
@@ -153,7 +154,7 @@ class Session:
         """Start judging a bring-up (the log, ``self.url``, ``pid``); ``record``: the launch it is (history)."""
         if self.engine is not None:
             raise RuntimeError("this session already follows a bring-up; use launch() to start over")
-        self.log_path = str(log_path) if log_path is not None else None
+        self.log_path = self._batch_log_path = str(log_path) if log_path is not None else None
         self._record = record
         self.engine = Bringup(
             log_path, ruleset=self.settings.ruleset, config=self.settings.readiness, url=self.url, pid=pid,
@@ -173,10 +174,12 @@ class Session:
             return  # a batch of the launch before a relaunch
         restarted = update.generation > self._generation
         self._generation = update.generation
+        if restarted:
+            self._batch_log_path = self.log_path  # set by the relaunch before the engine restarted
         if update.snapshot.state in RECORDED:
             self._finish(update.snapshot)
         batch = EngineBatch(update.lines, update.events, update.notices, update.snapshot, update.dropped_lines,
-                            update.generation, self.log_path, restarted)
+                            update.generation, self._batch_log_path, restarted)
         # One batch in flight: until the front end is done with the last one, the engine keeps collecting.
         while not self._gate.wait(ACK_POLL):
             if self._closed.is_set():

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from symmtui.core.events import Event
-from symmtui.core.follow import FileNotice, LogLine
-from symmtui.core.readiness import Snapshot
-from symmtui.gpu.sampler import GpuSnapshot
-from symmtui.gpu.topology import Topology
+if TYPE_CHECKING:
+    from symmtui.core.events import Event
+    from symmtui.core.follow import FileNotice, LogLine
+    from symmtui.core.readiness import Snapshot
+    from symmtui.gpu.sampler import GpuSnapshot
+    from symmtui.gpu.topology import Topology
 
 
 @dataclass(frozen=True)
