@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from symmtui.core.events import Event, EventBuilder
-from symmtui.core.follow import FileNotice, LogFollower, LogLine
+from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
+from symmtui.core.lastrun import last_launch_attach
 from symmtui.core.probe import HttpProbe, ProbeResult
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
 from symmtui.core.rules import Kind, RuleSet
@@ -131,8 +132,10 @@ class Bringup:
     """Watch one bring-up: ``start()``, read ``snapshot()`` or receive ``on_update`` batches, ``stop()``.
 
     ``tail_lines``: attach at the last N lines (the display gets those at once) and scan the earlier
-    part in a background thread; None reads the whole file in order. ``new_only``: judge only lines
-    written after start. ``on_update`` is called from one engine thread, at most ~20 times a second,
+    part in a background thread; None reads the file in order, from the start of its last launch when
+    ``last_launch`` (an existing log over a few MB: found by reading backwards, see core.lastrun; the
+    part before is not judged, an "attached" notice says so), else from its start. ``new_only``: judge
+    only lines written after start. ``on_update`` is called from one engine thread, at most ~20 times a second,
     and at once when the state changes.
     """
 
@@ -146,6 +149,7 @@ class Bringup:
         pid: int | None = None,
         new_only: bool = False,
         tail_lines: int | None = None,
+        last_launch: bool = True,
         on_update: Callable[[EngineUpdate], None] | None = None,
         probe_timeout: float = 2.0,
         probe_interval: tuple[float, float] = (0.25, 5.0),
@@ -159,6 +163,7 @@ class Bringup:
         self.pid = pid
         self.new_only = new_only
         self.tail_lines = tail_lines
+        self.last_launch = last_launch
         self.on_update = on_update
         self.probe_timeout = probe_timeout
         self.probe_interval = probe_interval
@@ -178,6 +183,7 @@ class Bringup:
         self._replay: list[Event] = []
         self._probe: HttpProbe | None = None
         self._follower: LogFollower | None = None
+        self._numbering = Numbering()
         self._last_emit = 0.0
         self._last_state = State.WAITING
         self._dispatcher: threading.Thread | None = None
@@ -256,6 +262,13 @@ class Bringup:
                     return snap
                 self._wake.wait(left)
 
+    def numbering(self) -> Numbering:
+        """How the line numbers of events map to the file's (attached partway into a big log, the lines
+        before are counted in the background: ``numbering().label(no, timeout)``)."""
+        with self._lock:
+            follower = self._follower
+        return follower.numbering() if follower is not None else self._numbering
+
     @property
     def generation(self) -> int:
         """Increments on every restart (updates carry it, so readers can drop stale batches)."""
@@ -268,7 +281,8 @@ class Bringup:
         gen = self._generation
         if self.log_path is not None:
             tail = 0 if self.new_only else self.tail_lines
-            self._follower = LogFollower(self.log_path, tail_lines=tail)
+            attach = last_launch_attach(self.ruleset) if tail is None and self.last_launch else None
+            self._follower = LogFollower(self.log_path, tail_lines=tail, attach_at=attach)
             first = threading.Event()
             self._spawn(self._follow_loop, self._follower, stop, gen, first, name="symmtui-follow")
             if tail and not self.new_only:
@@ -293,6 +307,7 @@ class Bringup:
             t.join(timeout=10)
         if self._follower is not None:
             self._follower.close()
+            self._numbering = self._follower.numbering()
             self._follower = None
 
     # ------------------------------------------------------------------ threads

@@ -20,6 +20,7 @@ __all__ = [
     "FileNotice",
     "LogFollower",
     "LogItem",
+    "LineCount",
     "LogLine",
     "NoticeKind",
     "count_lines",
@@ -36,7 +37,11 @@ COUNT_LIMIT = 256 << 20
 _FINGERPRINT = 64
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
-NoticeKind = Literal["waiting", "opened", "truncated", "rotated", "deleted", "error"]
+NoticeKind = Literal["waiting", "opened", "attached", "truncated", "rotated", "deleted", "error"]
+
+Attach = Callable[[int, int], "tuple[int, str]"]
+"""``attach_at(fd, size) -> (offset, message)``: where to start reading an existing file (a line start) and
+what to tell the reader about the part before it (sent as an "attached" notice; "" for none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +54,8 @@ class FileNotice:
     rotated / deleted: the path no longer names the file being read (renamed away / unlinked).
     The old file stays open and is still read (a server that never reopens its log keeps writing
     there) until a file appears at the path; then the old one is read to its end and an "opened"
-    follows. error: the file cannot be read (the message says why and what to do); the follower
+    follows. attached: reading starts partway into an existing file (``attach_at``); the message says
+    where and why. error: the file cannot be read (the message says why and what to do); the follower
     retries on every change and sends "opened" when it succeeds.
     """
 
@@ -207,6 +213,56 @@ def count_lines(fd: int, start: int, end: int, block: int = READ_BYTES) -> int:
     return n
 
 
+class LineCount:
+    """The newlines in bytes [0, end) of a file, counted by a background thread on its own descriptor.
+
+    Attaching partway into a file too big to count at once numbers its lines from the attach point;
+    this turns those numbers into the file's own (``result``) once the count is done.
+    """
+
+    def __init__(self, fd: int, end: int) -> None:
+        self.end = end
+        self._fd = os.dup(fd)
+        self._done = threading.Event()
+        self._value: int | None = None
+        self._thread = threading.Thread(target=self._run, name="symmtui-linecount", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = count_lines(self._fd, 0, self.end)
+        except OSError:
+            self._value = None
+        finally:
+            os.close(self._fd)
+            self._done.set()
+
+    def result(self, timeout: float | None = 0.0) -> int | None:
+        """The count, waiting at most ``timeout`` seconds for it; None when not done (or unreadable)."""
+        self._done.wait(timeout)
+        return self._value
+
+
+@dataclass(frozen=True)
+class Numbering:
+    """Line numbers as the follower gave them -> the file's own: exact, or estimated while uncounted."""
+
+    base: LineCount | None = None
+    read_bytes: int = 0  # bytes read since the attach point ...
+    read_lines: int = 0  # ... holding this many lines (for an estimate)
+
+    def label(self, no: int, timeout: float = 0.0) -> str:
+        """``line 123`` (exact), or ``line ~123`` when the lines before the attach point are not counted
+        within ``timeout`` seconds (estimated from the average line length after it)."""
+        if self.base is None:
+            return f"line {no}"
+        before = self.base.result(timeout)
+        if before is not None:
+            return f"line {before + no}"
+        per_line = self.read_bytes / self.read_lines if self.read_lines else 100.0
+        return f"line ~{round(self.base.end / max(per_line, 1.0)) + no}"
+
+
 def _iter_fd(
     fd: int, start: int, end: int | None, first_no: int, cap: int, batch_bytes: int
 ) -> Iterator[list[LogLine]]:
@@ -279,7 +335,8 @@ class LogFollower:
         tail_lines: int | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         batch_bytes: int = BATCH_BYTES,
-        count_limit: int = COUNT_LIMIT,
+        count_limit: int | None = None,
+        attach_at: Attach | None = None,
     ) -> None:
         if tail_lines is not None and tail_lines < 0:
             raise ValueError("tail_lines must be >= 0 or None")
@@ -289,8 +346,10 @@ class LogFollower:
         self.tail_lines = tail_lines
         self.max_line_bytes = max_line_bytes
         self.batch_bytes = max(batch_bytes, 1)
-        self.count_limit = count_limit
+        self.count_limit = COUNT_LIMIT if count_limit is None else count_limit
+        self.attach_at = attach_at
         self.numbering_exact = True
+        self.line_base: LineCount | None = None  # numbering from an attach point: lines before it, counting
         self.has_more = False
         self._lock = threading.Lock()
         self._split = _Splitter(max_line_bytes, live=True)
@@ -325,7 +384,8 @@ class LogFollower:
                 return out
             if not self._polled:
                 self._polled = True
-                self._attach_tail = self.tail_lines is not None and os.path.exists(self.path)
+                self._attach_tail = (self.tail_lines is not None or self.attach_at is not None) and os.path.exists(
+                    self.path)
             try:
                 self._step(out)
             except OSError as exc:
@@ -382,6 +442,11 @@ class LogFollower:
                         return
                     if result == "signal":
                         raise KeyboardInterrupt
+
+    def numbering(self) -> Numbering:
+        """How this follower's line numbers map to the file's (it outlives ``close``)."""
+        base = self.line_base
+        return Numbering(base, self._split.offset - (base.end if base else 0), self._split.no - 1)
 
     def backfill(self, batch_bytes: int = BATCH_BYTES) -> Iterator[list[LogLine]]:
         """The lines the tail start skipped (bytes before it), numbered exactly from 1, in batches.
@@ -567,6 +632,7 @@ class LogFollower:
         self._fingerprint = b""
         start, no = 0, 1
         where = "from its start"
+        attached = ""
         if self._attach_tail and self.tail_lines is not None:
             self._attach_tail = False
             start = tail_offset(fd, fst.st_size, self.tail_lines)
@@ -581,6 +647,19 @@ class LogFollower:
                         f"at its last {self.tail_lines} lines (byte {start}); line numbers count from there "
                         f"(file too big to count at once)"
                     )
+        elif self._attach_tail and self.attach_at is not None:
+            self._attach_tail = False
+            start, attached = self.attach_at(fd, fst.st_size)
+            if start > 0:
+                self._backfill = (os.dup(fd), start)
+                if start <= self.count_limit:
+                    no = count_lines(fd, 0, start) + 1
+                    where = f"at line {no}"
+                else:
+                    # Counting a GB of newlines takes ~0.4 s: do it aside, number from the attach point.
+                    self.numbering_exact = False
+                    self.line_base = LineCount(fd, start)
+                    where = f"at byte {start} (lines numbered from there while the lines before are counted)"
         else:
             self._attach_tail = False
             self.numbering_exact = True
@@ -588,6 +667,8 @@ class LogFollower:
         self._state = "open"
         self._error = ""
         self._notice(out, "opened", f"following {path} {where}")
+        if attached:
+            self._notice(out, "attached", attached)
 
     def _check_truncation(self, out: list[LogItem], fd: int) -> None:
         offset = self._split.offset
@@ -606,6 +687,7 @@ class LogFollower:
         self._split.reset(0, 1)
         self._fingerprint = b""
         self.numbering_exact = True
+        self.line_base = None
         self._notice(out, "truncated", f"{self.path} {why} after line {lines}; reading it again from its start")
 
     def _read(self, out: list[LogItem]) -> None:

@@ -13,6 +13,7 @@ from typing import TextIO
 from symmtui.core.diagnose import PortOwner, diagnose
 from symmtui.core.engine import Bringup, EngineUpdate
 from symmtui.core.events import Event
+from symmtui.core.follow import Numbering
 from symmtui.core.readiness import ReadinessConfig, Snapshot, State
 from symmtui.core.rules import RuleSet
 
@@ -24,6 +25,8 @@ EXIT_CODES = {State.READY: EXIT_READY, State.CRASHED: EXIT_CRASHED, State.TIMED_
 SETTLE_QUIET = 0.2  # after a crash, wait for the log to be quiet this long (other ranks' copies) ...
 SETTLE_MAX = 1.0  # ... but no longer than this
 MAX_BLOCK_PRINT = 60
+FINAL_GRACE = 0.5  # the state is final but its update has not come: wait this long for it
+LINE_COUNT_WAIT = 2.0  # attached partway into a huge log: wait this long for its lines to be counted
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class _Printer:
         self.state = State.WAITING
         self.notices: set[tuple[str, str]] = set()
         self.closed = False
+        self.numbering = Numbering()
 
     def line(self, text: str) -> None:
         if self.closed:
@@ -120,7 +124,7 @@ class _Printer:
                     self.line(f"  next:  {d.action}")
                 for other in snap.errors:
                     if other.key != cause.key:
-                        where = f" (line {other.line_no})" if other.line_no else ""
+                        where = f" ({self.label(other.line_no)})" if other.line_no else ""
                         self.line(f"  also:  {other.headline()}{where}")
             if snap.process_detail and (cause is None or cause.rule_id != "process_exit"):
                 self.line(f"  process: {snap.process_detail}")
@@ -150,12 +154,17 @@ class _Printer:
         lines = ev.block or ((ev.text,) if ev.text and ev.text != ev.summary else ())
         if not lines:
             return
-        where = f" (line {ev.line_no})" if ev.line_no else ""
+        where = f" ({self.label(ev.line_no)})" if ev.line_no else ""
         self.line(f"  --- first error{where} ---")
         shown = lines if len(lines) <= MAX_BLOCK_PRINT else (*lines[:10], "...", *lines[-(MAX_BLOCK_PRINT - 11) :])
         for text in shown:
             self.line(f"  | {text}")
         self.line("  ---")
+
+    def label(self, no: int) -> str:
+        """``line N`` in the file's own numbering (``line ~N`` if the lines before an attach point
+        could not be counted in time)."""
+        return self.numbering.label(no, LINE_COUNT_WAIT)
 
     def _warning(self, w: Event) -> None:
         self.line(f"  warning: {w.headline()}")
@@ -172,15 +181,21 @@ def report(bringup: Bringup, updates: queue.Queue[EngineUpdate], out: TextIO,
     """
     printer = _Printer(out, port_owner)
     t0 = clock()
+    final_at: float | None = None  # the engine's state went final before its update reached us
     try:
         while True:
             try:
-                up = updates.get(timeout=0.5)
+                up = updates.get(timeout=0.5 if final_at is None else 0.05)
             except queue.Empty:
                 snap = bringup.snapshot()
-                printer.progress(snap)
                 if snap.state.final:
-                    break
+                    # The update carrying it (and its notices) is on its way: take it, briefly.
+                    final_at = clock() if final_at is None else final_at
+                    if clock() - final_at >= FINAL_GRACE:
+                        printer.progress(snap)
+                        break
+                    continue
+                printer.progress(snap)
                 continue
             printer.update(up, clock() - t0)
             if up.snapshot.state.final:
@@ -199,6 +214,7 @@ def report(bringup: Bringup, updates: queue.Queue[EngineUpdate], out: TextIO,
             snap = bringup.snapshot()
     finally:
         bringup.stop()
+    printer.numbering = bringup.numbering()
     printer.progress(snap)
     printer.verdict(snap)
     return WaitResult(snap.state, EXIT_CODES.get(snap.state, EXIT_CRASHED), snap)

@@ -1,0 +1,132 @@
+"""Attaching to a long log: `wait` judges the last launch, found by reading backwards; true line numbers."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import symmtui.core.follow as follow
+import symmtui.core.lastrun as lastrun
+from symmtui.core.lastrun import find_last_launch
+from symmtui.core.readiness import ReadinessConfig, State
+from symmtui.core.rules import RuleSet
+from symmtui.core.waiting import wait_for
+
+from .engine_kit import FIXTURES, KEYERROR_LOG, READY_LOG, env, symmtui_cmd
+
+BIG_WRITER = FIXTURES / "big_log_writer.py"
+VLLM_401 = FIXTURES.parent / "corpus" / "cases" / "vllm-opea2237-hf-401-unauthorized.log"
+SERVING = f"fill:{READY_LOG}:163:165"  # GET /get_model_info, a Prefill batch, POST /generate 200
+MB = 1 << 20
+
+
+def _write(path: Path, *parts: str) -> dict[str, object]:
+    """Build the log with a separate writer process; returns its {"size", "starts"}."""
+    r = subprocess.run([sys.executable, str(BIG_WRITER), str(path), *parts], capture_output=True, text=True,
+                       timeout=120, check=True)
+    info: dict[str, object] = json.loads(r.stdout)
+    return info
+
+
+def _line_of(path: Path, needle: bytes, *, after: int = 0) -> int:
+    """The file's own 1-based number of the first line at or after byte ``after`` holding ``needle``."""
+    data = path.read_bytes()
+    i = data.index(needle, after)
+    return data.count(b"\n", 0, i) + 1
+
+
+def _wait_cli(log: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(symmtui_cmd("wait", "--log", str(log), "--timeout", "20", *args),
+                          capture_output=True, text=True, timeout=120, env=env())
+
+
+def test_wait_judges_the_last_launch_of_a_long_log_with_true_line_numbers(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    info = _write(log, f"file:{READY_LOG}", f"{SERVING}:{30 * MB}", f"file:{KEYERROR_LOG}")
+    starts = info["starts"]
+    assert isinstance(starts, list)
+    r = _wait_cli(log)
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = r.stdout
+    assert "log attached: judging the last launch" in out
+    head = [ln for ln in out.splitlines() if ln.startswith("CRASHED after ")]
+    assert head and head[0].endswith(": KeyError: 12 at torch_symm_mem.py:83 (8 ranks)")
+    # the first traceback of the last launch, numbered as in the file (300k lines before it)
+    first = _line_of(log, b"Scheduler hit an exception", after=starts[2])
+    assert first > 300_000
+    assert f"--- first error (line {first}) ---" in out
+    assert "the log holds" not in out  # the earlier launch is not judged, not counted as read
+
+
+def test_an_earlier_crash_is_not_reported_for_a_ready_last_launch(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    _write(log, f"file:{KEYERROR_LOG}", f"{SERVING}:{20 * MB}", f"file:{READY_LOG}", f"{SERVING}:{2 * MB}")
+    r = _wait_cli(log)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "READY after" in r.stdout
+    assert "KeyError" not in r.stdout
+    assert "judging the last launch" in r.stdout
+
+
+def test_no_launch_start_in_the_window_judges_the_recent_part_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lastrun, "WINDOW", 4 * MB)
+    monkeypatch.setattr(lastrun, "FALLBACK", 2 * MB)
+    log = tmp_path / "server.log"
+    # a launch that crashed long ago, hours of serving, then the tail of a crash (its start is long gone)
+    info = _write(log, f"file:{KEYERROR_LOG}", f"{SERVING}:{24 * MB}", f"lines:{KEYERROR_LOG}:10:122")
+    starts = info["starts"]
+    assert isinstance(starts, list)
+    out = io.StringIO()
+    res = wait_for(log, config=ReadinessConfig(timeout=20, stall=None), out=out)
+    text = out.getvalue()
+    assert res.state is State.CRASHED, text
+    assert "no launch start in the last 4.2 MB" in text and "judging its last 2.1 MB" in text
+    first = _line_of(log, b"Scheduler hit an exception", after=starts[2])
+    assert f"--- first error (line {first}) ---" in text
+
+
+def test_lines_before_a_huge_attach_point_are_counted_in_the_background(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(follow, "COUNT_LIMIT", 1 * MB)  # as if the 20 MB skipped were many GB
+    log = tmp_path / "server.log"
+    info = _write(log, f"file:{READY_LOG}", f"{SERVING}:{20 * MB}", f"file:{KEYERROR_LOG}")
+    starts = info["starts"]
+    assert isinstance(starts, list)
+    out = io.StringIO()
+    res = wait_for(log, config=ReadinessConfig(timeout=20, stall=None), out=out)
+    text = out.getvalue()
+    assert res.state is State.CRASHED, text
+    first = _line_of(log, b"Scheduler hit an exception", after=starts[2])
+    sigquit = _line_of(log, b"Received sigquit", after=starts[2])
+    assert f"--- first error (line {first}) ---" in text
+    assert f"(line {sigquit})" in text
+
+
+def test_find_last_launch_reads_backwards_and_falls_back(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    info = _write(log, f"file:{READY_LOG}", f"{SERVING}:{12 * MB}", f"file:{VLLM_401}", f"{SERVING}:{1 * MB}")
+    starts = info["starts"]
+    assert isinstance(starts, list)
+    fd = os.open(log, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        start = find_last_launch(fd, size, RuleSet())
+        # vLLM's first lines: the start is its "vLLM API server version" line, not an earlier launch
+        data = log.read_bytes()
+        assert start.found and start.offset == data.index(b"INFO 09-03 21:20:47 [api_server.py", starts[2])
+        assert start.searched < size // 3  # it did not read the file from its start
+        # a window that does not reach the vLLM launch: not found, judge the last FALLBACK bytes
+        near = find_last_launch(fd, size, RuleSet(), window=MB // 2)
+        assert not near.found and size - near.offset <= lastrun.FALLBACK
+        assert data[near.offset - 1 : near.offset] == b"\n"
+        # a small log is read whole
+        assert find_last_launch(fd, size, RuleSet(), small=size).offset == 0
+    finally:
+        os.close(fd)
