@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import select
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -13,6 +12,7 @@ from pathlib import Path
 from symmtui.core.events import Event, EventBuilder
 from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
 from symmtui.core.lastrun import last_launch_attach
+from symmtui.core.pidwatch import ProcRef
 from symmtui.core.probe import HttpProbe, ProbeResult
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
 from symmtui.core.rules import Kind, RuleSet
@@ -97,35 +97,20 @@ def _exists(pid: int) -> bool:
 
 
 def watch_pid(pid: int, stop: threading.Event, on_exit: Callable[[int | None], None], poll: float = 0.2) -> None:
-    """Block until ``pid`` is gone (or ``stop``), then call ``on_exit(returncode or None)``.
+    """Block until the process that has ``pid`` now is gone (or ``stop``), then call ``on_exit(returncode or None)``.
 
-    Uses a pidfd (woken by the kernel the moment the process ends) where available, else polls.
+    It is followed by pid and start time with a pidfd (symmtui.core.pidwatch): if the pid is reused
+    afterwards, the new process is not mistaken for it.
     """
-    fd: int | None = None
+    ref = ProcRef.open(pid)
     try:
-        fd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
-    except OSError:
-        fd = None
-    try:
-        while not stop.is_set():
-            if fd is not None:
-                ready, _, _ = select.select([fd], [], [], poll)
-                if not ready:
-                    continue
-            else:
-                stop.wait(poll)
-            alive, code = process_exit_status(pid)
-            if not alive:
-                on_exit(code)
-                return
-            if fd is not None:
-                # The pidfd fired but the process is still listed: a zombie our parent has not reaped
-                # shows as 'Z' and is handled above; anything else, keep waiting by polling.
-                os.close(fd)
-                fd = None
+        alive, code = ref.status()
+        if not alive:
+            on_exit(code)
+            return
+        ref.watch(stop, on_exit, poll)
     finally:
-        if fd is not None:
-            os.close(fd)
+        ref.close()
 
 
 class Bringup:
@@ -154,6 +139,7 @@ class Bringup:
         probe_timeout: float = 2.0,
         probe_interval: tuple[float, float] = (0.25, 5.0),
         clock: Callable[[], float] = time.monotonic,
+        exit_reason: Callable[[int | None], str | None] | None = None,
     ) -> None:
         self.ruleset = ruleset if ruleset is not None else RuleSet()
         base = config if config is not None else ReadinessConfig()
@@ -167,6 +153,8 @@ class Bringup:
         self.on_update = on_update
         self.probe_timeout = probe_timeout
         self.probe_interval = probe_interval
+        self.exit_reason = exit_reason
+        """Asked when the watched pid exits: a reason (e.g. "stopped by symmtui stop") makes it STOPPED."""
         self._clock = clock
         self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
@@ -422,7 +410,14 @@ class Bringup:
         probe.run(stop, on_result)
 
     def _pid_loop(self, pid: int, stop: threading.Event, gen: int) -> None:
-        alive, code = process_exit_status(pid)
+        ref = ProcRef.open(pid)  # this process, by pid and start time: a reused pid is not it
+        try:
+            self._watch_process(ref, stop, gen)
+        finally:
+            ref.close()
+
+    def _watch_process(self, ref: ProcRef, stop: threading.Event, gen: int) -> None:
+        alive, code = ref.status()
         if alive:
             with self._lock:
                 if gen == self._generation:
@@ -437,6 +432,7 @@ class Bringup:
                 if last is not None and self._clock() - last >= 0.1 and self._clock() - t0 >= 0.1:
                     break
                 stop.wait(0.05)
+            stopped = self.exit_reason(code) if self.exit_reason is not None else None
             with self._lock:
                 if gen != self._generation:
                     return
@@ -444,10 +440,13 @@ class Bringup:
                 for ev in self._builder.flush():
                     self._feed_event(ev, now)
                 before = self._readiness.state
-                self._readiness.feed_process(False, code, now)
-                snap = self._readiness.snapshot(now)
-                if snap.cause is not None and snap.cause.rule_id == "process_exit":
-                    self._pending.events.append(snap.cause)
+                if stopped is not None:  # ended on purpose (symmtui stop): not a crash
+                    self._readiness.mark_stopped(now, stopped)
+                else:
+                    self._readiness.feed_process(False, code, now)
+                    snap = self._readiness.snapshot(now)
+                    if snap.cause is not None and snap.cause.rule_id == "process_exit":
+                        self._pending.events.append(snap.cause)
                 if self._readiness.state is not before:
                     self._urgent = True
                 self._wake.notify_all()
@@ -455,7 +454,7 @@ class Bringup:
         if not alive:
             on_exit(code)
             return
-        watch_pid(pid, stop, on_exit)
+        ref.watch(stop, on_exit)
 
     def _dispatch_loop(self) -> None:
         while True:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import statistics
@@ -125,6 +126,28 @@ class History:
                 os.close(fd)
         except OSError as exc:
             raise UserError(f"cannot append launch history {self.path}: {exc.strerror or exc}") from exc
+
+    def append_once(self, entry: HistoryEntry) -> HistoryEntry:
+        """Append ``entry`` unless its launch is already recorded; the recorded entry either way.
+
+        Check and append happen under a lock on the history file, so two processes finishing the
+        same launch (the `launch` that waited on it and the `stop` that ended it) write one line.
+        """
+        if entry.verdict not in VERDICTS:
+            raise ValueError(f"unknown verdict {entry.verdict!r}; one of {VERDICTS}")
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise UserError(f"cannot append launch history {self.path}: {exc.strerror or exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            for old in self.entries():
+                if old.launch_id == entry.launch_id:
+                    return old
+            self.append(entry)
+            return entry
+        finally:
+            os.close(fd)
 
     def entries(self) -> list[HistoryEntry]:
         """All entries, oldest first; a launch recorded twice keeps its last line."""

@@ -100,6 +100,42 @@ def load(profile_key: str) -> LaunchRecord | None:
         ) from exc
 
 
+def stop_request_path(profile_key: str) -> Path:
+    """``<state>/symmtui/launch/<profile key>.stopping``: written by a stop before its first signal."""
+    return launch_dir() / f"{profile_key}.stopping"
+
+
+@dataclass(frozen=True)
+class StopRequest:
+    """A stop of one launch, recorded before its first signal so its watchers can tell it from a crash."""
+
+    launch_id: str
+    by_pid: int
+    at: float
+
+
+def request_stop(record: LaunchRecord, by_pid: int, at: float) -> None:
+    """Say that ``record`` is being stopped on purpose (atomic; a failure is an OSError)."""
+    write_json_atomic(stop_request_path(record.profile_key),
+                      {"launch_id": record.launch_id, "by_pid": by_pid, "at": at, "version": 1})
+
+
+def stop_requested(profile_key: str, launch_id: str) -> StopRequest | None:
+    """The stop recorded for this launch, None when none was (or the note is unreadable)."""
+    try:
+        data = json.loads(stop_request_path(profile_key).read_text(encoding="utf-8"))
+        req = StopRequest(str(data["launch_id"]), int(data["by_pid"]), float(data["at"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return req if req.launch_id == launch_id else None
+
+
+def clear_stop_request(profile_key: str) -> None:
+    """Forget a stop note (a new launch starts without one)."""
+    with contextlib.suppress(FileNotFoundError):
+        stop_request_path(profile_key).unlink()
+
+
 def clear(profile_key: str, launch_id: str | None = None) -> None:
     """Forget the current launch (only if it is still ``launch_id`` when given)."""
     path = state_path(profile_key)

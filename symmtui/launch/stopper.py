@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import signal
 import time
 from typing import TYPE_CHECKING
@@ -55,6 +56,7 @@ class StopRun:
                 tuple(p.pid for p in found),
             )
             if found:
+                self._announce(rec)
                 survivors, killed = self._signal(rec, found)
                 # A process forked during the grace period is ours too: one more pass.
                 extra = [p for p in self._collect(rec, found) if p.pid not in {f.pid for f in found}]
@@ -127,6 +129,14 @@ class StopRun:
             + ", ".join(f"pid {p.pid}" for p in survivors)
         )
         return survivors, killed
+
+    def _announce(self, rec: LaunchRecord) -> None:
+        """Before the first signal: note that this launch is stopped on purpose, so that whoever
+        watches it (a `symmtui launch` waiting on it) ends as STOPPED, not CRASHED."""
+        try:
+            state.request_stop(rec, os.getpid(), time.time())
+        except OSError as exc:
+            self.notes.append(f"could not note the stop for the launch's watcher ({exc.strerror or exc})")
 
     def _reap_own(self, rec: LaunchRecord) -> None:
         if self.sup.launched_here(rec):

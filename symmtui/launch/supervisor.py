@@ -97,6 +97,14 @@ class Supervisor:
             return True
         return bool(proctree.collect(rec.pid, rec.create_time, rec.sid, rec.pgid, rec.launch_id))
 
+    def stop_reason(self, record: LaunchRecord) -> str | None:
+        """Why ``record`` ended, when it was stopped on purpose (a symmtui stop noted it); None otherwise."""
+        req = state.stop_requested(record.profile_key, record.launch_id)
+        if req is None:
+            return None
+        who = "this symmtui" if req.by_pid == os.getpid() else f"symmtui stop (pid {req.by_pid})"
+        return f"stopped by {who}"
+
     def launched_here(self, record: LaunchRecord) -> bool:
         """True if this Supervisor object started ``record`` (so it holds the exit status)."""
         return self._popen_id == record.launch_id
@@ -175,6 +183,7 @@ class Supervisor:
                         exit_code=4,
                     )
             argv, cwd, env = self.check()
+            state.clear_stop_request(p.key)  # a stop noted for an earlier launch says nothing of this one
             launch_id = uuid.uuid4().hex
             env[proctree.MARKER_ENV] = launch_id
             log_path, log_fd = self._open_log()
@@ -536,7 +545,7 @@ class Supervisor:
         end: float | None = None,
         history: history_mod.History | None = None,
     ) -> history_mod.HistoryEntry:
-        """Append the launch's outcome to the history (call once the launch is ready or failed)."""
+        """Append the launch's outcome to the history, once per launch (a second call returns the first entry)."""
         entry = history_mod.HistoryEntry(
             launch_id=record.launch_id,
             command_hash=record.command_hash,
@@ -549,8 +558,7 @@ class Supervisor:
             profile_key=record.profile_key,
             log_path=record.log_path,
         )
-        (history or history_mod.History()).append(entry)
-        return entry
+        return (history or history_mod.History()).append_once(entry)
 
     def estimate(self) -> history_mod.Estimate | None:
         """ETA of this profile's command from earlier successful launches (None: no history)."""

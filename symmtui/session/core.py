@@ -159,10 +159,17 @@ class Session:
         self.engine = Bringup(
             log_path, ruleset=self.settings.ruleset, config=self.settings.readiness, url=self.url, pid=pid,
             new_only=new_only, tail_lines=tail_lines, on_update=self._on_engine_update,
-            probe_timeout=probe_timeout,
+            probe_timeout=probe_timeout, exit_reason=self._exit_reason,
         )
         self.engine.start()  # now: its clock starts with the launch; batches wait until a front end attaches
         return self.engine
+
+    def _exit_reason(self, code: int | None) -> str | None:
+        """The engine asks when the watched pid exits: a stop noted for this launch makes it STOPPED."""
+        sup, record = self.supervisor, self._record
+        if sup is None or record is None:
+            return None
+        return sup.stop_reason(record)
 
     def snapshot_now(self) -> Snapshot | None:
         """A fresh readiness snapshot (elapsed, time left), e.g. for a once-a-second redraw."""

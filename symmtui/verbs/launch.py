@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from symmtui.launch.profile import Profile
 
 from symmtui import boundary
 
@@ -25,19 +29,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
+    import shlex
 
-    from symmtui.core.readiness import State
     from symmtui.errors import UserError
-    from symmtui.gpu.facts import open_nvml
     from symmtui.launch import load_profile
-    from symmtui.launch.cliout import ProgressPrinter
-    from symmtui.session import for_profile
-    from symmtui.session.headless import Headless
+    from symmtui.launch.claim import claim
 
     profile = load_profile(args.config)
     if profile.attach_only:
         raise UserError(f"cannot launch: {profile.attach_reason}")
+    # One `symmtui launch` of a profile at a time, from before the stop until the verdict: a second
+    # one exits 4 here, having stopped, launched and written nothing.
+    with claim(profile.key, f" --config {shlex.quote(args.config)}" if args.config else ""):
+        return _launch_and_wait(args, profile)
+
+
+def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
+    import sys
+
+    from symmtui.core.readiness import State
+    from symmtui.gpu.facts import open_nvml
+    from symmtui.launch.cliout import ProgressPrinter
+    from symmtui.session import for_profile
+    from symmtui.session.headless import Headless
+
     session = for_profile(profile, nvml=open_nvml(), timeout=args.timeout, stall=args.stall, grace=args.grace)
     sup = session.supervisor
     assert sup is not None
