@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import stat
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -22,8 +23,9 @@ from symmtui.errors import UserError
 CHUNK = 256 << 10  # phase one reads this much at a time: several passes over it stay in L2 cache
 SAMPLE = 1 << 20
 MAX_LINE = 1 << 20  # longer lines are judged by their first MiB
-PARALLEL_MIN = 256 << 20  # files this big are prefiltered by several processes (idle cores permitting)
-MAX_WORKERS = 4
+PARALLEL_MIN = 48 << 20  # files this big are prefiltered by several processes (a fork costs a few ms)
+PER_WORKER = 24 << 20  # at least this much of the file per process
+SAMPLE_PIECES = 8  # the prefilter is tuned on this many pieces spread over the file (its bulk, not its start)
 
 
 @dataclass(frozen=True)
@@ -153,17 +155,33 @@ def find_candidates(path: str, start: int, end: int, rules: tuple[Rule, ...], sa
     return out, lines
 
 
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def _workers(size: int) -> int:
-    """One process for small files; for big ones, as many as there are idle cores (at most 4)."""
+    """One process for small files; for big ones, every idle core (at least 2 where there are 2).
+
+    A busy host (load average near the core count) still gets two: the scan is short, and the OS
+    shares the cores; an idle one gets all of them, one per PER_WORKER of file at most.
+    """
     if size < PARALLEL_MIN:
         return 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cpus = _cpus()
     try:
         load = os.getloadavg()[0]
     except OSError:
-        load = float(cpus)
-    # Starting a worker costs ~0.1-0.3 s; a worker on a busy core only slows everyone down.
-    return max(1, min(MAX_WORKERS, round(cpus - load)))
+        load = 0.0
+    idle = max(min(2, cpus), round(cpus - load))
+    return max(1, min(cpus, idle, size // PER_WORKER))
+
+
+def _sample(fd: int, size: int) -> bytes:
+    """Pieces spread over the file: the prefilter picks its anchors on what most of the file looks like."""
+    if size <= SAMPLE:
+        return os.pread(fd, SAMPLE, 0)
+    piece = SAMPLE // SAMPLE_PIECES
+    return b"".join(os.pread(fd, piece, (size - piece) * k // (SAMPLE_PIECES - 1)) for k in range(SAMPLE_PIECES))
 
 
 _SCAN_HINT = "give the log file (scan reads a finished file: save a pipe's output to a file first)"
@@ -198,13 +216,13 @@ def scan_file(path: str | os.PathLike[str], ruleset: RuleSet | None = None, *, c
         if not stat.S_ISREG(st.st_mode):  # swapped after the stat above
             raise UserError(f"cannot scan {p}: not a regular file; {_SCAN_HINT}")
         size = st.st_size
-        sample = os.pread(fd, SAMPLE, 0)
+        head = os.pread(fd, 4096, 0)
         n = workers if workers is not None else _workers(size)
         ranges = _split_ranges(fd, size, max(1, n))
-        results = _phase_one(str(p), ranges, rs.rules, sample, chunk_size)
+        results = _phase_one(str(p), ranges, rs.rules, _sample(fd, size), chunk_size)
         scan = _Scan(rs)
-        first_nl = sample.find(b"\n")
-        first_line = sample[: first_nl if first_nl >= 0 else len(sample)]
+        first_nl = head.find(b"\n")
+        first_line = head[: first_nl if first_nl >= 0 else len(head)]
         if first_line:
             scan.first_ts = split_prefix(_decode(1, first_line[:4096]).plain).ts
         total = 0
@@ -236,7 +254,13 @@ def _phase_one(path: str, ranges: list[tuple[int, int]], rules: tuple[Rule, ...]
     if len(ranges) == 1:
         return [find_candidates(path, ranges[0][0], ranges[0][1], rules, sample, chunk_size)]
     methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    # fork starts a worker in a few ms (forkserver/spawn: 0.1-0.3 s, a import of symmtui each); it is
+    # safe only while this process runs one thread (the CLI), so a threaded caller gets forkserver.
+    if "fork" in methods and threading.active_count() == 1:
+        method = "fork"
+    else:
+        method = "forkserver" if "forkserver" in methods else "spawn"
+    ctx = multiprocessing.get_context(method)
     with ProcessPoolExecutor(max_workers=len(ranges) - 1, mp_context=ctx) as pool:
         futures = [pool.submit(find_candidates, path, a, b, rules, sample, chunk_size) for a, b in ranges[1:]]
         first = find_candidates(path, ranges[0][0], ranges[0][1], rules, sample, chunk_size)

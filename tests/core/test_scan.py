@@ -118,7 +118,8 @@ def test_traceback_is_grouped_across_a_chunk_boundary(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("cpus", "load", "size", "want"),
-                         [(8, 0.0, 1 << 30, 4), (8, 7.6, 1 << 30, 1), (2, 0.2, 1 << 30, 2), (8, 0.0, 1 << 20, 1)])
+                         [(8, 0.0, 1 << 30, 8), (8, 7.6, 1 << 30, 2), (2, 5.0, 1 << 30, 2), (1, 0.0, 1 << 30, 1),
+                          (16, 4.0, 1 << 30, 12), (16, 0.0, 100 << 20, 4), (8, 0.0, 1 << 20, 1)])
 def test_worker_count_follows_idle_cores(monkeypatch: pytest.MonkeyPatch, cpus: int, load: float, size: int,
                                          want: int) -> None:
     from symmtui.core import scan
@@ -182,3 +183,38 @@ def test_scan_judges_odd_lines_as_the_follower_does(tmp_path: Path) -> None:
     want = [(e.rule_id, e.line_no, e.summary) for e in live if e.kind is Kind.CRASH]
     assert [r for r, _, _ in want] == ["key_error", "segfault", "fatal_python"]
     assert [(e.rule_id, e.line_no, e.summary) for e in scan_file(log).errors] == want
+
+
+def test_parallel_scan_equals_sequential_on_a_written_log_with_crashes_at_the_cuts(tmp_path: Path) -> None:
+    """A separate writer process builds a 12 MB log: tracebacks of 8 ranks between serving lines, over
+    and over; for 2, 5 and 8 processes a cut falls inside one; the reports are identical."""
+    import json
+    import subprocess
+    import sys
+
+    from symmtui.core.scan import _split_ranges
+
+    unit = tmp_path / "unit.log"  # lines of the fixtures: serving lines, then the 8 ranks' tracebacks
+    ready = READY_LOG.read_bytes().splitlines(keepends=True)
+    crash = KEYERROR_LOG.read_bytes().splitlines(keepends=True)
+    unit.write_bytes(b"".join(ready[162:165]) * 40 + b"".join(crash[9:121]))
+    log = tmp_path / "server.log"
+    writer = Path(__file__).resolve().parent.parent / "fixtures" / "big_log_writer.py"
+    r = subprocess.run([sys.executable, str(writer), str(log), f"file:{READY_LOG}",
+                        f"fill:{unit}:1:232:{12 << 20}", f"file:{KEYERROR_LOG}"],
+                       capture_output=True, text=True, timeout=120, check=True)
+    size = json.loads(r.stdout)["size"]
+    data = log.read_bytes()
+    ref = report_json(scan_file(log, workers=1))
+    ref.pop("scan_seconds")
+    assert ref["verdict"] == "crashed" and ref["lines"] == data.count(b"\n")
+    for n in (2, 5, 8):
+        with log.open("rb") as fh:
+            cuts = [a for a, _ in _split_ranges(fh.fileno(), size, n)[1:]]
+        # the premise: a cut lands inside a traceback (the line before it is not its last line)
+        inside = [c for c in cuts if not data[data.rfind(b"\n", 0, c - 1) + 1 : c].startswith(b"KeyError")
+                  and b"Traceback" not in data[c : data.find(b"\n", c)]]
+        assert inside, n
+        got = report_json(scan_file(log, workers=n, chunk_size=1 << 16))
+        got.pop("scan_seconds")
+        assert got == ref, n
