@@ -5,18 +5,20 @@ from __future__ import annotations
 import sys
 
 from symmtui import boundary
-from symmtui.verbs import gpus
+from symmtui.gpu import options
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the gpus verb's options and run it (same boundary and error lines as `symmtui gpus`)."""
 
     def body() -> int:
-        parser = boundary.Parser(prog="python -m symmtui.gpu", description=gpus.HELP)
-        gpus.add_arguments(parser)
+        parser = boundary.Parser(prog="python -m symmtui.gpu", description=options.HELP)
+        options.add_arguments(parser)
         args = parser.parse_args(argv)
         boundary.check_values(args)
-        return gpus.run(args)
+        from symmtui.gpu.cli import gpus_main
+
+        return gpus_main(args)
 
     return boundary.run_checked(body)
 

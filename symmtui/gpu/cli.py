@@ -10,10 +10,10 @@ from typing import Any
 
 from symmtui.errors import UserError
 from symmtui.gpu.nvml import STANDIN_ENV, Nvml, nvml_from_env
+from symmtui.gpu.options import EXIT_UNAVAILABLE
 from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
 from symmtui.gpu.topology import Topology, read_topology
 
-EXIT_UNAVAILABLE = 3
 DEBUG_ROUNDS = 50
 
 
