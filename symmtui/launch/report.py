@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from symmtui.launch.proctree import ProcInfo
 from symmtui.launch.state import LaunchRecord
+
+if TYPE_CHECKING:
+    from symmtui.patch.preflight import Prediction
 
 
 class Step(StrEnum):
@@ -52,6 +57,12 @@ class Progress:
     time_left: float | None = None
     """Seconds until this step gives up / escalates (None when not waiting)."""
     strangers: tuple[Stranger, ...] = ()
+
+
+OnProgress = Callable[[Progress], None]
+"""Called with each step of a stop / relaunch (from the thread that runs it)."""
+GpuPids = Callable[[], "set[int] | None"]
+"""Which pids hold GPU memory now (symmtui.gpu.facts.gpu_pids_from); None when that could not be checked."""
 
 
 StopProgress = Progress
@@ -111,6 +122,6 @@ class RelaunchResult:
 
     stop: StopReport
     record: LaunchRecord
-    prediction: object | None = None
+    prediction: Prediction | None = None
     """What ``symmtui.patch.preflight`` predicted (None: no crash predicted, or not checked)."""
     warnings: tuple[str, ...] = ()

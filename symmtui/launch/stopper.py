@@ -6,22 +6,46 @@ import math
 import os
 import signal
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from symmtui.launch import history as history_mod
 from symmtui.launch import ports, proctree, state
 from symmtui.launch.proctree import ProcInfo
-from symmtui.launch.report import Progress, Step, StopReport, Stranger
+from symmtui.launch.profile import Profile
+from symmtui.launch.report import GpuPids, OnProgress, Progress, Step, StopReport, Stranger
 from symmtui.launch.state import LaunchRecord
 
-if TYPE_CHECKING:
-    from symmtui.launch.supervisor import OnProgress, Supervisor
+
+class StopTarget(Protocol):
+    """What a stop needs from the Supervisor that runs it (named here, so this module does not import it)."""
+
+    profile: Profile
+    gpu_pids: GpuPids | None
+    gpu_timeout: float
+    port_timeout: float
+    kill_timeout: float
+    poll: float
+
+    def current(self) -> LaunchRecord | None: ...
+
+    def strangers(self, ours: set[int] | None = None) -> list[Stranger]: ...
+
+    def launched_here(self, record: LaunchRecord) -> bool: ...
+
+    def wait_exit(self, timeout: float | None = None, record: LaunchRecord | None = None) -> int | None: ...
+
+    def returncode(self, record: LaunchRecord | None = None) -> int | None: ...
+
+    def finish(
+        self, record: LaunchRecord, verdict: str, *, cause: str | None = None,
+        history: history_mod.History | None = None,
+    ) -> history_mod.HistoryEntry: ...
 
 
 class StopRun:
     """One run of Supervisor.stop(): find, signal, escalate, wait for GPU memory and the port, report."""
 
-    def __init__(self, sup: Supervisor, on_progress: OnProgress | None, grace: float) -> None:
+    def __init__(self, sup: StopTarget, on_progress: OnProgress | None, grace: float) -> None:
         self.sup = sup
         self.emit = on_progress or (lambda _p: None)
         self.grace = grace
