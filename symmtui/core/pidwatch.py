@@ -24,8 +24,8 @@ class ProcStat:
     exit_raw: int | None
 
 
-def read_stat(pid: int) -> ProcStat | None:
-    """``/proc/PID/stat`` (state, start time, raw exit status of a zombie), None when there is no such pid."""
+def stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/PID/stat`` after "(comm)": state, ppid, pgrp, session, tty_nr, ... (None: unreadable)."""
     if pid <= 0:
         return None
     try:
@@ -33,8 +33,13 @@ def read_stat(pid: int) -> ProcStat | None:
             data = fh.read()
     except (OSError, ValueError):
         return None
-    rest = data[data.rfind(b")") + 2 :].split()
-    if len(rest) < 20:
+    return data[data.rfind(b")") + 2 :].split()
+
+
+def read_stat(pid: int) -> ProcStat | None:
+    """``/proc/PID/stat`` (state, start time, raw exit status of a zombie), None when there is no such pid."""
+    rest = stat_fields(pid)
+    if rest is None or len(rest) < 20:
         return None
     try:
         start = int(rest[19])  # field 22 "starttime"
@@ -42,6 +47,11 @@ def read_stat(pid: int) -> ProcStat | None:
     except ValueError:
         return None
     return ProcStat(rest[0].decode("ascii", "replace"), start, raw)
+
+
+def waitid_code(info: os.waitid_result) -> int:
+    """subprocess-style return code from a waitid result (-N: killed by signal N)."""
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
 
 def _code(raw: int | None) -> int | None:
@@ -123,9 +133,7 @@ class ProcRef:
                 info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except OSError:  # ChildProcessError: not our child (or already reaped)
             return None
-        if info is None:
-            return None
-        return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+        return None if info is None else waitid_code(info)
 
     def close(self) -> None:
         """Close the pidfd (idempotent)."""
@@ -151,3 +159,37 @@ class ProcRef:
             if not alive:
                 on_exit(code)
                 return
+
+
+def exists(pid: int) -> bool:
+    """True while ``pid`` is in the process table (another user's process included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def process_exit_status(pid: int) -> tuple[bool, int | None]:
+    """(alive, returncode) for ``pid`` by number, without reaping it: returncode like subprocess (-N = signal N).
+
+    Our own child is read with waitid(WNOWAIT) (whoever owns the Popen still reaps it); another
+    process's code is read from /proc while it is a zombie; otherwise the code is unknown (None).
+    A one-off look: to follow one process over time, use :class:`ProcRef` (a reused pid is not it).
+    """
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except OSError:  # ChildProcessError included: not our child
+        info = None
+    else:
+        if info is None:
+            return True, None
+        return False, waitid_code(info)
+    st = read_stat(pid)
+    if st is None:
+        return exists(pid), None
+    if st.state not in ("Z", "X"):
+        return True, None
+    return False, _code(st.exit_raw)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from symmtui.core.engine import process_exit_status
+from symmtui.core.pidwatch import process_exit_status
 from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
 from symmtui.demo.sandbox import write_sandbox
 from symmtui.gpu.facts import gpu_pids_from

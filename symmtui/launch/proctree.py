@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import psutil  # type: ignore[import-untyped,unused-ignore]
 
+from symmtui.core.pidwatch import stat_fields
+
 MARKER_ENV = "SYMMTUI_LAUNCH_ID"
 """Set in the environment of every launch; descendants inherit it, even after setsid + reparenting."""
 
@@ -214,14 +216,9 @@ def _table() -> list[_Row]:
     for name in names:
         if not name.isdigit():
             continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue
         # after "(comm)": state ppid pgrp session tty_nr ... starttime (the 20th)
-        fields = data[data.rfind(b")") + 2 :].split()
-        if len(fields) < 20 or fields[0] == b"Z":
+        fields = stat_fields(int(name))
+        if fields is None or len(fields) < 20 or fields[0] == b"Z":
             continue
         out.append(_Row(int(name), _boot + int(fields[19]) / _CLK_TCK, int(fields[1]), int(fields[2]),
                         int(fields[3]), int(fields[4])))

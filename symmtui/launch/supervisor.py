@@ -11,22 +11,24 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from symmtui.core.pidwatch import waitid_code
 from symmtui.errors import UserError
 from symmtui.launch import history as history_mod
 from symmtui.launch import ports, proctree, state
 from symmtui.launch.proctree import ProcInfo
 from symmtui.launch.profile import Profile
-from symmtui.launch.report import Progress, RelaunchResult, Step, StopReport, Stranger
+from symmtui.launch.report import GpuPids, OnProgress, Progress, RelaunchResult, Step, StopReport, Stranger
 from symmtui.launch.state import LaunchRecord
 from symmtui.launch.stopper import StopRun, stranger, wait_gone
 
-GpuPids = Callable[[], "set[int] | None"]
+if TYPE_CHECKING:
+    from symmtui.patch.preflight import Prediction
+
 Cap = tuple[int, int] | int  # a compute capability: (major, minor) from symmtui.gpu.facts, or a major
-"""Which pids hold GPU memory now (NVML process list); None when NVML is unavailable."""
-OnProgress = Callable[[Progress], None]
 REAP_DELAY = 1.0
 """Seconds our exited child stays a zombie, so other watchers can read its exit status."""
 
@@ -42,7 +44,7 @@ class LaunchBlocked(UserError):
 class PreflightBlocked(UserError):
     """A relaunch refused because the patch check predicts a crash (only when asked to block)."""
 
-    def __init__(self, message: str, prediction: object) -> None:
+    def __init__(self, message: str, prediction: Prediction) -> None:
         super().__init__(message, exit_code=3)
         self.prediction = prediction
 
@@ -365,7 +367,7 @@ class Supervisor:
             rc: int | None
             try:
                 info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
-                rc = _status(info)
+                rc = None if info is None else waitid_code(info)
             except ChildProcessError:
                 rc = None
             if rc is not None:
@@ -447,7 +449,7 @@ class Supervisor:
 
     # ---- relaunch ----------------------------------------------------------------------------
 
-    def preflight(self, capability: Cap | None) -> tuple[object | None, str | None]:
+    def preflight(self, capability: Cap | None) -> tuple[Prediction | None, str | None]:
         """Ask the patch check whether this command will crash (KeyError: 12): (prediction, note).
 
         The patch package is imported only here; if it is missing or cannot decide, the launch
@@ -489,7 +491,7 @@ class Supervisor:
         with self._locked():
             self.check()
             warnings: list[str] = []
-            prediction: object | None = None
+            prediction: Prediction | None = None
             if preflight:
                 emit(Progress(Step.PREFLIGHT, "checking the SM120 patch state", elapsed=time.monotonic() - t0))
                 prediction, note = self.preflight(capability)
@@ -565,22 +567,9 @@ class Supervisor:
         return history_mod.History().estimate(self.profile.command_hash)
 
 
-def prediction_text(prediction: object) -> str:
-    """One line from a patch Prediction (its message and fix when it has them)."""
-    message = getattr(prediction, "message", None)
-    fix = getattr(prediction, "fix", None)
-    if isinstance(message, str) and message:
-        return f"{message} ({fix})" if isinstance(fix, str) and fix else message
-    return str(prediction)
-
-
-def _status(info: os.waitid_result | None) -> int | None:
-    """subprocess-style status from waitid: the exit code, or -N when killed by signal N."""
-    if info is None:
-        return None
-    if info.si_code == os.CLD_EXITED:
-        return int(info.si_status)
-    return -int(info.si_status)
+def prediction_text(prediction: Prediction) -> str:
+    """One line from a patch Prediction: its message, and its fix when it has one."""
+    return f"{prediction.message} ({prediction.fix})" if prediction.fix else prediction.message
 
 
 def _unlink_quietly(path: Path) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.engine import Bringup, EngineUpdate, process_exit_status
+from symmtui.core.engine import Bringup, EngineUpdate
+from symmtui.core.pidwatch import process_exit_status
 from symmtui.core.readiness import ReadinessConfig, State
 from symmtui.core.rules import Kind
 
