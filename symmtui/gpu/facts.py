@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from symmtui.gpu.nvml import GpuInfo, GpuSample, NAType, Nvml
+from symmtui.gpu.nvml import Nvml
+from symmtui.gpu.results import GpuInfo, GpuSample, NAType
 from symmtui.gpu.topology import Topology, read_topology
 
 SYMM_MEM_MIN_MAJOR = 9  # below this, SGLang / vLLM leave torch symmetric memory off: the tables are not read

@@ -7,7 +7,7 @@ from rich.console import Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from symmtui.gpu.nvml import NAType, to_mib
+from symmtui.gpu.results import NAType, to_mib
 from symmtui.gpu.sampler import GpuSnapshot
 from symmtui.gpu.topology import P2P_FLAGS, Topology
 

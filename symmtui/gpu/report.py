@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from symmtui.gpu.nvml import GpuInfo, GpuProcess, GpuSample, NAType, NvLink, to_mib
+from symmtui.gpu.results import GpuInfo, GpuProcess, GpuSample, NAType, NvLink, to_mib
 from symmtui.gpu.sampler import GpuSnapshot
 from symmtui.gpu.topology import Topology
 

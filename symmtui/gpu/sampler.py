@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from symmtui.gpu.nvml import GpuInfo, GpuSample, NAType, Nvml
+from symmtui.gpu.nvml import Nvml
+from symmtui.gpu.results import GpuInfo, GpuSample, NAType
 
 T = TypeVar("T")
 

@@ -10,7 +10,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from symmtui.gpu.nvml import NAType, Nvml
+from symmtui.gpu.nvml import Nvml
+from symmtui.gpu.results import NAType
 from symmtui.gpu.topology import Topology, read_topology
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from symmtui.gpu.families import family, sm_name
-from symmtui.gpu.nvml import NA, TOPOLOGY_LEVELS, NAType, NvLink, Nvml, format_id_list
+from symmtui.gpu.nvml import TOPOLOGY_LEVELS, Nvml
+from symmtui.gpu.results import NA, NAType, NvLink, format_id_list
 
 LEGEND: tuple[tuple[str, str], ...] = (
     ("X", "Self"),

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from symmtui.cli import main
-from symmtui.gpu.nvml import NA, Nvml
+from symmtui.gpu.nvml import Nvml
+from symmtui.gpu.results import NA
 from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
 from symmtui.gpu.standin import load_standin, shared_standin
 from symmtui.gpu.standin.record import record

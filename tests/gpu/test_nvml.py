@@ -11,7 +11,8 @@ import types
 import psutil  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
-from symmtui.gpu.nvml import NA, NAType, Nvml, format_id_list, is_na, na_or, psutil_lookup, to_mib
+from symmtui.gpu.nvml import Nvml, psutil_lookup
+from symmtui.gpu.results import NA, NAType, format_id_list, is_na, na_or, to_mib
 from symmtui.gpu.smicheck import compare_query, parse_query_csv
 from symmtui.gpu.standin import StandinHost, load_standin
 

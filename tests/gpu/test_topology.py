@@ -6,7 +6,8 @@ import copy
 import types
 from typing import Any
 
-from symmtui.gpu.nvml import NA, NvLink, Nvml
+from symmtui.gpu.nvml import Nvml
+from symmtui.gpu.results import NA, NvLink
 from symmtui.gpu.smicheck import compare_topology, parse_topo_m, strip_ansi
 from symmtui.gpu.standin import StandinHost, load_standin
 from symmtui.gpu.standin.scenarios import rtx_pro_6000_x8_pcie

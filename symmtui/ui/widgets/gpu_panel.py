@@ -16,7 +16,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Static
 
-from symmtui.gpu.nvml import NA, GpuInfo, GpuProcess, GpuSample, is_na
+from symmtui.gpu.results import NA, GpuInfo, GpuProcess, GpuSample, is_na
 from symmtui.gpu.sampler import GpuSnapshot
 from symmtui.ui.widgets.fmt import fit, gib, memory_bar, set_content, short_gpu_name, sparkline
 
