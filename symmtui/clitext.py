@@ -18,7 +18,7 @@ from typing import TextIO
 
 from symmtui.textsafe import shorten, visible
 
-MAX_ERROR_CHARS = 400  # a `symmtui: error:` line never grows past this, whatever the user passed
+MAX_ERROR_CHARS = 1000  # a `symmtui: error:` line never grows past this, whatever the user passed
 DETAIL_WIDTH = 7  # "cause: ", "next:  ", "also:  " line up
 
 
@@ -87,8 +87,16 @@ class Writer:
 
 
 def emit(text: str, out: TextIO | None = None) -> None:
-    """One sanitised line to ``out`` (stdout by default); a gone reader is not an error."""
-    Writer(out).line(text)
+    """Sanitised text to ``out`` (stdout by default), one line per line of ``text``; a gone reader is
+    not an error."""
+    w = Writer(out)
+    for line in text.split("\n"):
+        w.line(line)
+
+
+def note(message: str, err: TextIO | None = None) -> None:
+    """``symmtui: message`` (sanitised) on stderr: a progress or summary line of launch / stop."""
+    Writer(err if err is not None else sys.stderr).line(note_line(message))
 
 
 def print_error(message: str, err: TextIO | None = None) -> None:

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
+from symmtui import clitext
+from symmtui.clitext import stamp as _stamp
 from symmtui.core.diagnose import PortOwner, diagnose
 from symmtui.core.engine import Bringup, EngineUpdate
 from symmtui.core.events import Event
@@ -38,20 +40,6 @@ class WaitResult:
     snapshot: Snapshot
 
 
-def _stamp(seconds: float) -> str:
-    return f"[{seconds:6.1f}s]"
-
-
-def _drop_stdout() -> None:
-    """The reader of stdout went away (``symmtui wait ... | head``): send the rest to /dev/null, so
-    neither a later write nor the interpreter's last flush fails."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    finally:
-        os.close(devnull)
-
-
 class _Printer:
     def __init__(self, out: TextIO, port_owner: PortOwner | None = None) -> None:
         self.out = out
@@ -59,20 +47,13 @@ class _Printer:
         self.spans_printed = 0
         self.state = State.WAITING
         self.notices: set[tuple[str, str]] = set()
-        self.closed = False
+        self.writer = clitext.Writer(out)
         self.numbering = Numbering()
 
     def line(self, text: str) -> None:
-        if self.closed:
-            return
-        try:
-            self.out.write(text + "\n")
-            self.out.flush()
-        except BrokenPipeError:
-            # Nobody reads any more; waiting goes on, so the exit code still tells the verdict.
-            self.closed = True
-            if self.out is sys.stdout:
-                _drop_stdout()
+        # Log text (blocks, last lines, headlines) is sanitised there; a gone reader is not an error:
+        # waiting goes on, so the exit code still tells the verdict.
+        self.writer.line(text)
 
     def update(self, up: EngineUpdate, elapsed: float) -> None:
         snap = up.snapshot
@@ -120,12 +101,12 @@ class _Printer:
                 self._block(cause)
                 d = diagnose(cause, port_owner=self.port_owner)
                 if d is not None:
-                    self.line(f"  cause: {d.cause}")
-                    self.line(f"  next:  {d.action}")
+                    self.line(clitext.detail("cause", d.cause))
+                    self.line(clitext.detail("next", d.action))
                 for other in snap.errors:
                     if other.key != cause.key:
                         where = f" ({self.label(other.line_no)})" if other.line_no else ""
-                        self.line(f"  also:  {other.headline()}{where}")
+                        self.line(clitext.detail("also", f"{other.headline()}{where}"))
             if snap.process_detail and (cause is None or cause.rule_id != "process_exit"):
                 self.line(f"  process: {snap.process_detail}")
             for w in snap.warnings:

@@ -10,6 +10,7 @@ from rich.text import Text
 from symmtui.gpu.results import NAType, to_mib
 from symmtui.gpu.sampler import GpuSnapshot
 from symmtui.gpu.topology import P2P_FLAGS, Topology
+from symmtui.textsafe import visible
 
 
 def _na(value: object, fmt: str = "{}") -> str:
@@ -87,10 +88,11 @@ def process_table(snap: GpuSnapshot, width: int = 60) -> Table | Text:
             rows.append((str(s.index), "n/a", "", "process list not available", "", ""))
             continue
         for p in s.processes:
-            cmd = "n/a" if isinstance(p.cmdline, NAType) else " ".join(p.cmdline)
+            # Another process's name and command line are anybody's text: shown, never obeyed.
+            cmd = "n/a" if isinstance(p.cmdline, NAType) else visible(" ".join(p.cmdline))
             if len(cmd) > width:
                 cmd = cmd[: width - 1] + "…"
-            rows.append((str(s.index), str(p.pid), p.kind, _na(p.name), _mib(p.used_memory), cmd))
+            rows.append((str(s.index), str(p.pid), p.kind, visible(_na(p.name)), _mib(p.used_memory), cmd))
     if not rows:
         return Text("No processes hold GPU memory.")
     table = Table(title="Processes", title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)

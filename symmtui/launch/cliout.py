@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from symmtui import clitext
 from symmtui.launch.report import Progress, Step, StopReport
 
 
@@ -23,15 +24,15 @@ class ProgressPrinter:
         if key == self._last:
             return
         self._last = key
-        print(f"symmtui: {p.message}", file=self.out, flush=True)
+        clitext.note(p.message, self.out)
 
 
 def print_report(report: StopReport, out: TextIO) -> None:
     """The stop's outcome: one summary line, then one line per stranger with how to end it."""
-    print(report.summary(), file=out)
+    w = clitext.Writer(out)  # strangers' command lines are anybody's text: sanitised
+    w.line(report.summary())
     for note in report.notes:
-        print(f"note: {note}", file=out)
+        w.line(f"note: {note}")
     for s in report.strangers:
         how = f"; to end it: symmtui stop --kill-pid {s.pid}" if s.pid is not None else ""
-        print(f"not started by symmtui: {s.describe()}{how}", file=out)
-    out.flush()
+        w.line(f"not started by symmtui: {s.describe()}{how}")

@@ -6,6 +6,7 @@ import queue
 import sys
 from typing import TextIO
 
+from symmtui import clitext
 from symmtui.core.engine import EngineUpdate
 from symmtui.core.waiting import WaitResult, report
 from symmtui.session.core import Session
@@ -26,7 +27,7 @@ class Headless:
             self.updates.put(EngineUpdate(message.lines, message.events, message.notices, message.snapshot,
                                           message.dropped, message.generation))
         elif isinstance(message, Notice):
-            print(f"symmtui: {message.severity}: {message.text}", file=self.err, flush=True)
+            clitext.note(f"{message.severity}: {message.text}", self.err)
 
     def verdict(self, out: TextIO | None = None) -> WaitResult:
         """Print phase lines, then the verdict, as `symmtui wait` does; the session is closed after."""

@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
 def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
     import sys
 
+    from symmtui import clitext
     from symmtui.core.readiness import State
     from symmtui.gpu.facts import open_nvml
     from symmtui.launch.cliout import ProgressPrinter
@@ -65,21 +66,19 @@ def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
         session.close()
         raise
     for w in result.warnings:
-        print(f"symmtui: {w}", file=err)
+        clitext.note(w, err)
     rec = result.record
-    print(f"symmtui: launched pid {rec.pid}; log {rec.log_path}", file=err)
+    clitext.note(f"launched pid {rec.pid}; log {rec.log_path}", err)
     est = sup.estimate()
     if est is not None:
         took = f"{est.total:.1f}" if est.total < 60 else f"{est.total:.0f}"
-        print(f"symmtui: earlier launches of this command were ready after {took} s "
-              f"(median of {est.samples})", file=err)
-    err.flush()
+        clitext.note(f"earlier launches of this command were ready after {took} s (median of {est.samples})", err)
     try:
         waited = front.verdict()  # the session writes the launch history at the verdict
     except KeyboardInterrupt:
-        print(f"\nsymmtui: stopped waiting; the server is still running (pid {rec.pid}); "
-              "`symmtui stop` ends it", file=err)
+        clitext.emit("", err)
+        clitext.note(f"stopped waiting; the server is still running (pid {rec.pid}); `symmtui stop` ends it", err)
         return 130
     if waited.state is not State.READY and sup.is_alive(rec):
-        print("symmtui: processes of this launch are still running; `symmtui stop` ends them", file=err)
+        clitext.note("processes of this launch are still running; `symmtui stop` ends them", err)
     return waited.exit_code

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from symmtui import clitext
 from symmtui.errors import UserError
 
 if TYPE_CHECKING:
@@ -104,27 +105,27 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, Path | None, str | Non
 
 
 def _print_report(report: CheckReport, site: Path | None, python: str | None) -> None:
-    print(f"{report.package} {report.version or '(version unknown)'} at {report.root}")
-    print(f"  layout {report.layout} ({report.releases}); capability {report.capability} -> key {_k(report.key)}")
+    clitext.emit(f"{report.package} {report.version or '(version unknown)'} at {report.root}")
+    clitext.emit(f"  layout {report.layout} ({report.releases}); capability {report.capability} -> key {_k(report.key)}")
     for t in report.tables:
         keys = ", ".join(t.keys)
         has = "present" if t.has_key else "missing"
-        print(f"  {t.name}  {t.relpath.rsplit('/', 1)[-1]}:{t.line}  keys {keys}  -> {_k(report.key)} {has}"
+        clitext.emit(f"  {t.name}  {t.relpath.rsplit('/', 1)[-1]}:{t.line}  keys {keys}  -> {_k(report.key)} {has}"
               f"  (read with {_style(t.lookup)})")
         if t.real_file is not None:
-            print(f"    {t.file} is a symlink: the real file is {t.real_file}")
-    print(f"  {report.summary}")
+            clitext.emit(f"    {t.file} is a symlink: the real file is {t.real_file}")
+    clitext.emit(f"  {report.summary}")
     if report.state == "needed":
-        print(f"  patch needed: symmtui patch apply{_flags(report, site, python)}")
+        clitext.emit(f"  patch needed: symmtui patch apply{_flags(report, site, python)}")
         if report.write_problem:
-            print(f"  note: {report.write_problem}")
+            clitext.emit(f"  note: {report.write_problem}")
     if report.symlink_problem:
-        print(f"  note: {report.symlink_problem}")
+        clitext.emit(f"  note: {report.symlink_problem}")
     if report.detail:
         for line in report.detail.splitlines():
-            print(f"  {line}")
+            clitext.emit(f"  {line}")
     for caveat in report.caveats:
-        print(f"  caveat: {caveat}")
+        clitext.emit(f"  caveat: {caveat}")
 
 
 def _k(key: int | str) -> str:
@@ -184,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:  # still one JSON document on stdout; the one-line error goes to stderr as usual
             doc = {"action": args.action, "capability": str(cap) if cap else None, "results": [],
                    "error": str(exc), "exit_code": exc.exit_code}
-            print(json.dumps(doc, indent=2))
+            clitext.emit(json.dumps(doc, indent=2))
         raise
     results: list[dict[str, Any]] = []
     code = 0
@@ -195,21 +196,21 @@ def run(args: argparse.Namespace) -> int:
             rc = exc.exit_code
             data = {"package": pkg, "error": str(exc), "reason": exc.reason, "detail": exc.detail, "exit_code": rc}
             if not args.json:
-                print(f"symmtui: error: {pkg}: {exc}", file=sys.stderr)
+                clitext.print_error(f"{pkg}: {exc}")
                 for line in exc.detail.splitlines():
-                    print(f"  {line}", file=sys.stderr)
+                    clitext.emit(f"  {line}", sys.stderr)
         except UserError as exc:
             if len(targets) == 1 and not args.json:
                 raise
             rc = exc.exit_code
             data = {"package": pkg, "error": str(exc), "exit_code": rc}
             if not args.json:
-                print(f"symmtui: error: {pkg}: {exc}", file=sys.stderr)
+                clitext.print_error(f"{pkg}: {exc}")
         results.append(data)
         code = max(code, rc)
     if args.json:
         out = {"action": args.action, "capability": str(cap) if cap else None, "results": results, "exit_code": code}
-        print(json.dumps(out, indent=2))
+        clitext.emit(json.dumps(out, indent=2))
     return code
 
 
@@ -229,11 +230,11 @@ def _one(
     if args.action == "revert":
         reverted = engine.revert(site, pkg, python=python, force=args.force, follow_symlinks=args.follow_symlinks)
         if not args.json:
-            print(f"{pkg}: {reverted.message}")
+            clitext.emit(f"{pkg}: {reverted.message}")
             for f in reverted.files:
-                print(f"  restored {f}")
+                clitext.emit(f"  restored {f}")
             for link, real in reverted.symlinks:
-                print(f"  ({real} through the symlink {link})")
+                clitext.emit(f"  ({real} through the symlink {link})")
         return 0, reverted.to_json()
     if cap is None:  # run() resolves it for every action but revert
         raise UserError("pass --capability 12 (SGLang) or 12.0 (vLLM)")
@@ -246,22 +247,22 @@ def _one(
         text = engine.diff(site, pkg, cap, python=python)
         if not args.json:
             if text:
-                sys.stdout.write(text)
+                clitext.emit(text.removesuffix("\n"))
             else:
-                print(f"{pkg}: nothing to change for capability {cap} (see symmtui patch check)", file=sys.stderr)
+                clitext.emit(f"{pkg}: nothing to change for capability {cap} (see symmtui patch check)", sys.stderr)
         return 0, {"package": pkg, "diff": text}
     if args.action == "apply":
         result = engine.apply(site, pkg, cap, python=python, nvlink=nvlink, follow_symlinks=args.follow_symlinks)
         if not args.json:
-            print(f"{pkg}: {result.message}")
+            clitext.emit(f"{pkg}: {result.message}")
             for f in result.files:
-                print(f"  changed {f}")
+                clitext.emit(f"  changed {f}")
             for link, real in result.symlinks:
-                print(f"  ({real} through the symlink {link})")
+                clitext.emit(f"  ({real} through the symlink {link})")
             if result.record_dir:
                 undo = f"symmtui patch revert{_where(site, python)} --package {pkg}"
-                print(f"  originals saved in {result.record_dir} (undo: {undo})")
+                clitext.emit(f"  originals saved in {result.record_dir} (undo: {undo})")
             for caveat in result.caveats:
-                print(f"  caveat: {caveat}")
+                clitext.emit(f"  caveat: {caveat}")
         return 0, result.to_json()
     raise UserError(f"unknown action {args.action!r}: use check, diff, apply or revert")

@@ -18,19 +18,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Scan and print; exit 0 ready, 1 crashed, 3 no verdict, 2 unreadable file / bad pattern."""
     import json
-    import os
-    import sys
 
+    from symmtui import clitext
     from symmtui.core.rules import RuleSet
     from symmtui.core.scan import report_json, report_text, scan_file
 
     ruleset = RuleSet().with_user(ready=args.ready, crash=args.crash)
     rep = scan_file(args.path, ruleset)
-    text = json.dumps(report_json(rep), indent=2) if args.json else "\n".join(report_text(rep))
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:  # `symmtui scan ... | head`: the reader has what it wanted; the exit code still counts
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+    out = clitext.Writer()  # sanitised lines; `symmtui scan ... | head` keeps the exit code
+    if args.json:  # json.dumps escapes every control character itself
+        for line in json.dumps(report_json(rep), indent=2).split("\n"):
+            out.line(line)
+    else:
+        for line in report_text(rep):
+            out.line(line)
     return rep.exit_code

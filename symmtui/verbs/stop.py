@@ -26,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from symmtui import clitext
     from symmtui.errors import UserError
     from symmtui.gpu.facts import open_nvml
     from symmtui.launch import load_profile
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         if not sup.kill_stranger(args.kill_pid, args.kill_pid):
             raise UserError(f"pid {args.kill_pid} is still running after SIGTERM and SIGKILL (another user's "
                             "process, or stuck in the kernel/driver)", exit_code=EXIT_SURVIVOR)
-        print(f"pid {args.kill_pid} ended (you confirmed it)", file=sys.stdout)
+        clitext.emit(f"pid {args.kill_pid} ended (you confirmed it)")
         report = session.stop(ProgressPrinter(sys.stderr))
     print_report(report, sys.stdout)
     if report.survivors:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 EXIT_CODES = frozenset({0, 1, 2, 3, 4, 124, 130})  # the documented set (docs/faults.md)
-MAX_ERROR_CHARS = 400
+MAX_ERROR_CHARS = 1000
 MEMORY_LIMIT = 2 << 30  # RLIMIT_AS of the child: a runaway read dies here instead of swapping
 
 

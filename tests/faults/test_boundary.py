@@ -23,14 +23,14 @@ def fifo(tmp_path: Path) -> Path:
 
 
 def test_scan_of_a_fifo_without_writer_does_not_hang(fifo: Path) -> None:
-    line = one_error_line(run_cli("scan", str(fifo), timeout=20))
+    line = one_error_line(run_cli("scan", str(fifo), timeout=60))
     assert "FIFO" in line and "save a pipe's output to a file" in line
 
 
 def test_scan_of_a_pipe_is_refused() -> None:
     r, w = os.pipe()
     try:  # `producer | symmtui scan /dev/stdin`
-        line = one_error_line(run_cli("scan", "/dev/stdin", stdin=r, timeout=20))
+        line = one_error_line(run_cli("scan", "/dev/stdin", stdin=r, timeout=60))
     finally:
         os.close(r)
         os.close(w)
@@ -38,7 +38,7 @@ def test_scan_of_a_pipe_is_refused() -> None:
 
 
 def test_scan_of_dev_zero_is_not_an_empty_log() -> None:
-    line = one_error_line(run_cli("scan", "/dev/zero", timeout=20))
+    line = one_error_line(run_cli("scan", "/dev/zero", timeout=60))
     assert "character device" in line and "empty" not in line
 
 
@@ -47,12 +47,12 @@ def test_gpus_standin_that_is_not_a_file(tmp_path: Path, target: str) -> None:
     os.mkfifo(tmp_path / "fifo.json")
     (tmp_path / "dir.json").mkdir()
     path = target if target.startswith("/") else str(tmp_path / target)
-    line = one_error_line(run_cli("gpus", "--standin", path, timeout=20))
+    line = one_error_line(run_cli("gpus", "--standin", path, timeout=60))
     assert "--standin" in line and "not a regular file" in line
 
 
 def test_wait_on_a_fifo_log_is_refused(fifo: Path) -> None:
-    line = one_error_line(run_cli("wait", "--log", str(fifo), "--timeout", "1", timeout=20))
+    line = one_error_line(run_cli("wait", "--log", str(fifo), "--timeout", "1", timeout=60))
     assert "FIFO" in line
 
 
@@ -74,14 +74,14 @@ def test_wait_on_a_fifo_log_is_refused(fifo: Path) -> None:
     ],
 )
 def test_numbers_out_of_range(tmp_path: Path, args: tuple[str, ...]) -> None:
-    line = one_error_line(run_cli(*args, cwd=tmp_path, timeout=20))
+    line = one_error_line(run_cli(*args, cwd=tmp_path, timeout=60))
     assert f"argument {args[-2]}" in line and args[-1][:5] in line
 
 
 def test_a_huge_value_is_not_echoed(tmp_path: Path) -> None:
     for args in (("--theme", "x" * 100_000, "--log", "x.log"), ("patch", "y" * 100_000),
                  ("scan", "z" * 100_000)):
-        line = one_error_line(run_cli(*args, cwd=tmp_path, timeout=20))
+        line = one_error_line(run_cli(*args, cwd=tmp_path, timeout=60))
         assert "characters" in line
 
 
@@ -94,7 +94,7 @@ def test_unusable_state_dir(tmp_path: Path, home: str) -> None:
     env = ({"HOME": "/dev/null", "XDG_STATE_HOME": ""} if home == "dev-null"
            else {"XDG_STATE_HOME": str(blocker)})
     for verb in ("launch", "stop"):
-        line = one_error_line(run_cli(verb, "--config", str(profile), env=env, cwd=tmp_path, timeout=30))
+        line = one_error_line(run_cli(verb, "--config", str(profile), env=env, cwd=tmp_path, timeout=60))
         assert "state directory" in line and "XDG_STATE_HOME" in line
     assert blocker.read_text() == "keep me"  # nothing half-written
     assert not (tmp_path / "logs").exists()  # nothing launched
@@ -103,7 +103,7 @@ def test_unusable_state_dir(tmp_path: Path, home: str) -> None:
 def test_config_dir_that_is_not_a_directory(tmp_path: Path) -> None:
     not_dir = tmp_path / "config"
     not_dir.write_text("")
-    line = one_error_line(run_cli("launch", env={"XDG_CONFIG_HOME": str(not_dir)}, cwd=tmp_path, timeout=20))
+    line = one_error_line(run_cli("launch", env={"XDG_CONFIG_HOME": str(not_dir)}, cwd=tmp_path, timeout=60))
     assert "no launch profile" in line
 
 
@@ -114,7 +114,7 @@ def test_unreadable_config_dir(tmp_path: Path) -> None:
     (cfg / "symmtui" / "symmtui.toml").write_text('[server]\ncommand = "sleep 1"\n')
     (cfg / "symmtui").chmod(0)
     try:
-        line = one_error_line(run_cli("launch", env={"XDG_CONFIG_HOME": str(cfg)}, cwd=tmp_path, timeout=20))
+        line = one_error_line(run_cli("launch", env={"XDG_CONFIG_HOME": str(cfg)}, cwd=tmp_path, timeout=60))
     finally:
         (cfg / "symmtui").chmod(0o700)
     assert "Permission denied" in line and "XDG_CONFIG_HOME" in line
@@ -123,7 +123,7 @@ def test_unreadable_config_dir(tmp_path: Path) -> None:
 def test_profile_nested_thousands_deep(tmp_path: Path) -> None:
     profile = tmp_path / "deep.toml"
     profile.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
-    line = one_error_line(run_cli("wait", "--config", str(profile), cwd=tmp_path, timeout=20))
+    line = one_error_line(run_cli("wait", "--config", str(profile), cwd=tmp_path, timeout=60))
     assert "nested too deep" in line and "deep.toml" in line
 
 
@@ -131,7 +131,7 @@ def test_profile_nested_thousands_deep(tmp_path: Path) -> None:
 def test_huge_command_string_fails_fast(tmp_path: Path, size: int, words: str) -> None:
     profile = tmp_path / "symmtui.toml"
     profile.write_text(f'[server]\ncommand = "python3 -c pass {"a" * size}"\nlog_dir = "{tmp_path}/l"\n')
-    line = one_error_line(run_cli("launch", "--config", str(profile), cwd=tmp_path, timeout=20))
+    line = one_error_line(run_cli("launch", "--config", str(profile), cwd=tmp_path, timeout=60))
     assert words in line
 
 
@@ -182,7 +182,7 @@ def test_patch_check_into_a_closed_pipe_keeps_its_exit_code(tmp_path: Path) -> N
 
 def test_dashboard_without_a_terminal_exits_at_once(tmp_path: Path) -> None:
     for args in (("--log", str(tmp_path / "x.log")), ("demo", "--speed", "10")):
-        r = run_cli(*args, cwd=tmp_path, timeout=30)
+        r = run_cli(*args, cwd=tmp_path, timeout=60)
         line = one_error_line(r)
         assert r.returncode == 2 and "needs a terminal" in line
         assert r.stdout == b""  # no escape sequences written into the pipe

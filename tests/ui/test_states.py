@@ -113,7 +113,7 @@ async def test_patch_modal_on_a_pre_hopper_gpu_says_there_is_nothing_to_do(tmp_p
 
 def test_demo_speed_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--speed", "0"]) == 2
-    assert "--speed must be a positive number" in capsys.readouterr().err
+    assert "argument --speed: must be a number between 0.01 and 1000" in capsys.readouterr().err
 
 
 async def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:

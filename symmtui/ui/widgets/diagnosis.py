@@ -10,6 +10,7 @@ from textual.widgets import Static
 from symmtui.core.diagnose import Diagnosis
 from symmtui.core.events import Event
 from symmtui.core.rules import Kind
+from symmtui.textsafe import visible
 
 INTENT_KEYS = {"patch": "p", "relaunch": "r"}
 
@@ -25,9 +26,10 @@ def render_diagnoses(items: Sequence[tuple[Event, Diagnosis]]) -> Content:
         where = f"line {event.line_no}" if event.line_no else ""
         meta = ", ".join(x for x in (where, event.where()) if x)
         lines = [
-            Content.assemble((icon, style), (event.summary, style), (f"  ({meta})" if meta else "", "$muted")),
-            Content.assemble(("  → ", "bold $diag-action"), (diag.action, "bold $diag-action")),
-            Content.assemble(("  cause: ", "$muted"), (diag.cause, "$diag-cause")),
+            Content.assemble((icon, style), (visible(event.summary), style),
+                             (f"  ({visible(meta)})" if meta else "", "$muted")),
+            Content.assemble(("  → ", "bold $diag-action"), (visible(diag.action), "bold $diag-action")),
+            Content.assemble(("  cause: ", "$muted"), (visible(diag.cause), "$diag-cause")),
         ]
         blocks.append(Content("\n").join(lines))
     return Content("\n").join(blocks)

@@ -10,6 +10,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from symmtui.core.readiness import Snapshot, State
+from symmtui.textsafe import visible
 from symmtui.ui.widgets.fmt import mmss, progress_bar, set_content
 
 STATE_WORDS: dict[State, str] = {
@@ -103,7 +104,7 @@ class ReadinessGauge(Vertical):
         words = f"{STATE_ICONS[state]} {STATE_WORDS[state]}"
         set_content(banner, Content.styled(words, "bold"))
         cause = self.query_one("#gauge-cause", Static)
-        set_content(cause, Content.styled(detail, f"bold {state_var(state)}"))
+        set_content(cause, Content.styled(visible(detail), f"bold {state_var(state)}"))  # log text
         cause.display = bool(detail)
 
         phase = snapshot.phase or "—"

@@ -6,6 +6,7 @@ from textual.content import Content
 from textual.widget import Widget
 
 from symmtui.core.readiness import State
+from symmtui.textsafe import visible
 from symmtui.ui.widgets.gauge import STATE_ICONS, STATE_WORDS, state_var
 
 
@@ -36,7 +37,7 @@ class StatusHeader(Widget):
             (words, f"bold reverse {state_var(self.state)}"),
         ]
         if self.detail:
-            parts.append((" " + self.detail, f"bold {state_var(self.state)}"))
+            parts.append((" " + visible(self.detail), f"bold {state_var(self.state)}"))  # may be log text
         if self.note:
             parts.append(("  [" + self.note + "]", "$accent"))
         parts += [("   host ", "$muted"), (self.host, "bold"), ("  profile ", "$muted"), (self.profile, "bold")]

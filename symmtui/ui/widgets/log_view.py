@@ -36,7 +36,6 @@ cached and the cache is dropped whenever styles or the theme change.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
@@ -57,6 +56,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Input
 
+from symmtui.textsafe import visible
 from symmtui.ui.widgets.log_index import (
     BLOCK_END,
     CRASH,
@@ -75,7 +75,6 @@ from symmtui.ui.widgets.log_index import (
 
 __all__ = ["LogLines", "LogSearch", "LogStatus", "LogView"]
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _KIND_CLASS = {
     CRASH: "log-view--crash",
     WARNING: "log-view--warning",
@@ -89,10 +88,11 @@ _SEARCH_SLICE = 0.01  # seconds of searching between two turns of the event loop
 
 
 def _clean(text: str) -> str:
-    """Tabs expanded, control characters shown as U+FFFD (they would corrupt the terminal)."""
+    """Tabs expanded; control characters and escape sequences shown as text (``\\x1b]0;...``) by the
+    one sanitiser, never passed to the terminal (the pane shows the ANSI-free ``plain`` text)."""
     if "\t" in text:
         text = text.expandtabs(8)
-    return _CONTROL.sub("\ufffd", text) if _CONTROL.search(text) else text
+    return visible(text)
 
 
 class LogLines(ScrollView, can_focus=True):
