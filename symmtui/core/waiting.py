@@ -211,13 +211,15 @@ def wait_for(
     new_only: bool = False,
     out: TextIO | None = None,
     probe_timeout: float = 2.0,
+    last_launch: bool = True,
 ) -> WaitResult:
     """Watch a bring-up until READY / CRASHED / TIMED OUT, printing as `symmtui wait` does.
 
-    Exit codes in the result: 0 ready, 1 crashed, 124 timed out.
+    Exit codes in the result: 0 ready, 1 crashed, 124 timed out. ``last_launch=False`` judges an
+    existing log from its start (the old path; the benchmark's baseline).
     """
     updates: queue.Queue[EngineUpdate] = queue.Queue()
     bringup = Bringup(log_path, ruleset=ruleset, config=config, url=url, pid=pid, new_only=new_only,
-                      tail_lines=None, on_update=updates.put, probe_timeout=probe_timeout)
+                      tail_lines=None, last_launch=last_launch, on_update=updates.put, probe_timeout=probe_timeout)
     bringup.start()
     return report(bringup, updates, out if out is not None else sys.stdout)
