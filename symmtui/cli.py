@@ -24,6 +24,7 @@ VERBS: dict[str, str] = {
     "launch": "symmtui.verbs.launch",
     "stop": "symmtui.verbs.stop",
     "demo": "symmtui.verbs.demo",
+    "stacks": "symmtui.verbs.stacks",
 }
 DASHBOARD = "symmtui.verbs.dashboard"
 

@@ -26,6 +26,7 @@ FOREIGN_OPTIONS = {
     "--port": "SGLang's server option",
     "--strict": "mypy's option",
     "--query-gpu": "nvidia-smi's option",
+    "--cap-add": "docker's option",
 }
 ABSENT_OPTIONS = {"--insecure"}  # "There is no `--insecure`": must stay absent
 # Paths the docs name that exist only in a built wheel, not in the repository.

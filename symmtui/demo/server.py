@@ -10,6 +10,7 @@ import http.server
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -37,7 +38,9 @@ SIGSEGV during weight loading with no traceback; ``--crash exit`` exits 3 at sta
 output; ``--sandbox DIR --capability 12`` crashes with the KeyError only if the sandbox's tables
 lack the capability (``symmtui.demo.sandbox``); ``--ignore-sigterm`` ignores SIGTERM (so a
 stop must escalate); ``--grandchildren N`` forks N workers that call setsid and outlive the
-server (like SGLang's schedulers, sglang issue 23627).
+server (like SGLang's schedulers, sglang issue 23627); ``--hang-rank R`` runs one process per
+rank (titled ``sglang::scheduler_TPn`` as SGLang's are, the even ones setsid'd) and rank R stops
+inside NCCL init while the others wait for it at a barrier (``symmtui stacks`` shows it).
 
 ``--status-file PATH``: after every step the server atomically rewrites PATH with one JSON
 object ``{"pid", "state": "loading"|"ready"|"crashed", "phase", "progress": 0..1,
@@ -175,6 +178,8 @@ class _Server:
         )
         self.sleep(6)
         self.status("init_distributed", 0.0, _MEM_INIT)
+        if a.hang_rank is not None:
+            return self.hang(a.hang_rank)
         self.ranks("Init torch distributed begin.")
         if self._should_crash_keyerror():
             self.sleep(8)
@@ -254,6 +259,19 @@ class _Server:
         while deadline is None or time.monotonic() < deadline:
             time.sleep(0.5)
         return 0
+
+    def hang(self, hang_rank: int) -> int:
+        """The hang story: one process per rank (titled as SGLang's schedulers, the even ranks setsid'd);
+        rank ``hang_rank`` never leaves NCCL init, the others wait for it at a barrier. Runs until stopped."""
+        worker = str(Path(__file__).with_name("rankworker.py"))
+        procs = []
+        for r in range(self.tp):
+            procs.append(subprocess.Popen(  # noqa: S603 - our own script, argv[0] is the process title
+                [f"sglang::scheduler_TP{r}", worker, str(r), str(hang_rank), "1" if r % 2 == 0 else "0"],
+                executable=sys.executable, stdin=subprocess.DEVNULL))
+        self.status("init_distributed", 0.0, _MEM_INIT)
+        while True:
+            time.sleep(1.0)
 
     def _should_crash_keyerror(self) -> bool:
         a = self.args
@@ -345,6 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--status-file", help="rewrite this JSON file with state/phase/progress/memory_fraction")
     p.add_argument("--tty-progress", action="store_true", help="carriage-return progress bars, like tqdm")
     p.add_argument("--listen-early", action="store_true", help="open the HTTP port at start (503 until ready)")
+    p.add_argument("--hang-rank", type=int, default=None,
+                   help="run one process per rank; this rank hangs in NCCL init, the others wait for it")
     p.add_argument("--ready-for", type=float, default=None, help="exit 0 this many seconds after ready")
     return p
 

@@ -118,6 +118,8 @@ def collect(
     memo: dict[int, bool] = {}
 
     def carries(p: int) -> bool:
+        if not launch_id:
+            return False
         if p not in memo:
             memo[p] = _has_marker(p, marker)
         return memo[p]
@@ -155,6 +157,32 @@ def collect(
             if info is not None and abs(info.create_time - table[p].start) < _TOLERANCE:
                 found.append(info)
     return sorted(found, key=lambda i: (i.why != "leader", i.create_time, i.pid))
+
+
+def launch_id_of(pid: int) -> str | None:
+    """The ``SYMMTUI_LAUNCH_ID`` a process carries (it was started by ``symmtui launch``), else None."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            env = fh.read()
+    except OSError:
+        return None
+    for item in env.split(b"\0"):
+        if item.startswith(MARKER_ENV.encode() + b"="):
+            return item.split(b"=", 1)[1].decode(errors="replace") or None
+    return None
+
+
+def tree(pid: int) -> list[ProcInfo]:
+    """``pid`` and every process it started: its descendants (setsid'd ones too: they keep their parent),
+    its session or group when it leads them, and the workers that carry its launch marker."""
+    when = create_time(pid)
+    if when is None:
+        return []
+    try:
+        sid, pgid = os.getsid(pid), os.getpgid(pid)
+    except OSError:
+        return []
+    return collect(pid, when, sid if sid == pid else -1, pgid if pgid == pid else -1, launch_id_of(pid) or "")
 
 
 def _from_terminal(row: _Row, table: dict[int, _Row], strong: set[int], carries: Callable[[int], bool]) -> bool:
