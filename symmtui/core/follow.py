@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES, LogLine, cut_utf8, make_line, make_lines
+from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES, LogLine, cut_utf8, make_line, make_lines, newlines
 
 __all__ = [
     "BATCH_BYTES",
@@ -208,7 +208,7 @@ def count_lines(fd: int, start: int, end: int, block: int = READ_BYTES) -> int:
         buf = os.pread(fd, min(block, end - start), start)
         if not buf:
             break
-        n += buf.count(b"\n")
+        n += newlines(buf)
         start += len(buf)
     return n
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from symmtui import boundary
-from symmtui.core.decode import LogLine, clean_raw, make_line
+from symmtui.core.decode import LogLine, clean_raw, make_line, newlines
 from symmtui.core.diagnose import diagnose
 from symmtui.core.events import Event, EventBuilder, split_prefix
 from symmtui.core.readiness import PhaseSpan, Readiness, ReadinessConfig, State
@@ -143,13 +143,17 @@ def find_candidates(path: str, start: int, end: int, rules: tuple[Rule, ...], sa
                 else:
                     carry = buf
                 continue
-            count = buf.count
-            prev = 0
-            for s in scanner.candidate_starts(buf, cut):
-                lines += count(b"\n", prev, s)
-                prev = s
-                out.append((pos + s, lines))
-            lines += count(b"\n", prev, cut)
+            starts = scanner.candidate_starts(buf, cut)
+            if starts:
+                count = buf.count
+                prev = 0
+                for s in starts:
+                    lines += count(b"\n", prev, s)
+                    prev = s
+                    out.append((pos + s, lines))
+                lines += count(b"\n", prev, cut)
+            else:  # most chunks: no candidate, only the newlines to count
+                lines += newlines(buf if cut == len(buf) else buf[:cut])
             pos += cut
             carry = buf[cut:]
     return out, lines
