@@ -1,11 +1,13 @@
-"""Crash-safe file writes: a temp file beside the target, fsynced, renamed over it, the dir fsynced."""
+"""Crash-safe state files: writes go to a temp file beside the target, fsynced, renamed over it; reads say "none yet"."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 # Every temp file ends so: a stray one (left by a power cut) says whose it is, and matches ``*.tmp``.
 TEMP_SUFFIX = ".symmtui.tmp"
@@ -63,3 +65,19 @@ def commit(temp: Path, path: Path) -> None:
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o600, owner: tuple[int, int] | None = None) -> None:
     """Create or replace ``path`` with ``data`` and ``mode``: readers see the old file or the new, never part."""
     commit(stage(path, data, mode=mode, owner=owner), path)
+
+
+def read_json(path: Path) -> Any:
+    """The JSON document a state file holds (never null); None when there is no such file yet.
+
+    OSError when it cannot be read and ValueError when it is not JSON text: the caller words both
+    for its own file (what it is, what to do).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    data = json.loads(text)
+    if data is None:
+        raise ValueError("the document is JSON null")
+    return data

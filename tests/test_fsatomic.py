@@ -1,4 +1,4 @@
-"""symmtui.fsatomic: content and mode land whole, and a failed write leaves the old file and no temp file."""
+"""symmtui.fsatomic: content and mode land whole, a failed write leaves the old file and no temp file; reads tell "none yet" from damage."""
 
 from __future__ import annotations
 
@@ -147,3 +147,18 @@ def test_file_size_limit_mid_write_keeps_the_original(tmp_path: Path) -> None:
     assert proc.stdout.strip() == "EFBIG"
     assert target.read_bytes() == original
     assert sorted(p.name for p in tmp_path.iterdir()) == ["utils.py"]
+
+
+def test_read_json_says_none_only_when_there_is_no_file(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    assert fsatomic.read_json(path) is None
+    path.write_text('{"a": 1}', encoding="utf-8")
+    assert fsatomic.read_json(path) == {"a": 1}
+    for bad in (b"null", b"{not json", b"\xff\xfe not text"):
+        path.write_bytes(bad)
+        with pytest.raises(ValueError):
+            fsatomic.read_json(path)
+    path.unlink()
+    path.mkdir()  # a directory where the file should be: unreadable, not "none yet"
+    with pytest.raises(OSError):
+        fsatomic.read_json(path)

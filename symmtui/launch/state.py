@@ -87,13 +87,10 @@ def load(profile_key: str) -> LaunchRecord | None:
     """The recorded launch of a profile, or None. A corrupt file is a UserError (it is not deleted)."""
     path = state_path(profile_key)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
+        data = fsatomic.read_json(path)
+        return None if data is None else LaunchRecord.from_json(data)
     except OSError as exc:
         raise UserError(f"cannot read launch state {path}: {exc.strerror or exc}") from exc
-    try:
-        return LaunchRecord.from_json(json.loads(text))
     except (ValueError, KeyError, TypeError) as exc:
         raise UserError(
             f"launch state {path} is corrupt ({exc}); check which server is running, then delete the file"

@@ -17,6 +17,7 @@ from typing import Any
 
 from symmtui.boundary import InputError
 from symmtui.errors import UserError
+from symmtui.fsatomic import read_json
 from symmtui.patch.atomic import write_new
 from symmtui.paths import state_dir
 
@@ -115,13 +116,9 @@ def load_record(package: str, root: Path) -> PatchRecord | None:
         return None  # no state dir: nothing was ever recorded by this user
     path = rdir / MANIFEST
     try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise StateError(f"cannot read {path} ({exc.strerror})") from exc
-    try:
-        data = json.loads(raw)
+        data = read_json(path)
+        if data is None:
+            return None
         files = tuple(FileRecord(**f) for f in data["files"])
         return PatchRecord(
             package=data["package"],
@@ -135,7 +132,9 @@ def load_record(package: str, root: Path) -> PatchRecord | None:
             files=files,
             dir=str(rdir),
         )
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+    except OSError as exc:
+        raise StateError(f"cannot read {path} ({exc.strerror})") from exc
+    except (ValueError, KeyError, TypeError) as exc:
         raise StateError(f"the patch manifest {path} is damaged ({exc}); move it away to continue") from exc
 
 
