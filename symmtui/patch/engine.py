@@ -192,7 +192,7 @@ def apply(
             diff=text,
             record_dir=Path(record.dir),
             caveats=report.caveats + notes,
-            symlinks=tuple((p, r) for p, r in scan.symlinks if p in new),
+            symlinks=tuple((p, r) for p, r in scan.symlinks if r in {scan.real[q] for q in new}),
         )
 
 

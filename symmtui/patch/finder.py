@@ -31,17 +31,26 @@ class Installed:
     root: Path
     version: str | None
     found_by: str
+    link: Path | None = None
+    """Where the package directory was found when that is a symlink to ``root`` (another place)."""
 
 
-def _root_from_spec(origin: str | None, locations: list[str]) -> Path | None:
+def _link(pkgdir: Path) -> Path | None:
+    """``pkgdir`` (its parent resolved) when the package directory itself is a symlink, else None."""
+    return pkgdir.parent.resolve() / pkgdir.name if pkgdir.is_symlink() else None
+
+
+def _root_from_spec(origin: str | None, locations: list[str]) -> tuple[Path, Path | None] | None:
+    """(the package's real directory, the symlink it was found through or None)."""
     if origin and origin not in ("namespace", "built-in", "frozen") and origin.endswith(".py"):
-        return Path(origin).resolve().parent
+        pkgdir = Path(origin).parent
+        return pkgdir.resolve(), _link(pkgdir)
     if locations:
-        return Path(locations[0]).resolve()
+        return Path(locations[0]).resolve(), _link(Path(locations[0]))
     return None
 
 
-def _from_site(package: str, site: Path) -> Path | None:
+def _from_site(package: str, site: Path) -> tuple[Path, Path | None] | None:
     """The package directory under a site-packages dir, a source tree, a venv, or the dir itself."""
     site = site.expanduser()
     candidates = [site / package, site / "python" / package]
@@ -51,7 +60,7 @@ def _from_site(package: str, site: Path) -> Path | None:
         candidates.extend(sorted((site / lib).glob(f"python3*/site-packages/{package}")))
     for cand in candidates:
         if cand.is_dir():
-            return cand.resolve()
+            return cand.resolve(), (_link(cand) if cand != site else None)
     return None
 
 
@@ -116,7 +125,7 @@ def _probe_python(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     argv: Sequence[str] | None = None,
-) -> dict[str, Path]:
+) -> dict[str, tuple[Path, Path | None]]:
     """Where ``python`` (running ``argv`` with ``env`` in ``cwd``) would import each package from.
 
     The interpreter runs isolated (``-I``): nothing in cwd, PYTHONPATH or the user site runs; those
@@ -149,7 +158,7 @@ def _probe_python(
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError) as exc:
         raise PackageNotFound(f"{python} gave an unreadable answer; pass --site instead") from exc
-    out: dict[str, Path] = {}
+    out: dict[str, tuple[Path, Path | None]] = {}
     if isinstance(data, dict):
         for name, info in data.items():
             if isinstance(info, dict):
@@ -179,13 +188,14 @@ def locate(
         if not site.expanduser().is_dir():
             raise PackageNotFound(f"--site {site} is not a directory")
         for pkg in packages:
-            root = _from_site(pkg, site)
-            if root is not None:
-                found.append(Installed(pkg, root, read_version(pkg, root), f"--site {site}"))
+            hit = _from_site(pkg, site)
+            if hit is not None:
+                root, link = hit
+                found.append(Installed(pkg, root, read_version(pkg, root), f"--site {site}", link))
         return found
     if python is not None:
-        for pkg, root in _probe_python(python, packages, env, cwd, argv).items():
-            found.append(Installed(pkg, root, read_version(pkg, root), f"python {python}"))
+        for pkg, (root, link) in _probe_python(python, packages, env, cwd, argv).items():
+            found.append(Installed(pkg, root, read_version(pkg, root), f"python {python}", link))
         return found
     for pkg in packages:
         try:
@@ -194,9 +204,10 @@ def locate(
             spec = None
         if spec is None:
             continue
-        root = _root_from_spec(spec.origin, list(spec.submodule_search_locations or []))
-        if root is not None:
-            found.append(Installed(pkg, root, read_version(pkg, root), "this interpreter's import path"))
+        hit = _root_from_spec(spec.origin, list(spec.submodule_search_locations or []))
+        if hit is not None:
+            root, link = hit
+            found.append(Installed(pkg, root, read_version(pkg, root), "this interpreter's import path", link))
     return found
 
 

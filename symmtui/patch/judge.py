@@ -175,4 +175,5 @@ def report(scan: Scan, cap: Capability, nvlink: bool | None) -> CheckReport:
         write_problem=write_problem(list(scan.data)) if state == "needed" else None,
         detail=detail,
         symlinks=scan.symlinks,
+        package_link=scan.inst.link,
     )

@@ -82,11 +82,13 @@ class CheckReport:
     detail: str = ""
     symlinks: tuple[tuple[Path, Path], ...] = ()
     """(table file, the real file it resolves to) for each table file reached through a symlink."""
+    package_link: Path | None = None
+    """Where the package directory was found when it is itself a symlink to ``root``."""
 
     @property
     def symlink_problem(self) -> str | None:
         """Why apply/revert refuse without ``--follow-symlinks`` (a table file is a symlink), None if none is."""
-        return symlink_problem(self.symlinks, self.root)
+        return symlink_problem(self.symlinks, self.package_link or self.root)
 
     @property
     def needs_patch(self) -> bool:
@@ -123,6 +125,7 @@ class CheckReport:
             "applied_at": self.applied_at,
             "write_problem": self.write_problem,
             "symlinks": [{"file": str(link), "real_file": str(real)} for link, real in self.symlinks],
+            "package_link": str(self.package_link) if self.package_link else None,
             "symlink_problem": self.symlink_problem,
             "detail": self.detail,
             "exit_code": self.exit_code,

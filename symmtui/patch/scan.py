@@ -38,8 +38,14 @@ class Scan:
 
     @property
     def symlinks(self) -> tuple[tuple[Path, Path], ...]:
-        """(table file, real file) for each table file reached through a symlink."""
-        return tuple((p, r) for p, r in sorted(self.real.items()) if r != p)
+        """(table file as found, real file) for each table file reached through a symlink (its own,
+        or the package directory's when that was found through one)."""
+        out = []
+        for p, r in sorted(self.real.items()):
+            shown = self.inst.link / p.relative_to(self.inst.root) if self.inst.link is not None else p
+            if r != shown:
+                out.append((shown, r))
+        return tuple(out)
 
     def path(self, spec: TableSpec) -> Path:
         """The file holding ``spec``'s table."""

@@ -106,6 +106,8 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, Path | None, str | Non
 
 def _print_report(report: CheckReport, site: Path | None, python: str | None) -> None:
     clitext.emit(f"{report.package} {report.version or '(version unknown)'} at {report.root}")
+    if report.package_link is not None:
+        clitext.emit(f"  found through the symlink {report.package_link}")
     clitext.emit(f"  layout {report.layout} ({report.releases}); capability {report.capability} -> key {_k(report.key)}")
     for t in report.tables:
         keys = ", ".join(t.keys)

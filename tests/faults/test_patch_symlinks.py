@@ -103,6 +103,27 @@ def test_a_symlinked_directory_is_a_symlink_too(tmp_path: Path) -> None:
         other / "all_reduce_utils.py", other / "torch_symm_mem.py")
 
 
+def test_a_package_directory_linked_into_another_install(tmp_path: Path) -> None:
+    """``--site`` holds ``sglang`` as a symlink to another install's package: named, refused, then written."""
+    other = copy_layout(NAME, tmp_path / "other-install")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sglang").symlink_to(other / "sglang", target_is_directory=True)
+    before = snapshot(other)
+    report = check(site, "sglang", "12")
+    assert report.package_link == site.resolve() / "sglang" and report.root == (other / "sglang").resolve()
+    assert report.symlinks and all(real.is_relative_to(other.resolve()) for _, real in report.symlinks)
+    with pytest.raises(Refused) as info:
+        apply(site, "sglang", "12")
+    assert info.value.reason == "symlink" and str((other / UTILS).resolve()) in str(info.value)
+    assert "outside" in str(info.value) and snapshot(other) == before
+    out = _cli("check", "--site", str(site), "--package", "sglang", "--capability", "12")
+    assert f"found through the symlink {site.resolve() / 'sglang'}" in out.stdout
+    done = apply(site, "sglang", "12", follow_symlinks=True)
+    assert done.status == "applied" and set(done.files) == {(other / f).resolve() for f in (UTILS, CONSUMER)}
+    assert len(done.symlinks) == 2 and (site / "sglang").is_symlink()
+
+
 def test_a_link_planted_after_the_check_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A table file swapped for a symlink between the scan and the write: refused, the link's target untouched."""
     site = copy_layout(NAME, tmp_path)
