@@ -52,8 +52,8 @@ def _caveats(
         gain = "removes the crash" if outcome == "crash" or state == "applied" else "adds the capability"
         if nvlink is False:
             out.append(
-                f"This host's GPUs are linked over PCIe only: multimem/multicast needs NVLink, so the patch "
-                f"{gain} but the torch symmetric-memory fast path will stay off ('multicast operations are "
+                f"Not every pair of this host's GPUs is joined by NVLink (PCIe only between some or all): "
+                f"multimem/multicast needs NVLink between every pair, so the patch {gain} but the torch symmetric-memory fast path will stay off ('multicast operations are "
                 "not supported'); launching without --enable-torch-symm-mem is equivalent."
             )
         elif nvlink is None:
