@@ -47,14 +47,6 @@ def open_nvml() -> Nvml | None:
     return nvml if nvml.available() else None
 
 
-def launcher_facts() -> tuple[Callable[[], set[int] | None] | None, tuple[int, int] | None]:
-    """(gpu_pids, the capability the patch targets) for the launch/stop verbs; (None, None) without NVML."""
-    nvml = open_nvml()
-    if nvml is None:
-        return None, None
-    return gpu_pids_from(nvml), capabilities(nvml).for_patch
-
-
 def holders_in(samples: Iterable[GpuSample]) -> Holders:
     """The pids listed by samples already taken (the sampler's): GPUs that are lost or cannot list are skipped.
 
