@@ -321,6 +321,11 @@ class Bringup:
 
     def _feed_event(self, ev: Event, now: float) -> None:
         self._pending.events.append(ev)
+        if ev.kind is Kind.CRASH and self.pid is not None and self.exit_reason is not None \
+                and not self._readiness.state.final:
+            stopped = self.exit_reason(None)  # error lines a server prints while being stopped on purpose
+            if stopped is not None:
+                self._readiness.mark_stopped(now, stopped)
         self._readiness.feed(ev, now)
         replay = self._replay
         if ev.kind is Kind.PROGRESS and replay and replay[-1].kind is Kind.PROGRESS:

@@ -213,3 +213,42 @@ def test_a_stopped_and_continued_server_keeps_its_verdict(tmp_path: Path) -> Non
         engine.stop()
         server.kill()
         server.wait()
+
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-tp8-symm-mem-keyerror.log"
+
+# Prints the fixture's first 9 lines (server args, init), then waits; on SIGTERM it prints the
+# fixture's crash tracebacks (as a server's children would while the group is torn down) and exits 1.
+DIES_LOUDLY = (
+    "import signal, sys, time\n"
+    "lines = open(sys.argv[1]).read().splitlines(keepends=True)\n"
+    "sys.stdout.write(''.join(lines[:9])); sys.stdout.flush()\n"
+    "def on_term(*_):\n"
+    "    sys.stdout.write(''.join(lines[9:])); sys.stdout.flush(); sys.exit(1)\n"
+    "signal.signal(signal.SIGTERM, on_term)\n"
+    "while True: time.sleep(0.1)\n"
+)
+
+
+def test_crash_lines_printed_while_being_stopped_are_still_stopped(tmp_path: Path) -> None:
+    from tests.launch.helpers import write_profile
+
+    cfg = write_profile(tmp_path, command=[sys.executable, "-c", DIES_LOUDLY, str(FIXTURE)],
+                        log_dir=tmp_path / "logs", grace=5, timeout=120)
+    key = load_profile(cfg).key
+    first = _cli_popen("launch", "--config", str(cfg), "--no-preflight")
+    try:
+        wait_until(lambda: state.load(key) is not None, what="the launch's state file")
+        rec = state.load(key)
+        assert rec is not None
+        wait_until(lambda: "Init torch distributed begin" in Path(rec.log_path).read_text(), what="the first lines")
+        assert run_cli("stop", "--config", str(cfg), "--grace", "5", "--port-timeout", "1").returncode == 0
+        out, err = first.communicate(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.communicate()
+    assert "KeyError: 12" in Path(rec.log_path).read_text()  # the server did print its crash
+    assert "STOPPED" in out and "CRASHED" not in out, out + err
+    mine = [e for e in _history_lines() if e["launch_id"] == rec.launch_id]
+    assert [e["verdict"] for e in mine] == ["stopped"]
