@@ -27,6 +27,8 @@ FOREIGN_OPTIONS = {
     "--strict": "mypy's option",
     "--query-gpu": "nvidia-smi's option",
     "--cap-add": "docker's option",
+    "--dist": "pytest-xdist's option",
+    "--durations": "pytest's option",
 }
 ABSENT_OPTIONS = {"--insecure"}  # "There is no `--insecure`": must stay absent
 # Paths the docs name that exist only in a built wheel, not in the repository.

@@ -99,8 +99,10 @@ def test_new_only_ignores_what_is_there(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text(KEYERROR_LOG.read_text())
     with Writer(log) as w:
-        b, _ = _start(log, new_only=True)
+        b, col = _start(log, new_only=True)
         try:
+            # "new" means written after the follower opened the file (it opens it in its own thread)
+            assert wait_until(lambda: any(n.kind == "opened" for _, u in list(col.updates) for n in u.notices))
             # a CRASHED verdict (final) would come first if the old crash were judged
             w.write("[2026-11-29 09:48:04] The server is fired up and ready to roll!\n")
             snap = b.wait_final(30)

@@ -20,7 +20,8 @@ from symmtui.patch import apply, check, revert
 from symmtui.patch.layouts import layouts_for
 from symmtui.patch.parser import table_values
 
-pytestmark = pytest.mark.network
+# one worker: the cases share the download cache (pip download into one directory)
+pytestmark = [pytest.mark.network, pytest.mark.xdist_group("real-releases")]
 
 CACHE = Path(os.environ.get("SYMMTUI_TEST_CACHE") or Path.home() / ".cache" / "symmtui-test-downloads")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,3 +37,21 @@ def test_starting_large_terminal(snap_compare: Any) -> None:
 @pytest.mark.parametrize("theme", ["symmtui-light", "symmtui-contrast"])
 def test_crashed_in_other_themes(snap_compare: Any, theme: str) -> None:
     assert snap_compare(SymmApp(crashed_session(), theme=theme, tick=0), terminal_size=WIDE)
+
+
+def _snapshot_names() -> set[str]:
+    """The snapshot each test above compares against: its name, with the parameter for parametrized ones."""
+    names: set[str] = set()
+    for name, fn in list(globals().items()):
+        if not name.startswith("test_") or "snap_compare" not in inspect.signature(fn).parameters:
+            continue
+        params = [m for m in getattr(fn, "pytestmark", []) if m.name == "parametrize"]
+        names.update({f"{name}[{value}]" for m in params for value in m.args[1]} if params else {name})
+    return names
+
+
+def test_every_snapshot_file_belongs_to_a_test() -> None:
+    """syrupy fails a one-process run on a snapshot no test uses, but skips that check under pytest-xdist
+    (the default here): the check, done here."""
+    files = {p.stem for p in (Path(__file__).parent / "__snapshots__" / "test_snapshots").glob("*.svg")}
+    assert files == _snapshot_names()

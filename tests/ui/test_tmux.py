@@ -16,6 +16,7 @@ import pytest
 
 pytestmark = [
     pytest.mark.tmux,
+    pytest.mark.xdist_group("tmux"),  # one worker drives tmux: the two demos do not compete for the CPU
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)"),
 ]
 
