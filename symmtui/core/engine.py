@@ -9,11 +9,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from symmtui.core.events import Event, EventBuilder
+from symmtui.core.events import NEW_RUN_RULES, Event, EventBuilder
 from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
 from symmtui.core.lastrun import last_launch_attach
 from symmtui.core.pidwatch import ProcRef
 from symmtui.core.probe import HttpProbe, ProbeResult
+from symmtui.core.ranks import RankBoard, RankSummary
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
 from symmtui.core.rules import Kind, RuleSet
 
@@ -34,6 +35,8 @@ class EngineUpdate:
     snapshot: Snapshot
     dropped_lines: int = 0
     generation: int = 0
+    ranks: RankSummary | None = None
+    """Who is behind, for a log whose lines name their rank (None otherwise): core.ranks."""
 
 
 @dataclass
@@ -102,6 +105,7 @@ class Bringup:
         self._gen_stop = threading.Event()  # the current generation's watchers
         self._started = False
         self._last_line_at: float | None = None
+        self._ranks = RankBoard()
         self._replay: list[Event] = []
         self._probe: HttpProbe | None = None
         self._follower: LogFollower | None = None
@@ -157,6 +161,7 @@ class Bringup:
                                   has_pid=pid is not None)
             self._readiness = Readiness(self.config, self._clock())
             self._builder = EventBuilder(self.ruleset)
+            self._ranks.reset()
             self._pending = _Pending()
             self._replay = []
             self._last_line_at = None
@@ -315,9 +320,27 @@ class Bringup:
 
     def _feed_run(self, run: list[LogLine], now: float) -> None:
         if run:
-            for ev in self._builder.feed_many(run):
+            events = self._builder.feed_many(run)
+            self._feed_ranks(run, events, now)
+            for ev in events:
                 self._feed_event(ev, now)
             run.clear()
+
+    def _feed_ranks(self, run: list[LogLine], events: list[Event], now: float) -> None:
+        """Each line's rank (if it names one) gets its last line time, and the phase its event names."""
+        marks = {ev.line_no: ev for ev in events if ev.phase or ev.ends}
+        board = self._ranks
+        for ln in run:
+            ev = marks.get(ln.no)
+            if ev is not None and ev.rule_id in NEW_RUN_RULES:
+                board.reset()  # a new launch appended to the same log
+            if ln.plain[:1] in "[(":
+                board.feed(ln.plain, now, ev.phase if ev else None, ev.ends if ev else None)
+
+    def ranks(self) -> RankSummary | None:
+        """Who is behind now (None for a log without rank prefixes)."""
+        with self._lock:
+            return self._ranks.summary(self._clock())
 
     def _feed_event(self, ev: Event, now: float) -> None:
         self._pending.events.append(ev)
@@ -411,7 +434,8 @@ class Bringup:
                 if send:
                     pend, self._pending = self._pending, _Pending()
                     update = EngineUpdate(tuple(pend.lines), tuple(pend.events), tuple(pend.notices),
-                                          self._readiness.snapshot(now), pend.dropped, self._generation)
+                                          self._readiness.snapshot(now), pend.dropped, self._generation,
+                                          self._ranks.summary(now) if self._ranks else None)
                     self._urgent = False
                     self._last_emit = now
                     self._last_state = state

@@ -16,6 +16,7 @@ from symmtui.core.diagnose import PortOwner, diagnose
 from symmtui.core.engine import Bringup, EngineUpdate
 from symmtui.core.events import Event
 from symmtui.core.follow import Numbering
+from symmtui.core.ranks import RankSummary
 from symmtui.core.readiness import ReadinessConfig, Snapshot, State
 from symmtui.core.rules import RuleSet
 
@@ -41,7 +42,8 @@ class WaitResult:
 
 
 class _Printer:
-    def __init__(self, out: TextIO, port_owner: PortOwner | None = None) -> None:
+    def __init__(self, out: TextIO, port_owner: PortOwner | None = None,
+                 on_stall: Callable[[], list[str]] | None = None) -> None:
         self.out = out
         self.port_owner = port_owner
         self.spans_printed = 0
@@ -49,6 +51,8 @@ class _Printer:
         self.notices: set[tuple[str, str]] = set()
         self.writer = clitext.Writer(out)
         self.numbering = Numbering()
+        self.ranks: RankSummary | None = None
+        self.on_stall = on_stall
 
     def line(self, text: str) -> None:
         # Log text (blocks, last lines, headlines) is sanitised there; a gone reader is not an error:
@@ -65,6 +69,7 @@ class _Printer:
                 continue
             self.notices.add(key)
             self.line(f"{_stamp(elapsed)} log {notice.kind}: {notice.message}")
+        self.ranks = up.ranks
         self.progress(snap)
 
     def progress(self, snap: Snapshot) -> None:
@@ -77,6 +82,11 @@ class _Printer:
         if snap.state is State.STALLED and self.state is not State.STALLED:
             limit = "" if snap.remaining_timeout is None else f"; still waiting, {snap.remaining_timeout:.0f} s to the timeout"
             self.line(f"{_stamp(snap.elapsed)} STALLED: {snap.detail}{limit}")
+            if self.ranks is not None and self.ranks.text:
+                self.line(f"  ranks: {self.ranks.text}")
+            if self.on_stall is not None:
+                for text in self.on_stall():
+                    self.line(f"  {text}")
         elif self.state is State.STALLED and snap.state is State.STARTING:
             self.line(f"{_stamp(snap.elapsed)} moving again ({snap.phase or 'starting'})")
         self.state = snap.state
@@ -120,6 +130,8 @@ class _Printer:
             self.line(f"  last phase: {phase}")
             if snap.since_activity is not None:
                 self.line(f"  last log line: {snap.since_activity:.1f} s ago")
+            if self.ranks is not None and self.ranks.text:
+                self.line(f"  ranks: {self.ranks.text}")
             if snap.probe_detail:
                 self.line(f"  health: {snap.probe_detail}")
             if snap.last_lines:
@@ -155,12 +167,14 @@ class _Printer:
 
 
 def report(bringup: Bringup, updates: queue.Queue[EngineUpdate], out: TextIO,
-           clock: Callable[[], float] = time.monotonic, *, port_owner: PortOwner | None = None) -> WaitResult:
+           clock: Callable[[], float] = time.monotonic, *, port_owner: PortOwner | None = None,
+           on_stall: Callable[[], list[str]] | None = None) -> WaitResult:
     """Print phase lines from ``updates`` until the bring-up's verdict, then the verdict. Stops ``bringup``.
 
     ``port_owner`` lets the diagnosis name the process holding a port (the launcher passes it).
+    ``on_stall`` gives lines to print under the STALLED line (the stacks summary), once per stall.
     """
-    printer = _Printer(out, port_owner)
+    printer = _Printer(out, port_owner, on_stall)
     t0 = clock()
     final_at: float | None = None  # the engine's state went final before its update reached us
     try:
@@ -176,6 +190,7 @@ def report(bringup: Bringup, updates: queue.Queue[EngineUpdate], out: TextIO,
                         printer.progress(snap)
                         break
                     continue
+                printer.ranks = bringup.ranks()
                 printer.progress(snap)
                 continue
             printer.update(up, clock() - t0)
@@ -196,6 +211,7 @@ def report(bringup: Bringup, updates: queue.Queue[EngineUpdate], out: TextIO,
     finally:
         bringup.stop()
     printer.numbering = bringup.numbering()
+    printer.ranks = bringup.ranks()
     printer.progress(snap)
     printer.verdict(snap)
     return WaitResult(snap.state, EXIT_CODES.get(snap.state, EXIT_CRASHED), snap)

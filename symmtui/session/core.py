@@ -14,12 +14,21 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from symmtui.core.engine import Bringup, EngineUpdate
 from symmtui.core.readiness import Snapshot, State
 from symmtui.errors import UserError
-from symmtui.session.messages import EngineBatch, GpuSample, Notice, PatchState, SessionMessage, TopologyRead
+from symmtui.session.messages import (
+    EngineBatch,
+    GpuSample,
+    Notice,
+    PatchState,
+    SessionMessage,
+    StacksTaken,
+    TopologyRead,
+)
 from symmtui.session.outcome import RECORDED, outcome_of, patch_note
 from symmtui.session.settings import BringupSettings, bringup_settings
 
@@ -30,6 +39,7 @@ if TYPE_CHECKING:
     from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
     from symmtui.gpu.topology import Topology
     from symmtui.launch.history import Estimate
+    from symmtui.launch.proctree import ProcInfo
     from symmtui.launch.report import Progress, RelaunchResult, StopReport
     from symmtui.launch.state import LaunchRecord
     from symmtui.launch.supervisor import Supervisor
@@ -91,6 +101,11 @@ class Session:
         self._ours: frozenset[int] = frozenset()
         self._ours_key: object = _STALE  # the GPU holders our pids were computed for (None: not listable)
         self._ours_at = 0.0
+        self.auto_stacks = False
+        """Dump the server's stacks once each time the state becomes STALLED (the dashboard turns it on)."""
+        self._stalled = False
+        self._pid: int | None = None  # the followed pid (an attach); a launch's tree comes from its record
+        self._stacks_lock = threading.Lock()  # one dump at a time
 
     # ---- wiring ------------------------------------------------------------------------------
 
@@ -156,6 +171,7 @@ class Session:
             raise RuntimeError("this session already follows a bring-up; use launch() to start over")
         self.log_path = self._batch_log_path = str(log_path) if log_path is not None else None
         self._record = record
+        self._pid = pid
         self.engine = Bringup(
             log_path, ruleset=self.settings.ruleset, config=self.settings.readiness, url=self.url, pid=pid,
             new_only=new_only, tail_lines=tail_lines, on_update=self._on_engine_update,
@@ -185,8 +201,12 @@ class Session:
             self._batch_log_path = self.log_path  # set by the relaunch before the engine restarted
         if update.snapshot.state in RECORDED:
             self._finish(update.snapshot)
+        stalled = update.snapshot.state is State.STALLED
+        if stalled and not self._stalled and self.auto_stacks:
+            self.request_stacks(auto=True)  # once per stall: again only after it moved and stalled anew
+        self._stalled = stalled
         batch = EngineBatch(update.lines, update.events, update.notices, update.snapshot, update.dropped_lines,
-                            update.generation, self._batch_log_path, restarted)
+                            update.generation, self._batch_log_path, restarted, update.ranks)
         # One batch in flight: until the front end is done with the last one, the engine keeps collecting.
         while not self._gate.wait(ACK_POLL):
             if self._closed.is_set():
@@ -282,6 +302,60 @@ class Session:
             return ()
         procs = proctree.collect(record.pid, record.create_time, record.sid, record.pgid, record.launch_id)
         return sorted(p.pid for p in procs)
+
+    # ---- stacks (symmtui.stacks): where every process of the server is -----------------------
+
+    def server_procs(self) -> list[ProcInfo]:
+        """The processes of the server watched: the launch's whole tree (a profile), else the followed pid's."""
+        from symmtui.launch import proctree
+
+        record = self._record or (self.supervisor.current() if self.supervisor is not None else None)
+        if record is not None:
+            return proctree.collect(record.pid, record.create_time, record.sid, record.pgid, record.launch_id)
+        return proctree.tree(self._pid) if self._pid is not None else []
+
+    def take_stacks(self, *, native: bool = False, auto: bool = False) -> StacksTaken:
+        """Dump every process of the server now (blocking, ~1 s), save it next to the log; never raises."""
+        from symmtui.stacks.report import save, take
+
+        procs = self.server_procs()
+        if not procs:
+            why = ("no server process known: stacks need a launch (a profile) or --pid"
+                   if self._record is None and self._pid is None else "the server's processes are gone")
+            return StacksTaken(None, why, auto)
+        log = Path(self.log_path) if self.log_path else None
+        with self._stacks_lock:
+            try:
+                rep = take(procs, log=log, native=native, ruleset=self.settings.ruleset)
+            except UserError as exc:
+                return StacksTaken(None, str(exc), auto)
+            saved: str | None = None
+            if log is not None:
+                try:
+                    saved = str(save(rep, log))
+                except UserError as exc:
+                    self.notify(str(exc), "warning")
+        return StacksTaken(rep, None, auto, saved)
+
+    def request_stacks(self, *, auto: bool = False, native: bool = False) -> None:
+        """Take a dump on a worker thread and post it (StacksTaken); a dump in progress is not doubled."""
+        if self._stacks_lock.locked():
+            return
+
+        def work() -> None:
+            self.send(self.take_stacks(native=native, auto=auto))
+
+        threading.Thread(target=work, name="symmtui-stacks", daemon=True).start()
+
+    def stacks_summary(self) -> list[str]:
+        """The collapsed summary lines (for `wait` under its STALLED line), or the one line why not."""
+        taken = self.take_stacks(auto=True)
+        if taken.report is None:
+            return [f"stacks: {taken.error}"]
+        lines = [f"stacks: {ln}" if i == 0 else f"        {ln}" for i, ln in enumerate(taken.report.summary())]
+        if taken.saved:
+            lines.append(f"        (saved {taken.saved})")
+        return lines
 
     # ---- intents (blocking: call them from a worker thread) ----------------------------------
 

@@ -25,16 +25,21 @@ class Headless:
     def _post(self, message: SessionMessage) -> None:
         if isinstance(message, EngineBatch):
             self.updates.put(EngineUpdate(message.lines, message.events, message.notices, message.snapshot,
-                                          message.dropped, message.generation))
+                                          message.dropped, message.generation, message.ranks))
         elif isinstance(message, Notice):
             clitext.note(f"{message.severity}: {message.text}", self.err)
 
-    def verdict(self, out: TextIO | None = None) -> WaitResult:
-        """Print phase lines, then the verdict, as `symmtui wait` does; the session is closed after."""
+    def verdict(self, out: TextIO | None = None, *, stacks: bool = False) -> WaitResult:
+        """Print phase lines, then the verdict, as `symmtui wait` does; the session is closed after.
+
+        ``stacks``: when the state becomes STALLED, dump the server's processes once and print the
+        collapsed summary under the STALLED line (saved next to the log).
+        """
         engine = self.session.engine
         assert engine is not None, "follow() or launch() first"
         try:
             return report(engine, self.updates, out if out is not None else sys.stdout,
-                          port_owner=self.session.port_owner)
+                          port_owner=self.session.port_owner,
+                          on_stall=self.session.stacks_summary if stacks else None)
         finally:
             self.session.close()

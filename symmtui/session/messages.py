@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from symmtui.core.events import Event
     from symmtui.core.follow import FileNotice, LogLine
+    from symmtui.core.ranks import RankSummary
     from symmtui.core.readiness import Snapshot
     from symmtui.gpu.sampler import GpuSnapshot
     from symmtui.gpu.topology import Topology
+    from symmtui.stacks.report import StacksReport
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,8 @@ class EngineBatch:
     generation: int
     log_path: str | None
     restarted: bool = False
+    ranks: RankSummary | None = None
+    """Who is behind, where the log's lines name their rank (core.ranks)."""
 
 
 @dataclass(frozen=True)
@@ -64,4 +68,18 @@ class PatchState:
     text: str
 
 
-SessionMessage = EngineBatch | GpuSample | TopologyRead | Notice
+@dataclass(frozen=True)
+class StacksTaken:
+    """A stacks dump of the server's processes (``symmtui.stacks``), or the one line why there is none.
+
+    ``auto``: taken because the state became STALLED (once per stall), not on the user's key.
+    ``saved``: where it was written next to the log (None: not saved, or no log).
+    """
+
+    report: StacksReport | None
+    error: str | None
+    auto: bool
+    saved: str | None = None
+
+
+SessionMessage = EngineBatch | GpuSample | TopologyRead | Notice | StacksTaken

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from symmtui.session.messages import EngineBatch, GpuSample, Notice, SessionMessage, TopologyRead
+from symmtui.session.messages import EngineBatch, GpuSample, Notice, SessionMessage, StacksTaken, TopologyRead
 
 
 @dataclass
@@ -45,6 +45,13 @@ class NoticePosted(Message):
     notice: Notice
 
 
+@dataclass
+class StacksPosted(Message):
+    """A stacks dump of the server's processes (on the `s` key, or once when the state became STALLED)."""
+
+    taken: StacksTaken
+
+
 def to_textual(message: SessionMessage) -> Message:
     """The Textual message that carries ``message``."""
     if isinstance(message, EngineBatch):
@@ -53,6 +60,8 @@ def to_textual(message: SessionMessage) -> Message:
         return GpuSamplePosted(message)
     if isinstance(message, TopologyRead):
         return TopologyPosted(message)
+    if isinstance(message, StacksTaken):
+        return StacksPosted(message)
     return NoticePosted(message)
 
 

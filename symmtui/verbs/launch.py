@@ -22,6 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stall", type=boundary.seconds(), metavar="S", help="stalled after S seconds without progress (default: the profile's, 300; 0: never)")
     parser.add_argument("--grace", type=boundary.seconds(), metavar="S", help="stopping the previous server: SIGTERM to SIGKILL (default 30)")
     parser.add_argument("--no-preflight", action="store_true", help="skip the SM120 patch check before launching")
+    parser.add_argument("--no-stacks", action="store_true",
+                        help="on STALLED, do not dump the server's stacks under the STALLED line")
     parser.add_argument(
         "--strict-preflight", action="store_true",
         help="refuse to launch (exit 3) when the patch check predicts the KeyError crash (default: warn)",
@@ -74,7 +76,7 @@ def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
         took = f"{est.total:.1f}" if est.total < 60 else f"{est.total:.0f}"
         clitext.note(f"earlier launches of this command were ready after {took} s (median of {est.samples})", err)
     try:
-        waited = front.verdict()  # the session writes the launch history at the verdict
+        waited = front.verdict(stacks=not args.no_stacks)  # the session writes the launch history at the verdict
     except KeyboardInterrupt:
         clitext.emit("", err)
         clitext.note(f"stopped waiting; the server is still running (pid {rec.pid}); `symmtui stop` ends it", err)

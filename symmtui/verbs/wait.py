@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "0: never); it keeps waiting until the timeout")
     parser.add_argument("--new-only", action="store_true", help="ignore what is already in the log at start")
     parser.add_argument("--config", metavar="FILE", help="read log/url/timeout/stall/rules from a launch profile")
+    parser.add_argument("--no-stacks", action="store_true",
+                        help="on STALLED, do not dump the server's stacks (by default, with --pid or a profile's "
+                        "launch, the collapsed summary is printed under the STALLED line: symmtui stacks)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,4 +64,5 @@ def run(args: argparse.Namespace) -> int:
             session.url = url
     front = Headless(session)
     session.follow(log, pid=args.pid, new_only=args.new_only)
-    return front.verdict().exit_code
+    stacks = not args.no_stacks and (args.pid is not None or profile is not None)
+    return front.verdict(stacks=stacks).exit_code

@@ -1,0 +1,45 @@
+"""`symmtui wait` on the real hung tree: STALLED names the rank behind and the collapsed stacks under it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.stacks.hang_kit import hung_server
+from tests.stacks.test_stacks_real import needs_ptrace
+
+
+def wait(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "symmtui", "wait", *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+@needs_ptrace
+def test_stalled_names_the_rank_behind_and_prints_the_stacks_once(tmp_path: Path) -> None:
+    with hung_server(tmp_path, hang_rank=5) as (proc, log):
+        done = wait("--pid", str(proc.pid), "--log", str(log), "--stall", "1", "--timeout", "4")
+    assert done.returncode == 124, done.stderr
+    lines = done.stdout.splitlines()
+    at = next(i for i, ln in enumerate(lines) if " STALLED: " in ln)
+    assert lines[at + 1].startswith("  ranks: 7/8 ranks finished init distributed; TP5 still init distributed, silent ")
+    assert lines[at + 2].startswith("  stacks: 7 processes (TP0-TP4, TP6, TP7) in stay ← barrier ← load_model")
+    assert lines[at + 3].lstrip().startswith("TP5 in stay ← nccl_comm_init_rank ← init_process_group")
+    assert sum(ln.count("stacks:") for ln in lines) == 1, "one dump per stall, not one per tick"
+    assert len(list(log.parent.glob("server.log.stacks-*.json"))) == 1
+    timed_out = lines.index(next(ln for ln in lines if ln.startswith("TIMED OUT")))
+    assert any(ln.startswith("  ranks: 7/8 ranks finished init distributed; TP5") for ln in lines[timed_out:])
+
+
+@needs_ptrace
+def test_no_stacks_and_a_log_without_ranks_keep_todays_output(tmp_path: Path) -> None:
+    with hung_server(tmp_path, hang_rank=5) as (proc, log):
+        done = wait("--pid", str(proc.pid), "--log", str(log), "--stall", "1", "--timeout", "3", "--no-stacks")
+        plain = tmp_path / "plain.log"
+        plain.write_text("".join(ln.split("] ", 1)[1] + "\n" for ln in log.read_text().splitlines()))
+        bare = wait("--log", str(plain), "--stall", "1", "--timeout", "2")
+    assert done.returncode == 124
+    assert "stacks:" not in done.stdout and "  ranks: 7/8" in done.stdout
+    assert bare.returncode == 124
+    assert "ranks:" not in bare.stdout and "stacks:" not in bare.stdout
+    assert " STALLED: " in bare.stdout
