@@ -164,7 +164,10 @@ def test_wait_pid_sees_the_exit_even_when_the_pid_is_reused_meanwhile(tmp_path: 
     waiter = _cli_popen("wait", "--log", str(log), "--pid", str(server.pid), "--timeout", "60")
     impostor = None
     try:
-        time.sleep(1.5)  # it has opened its watch on the pid
+        assert waiter.stdout is not None
+        first = waiter.stdout.readline()  # its engine runs (the pid watch starts with it) ...
+        assert first, waiter.stderr.read() if waiter.stderr else ""
+        time.sleep(0.5)  # ... and has opened the pid
         waiter.send_signal(signal.SIGSTOP)
         server.kill()
         server.wait()
@@ -172,6 +175,7 @@ def test_wait_pid_sees_the_exit_even_when_the_pid_is_reused_meanwhile(tmp_path: 
         assert impostor is not None, "could not get the pid reused"
         waiter.send_signal(signal.SIGCONT)
         out, err = waiter.communicate(timeout=30)
+        out = first + out
     finally:
         if waiter.poll() is None:
             waiter.kill()
