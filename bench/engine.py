@@ -96,9 +96,8 @@ def shell_latency(trials: int, tmp: Path) -> list[float]:
 
 
 # ------------------------------------------------------------------ (2) scan throughput
-def make_log(path: Path, size: int) -> int:
-    """An SGLang-like log: a start-up, hours of serving lines, warnings and errors here and there, a crash."""
-    rng = random.Random(1)
+def serving_block(rng: random.Random) -> bytes:
+    """40,000 SGLang-like serving lines (decode and prefill batches, 200 OK requests)."""
     serving: list[str] = []
     for i in range(40_000):
         ts = f"[2026-11-29 {10 + i // 3600 % 10:02d}:{i // 60 % 60:02d}:{i % 60:02d}"
@@ -116,7 +115,13 @@ def make_log(path: Path, size: int) -> int:
         else:
             serving.append(f'{ts}] INFO:     127.0.0.1:{rng.randrange(30000, 60000)} - '
                            f'"POST /v1/chat/completions HTTP/1.1" 200 OK\n')
-    block = "".join(serving).encode()
+    return "".join(serving).encode()
+
+
+def make_log(path: Path, size: int) -> int:
+    """An SGLang-like log: a start-up, hours of serving lines, warnings and errors here and there, a crash."""
+    rng = random.Random(1)
+    block = serving_block(rng)
     tb = (
         b"[2026-11-29 12:00:00 TP3] Scheduler hit an exception: Traceback (most recent call last):\n"
         b'  File "/opt/venv/lib/python3.12/site-packages/sglang/srt/managers/scheduler.py", line 2714, in run\n'

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
+import re
 import shutil
 import subprocess
 import sys
@@ -20,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.engine import CRASH_ALTERNATIVES, STARTUP, _env, make_log
+from bench.engine import CRASH_ALTERNATIVES, STARTUP, _env, make_log, serving_block
 
 WAIT_TARGET_S = 1.0
 TWO_CORE_TARGET = 0.5
@@ -69,16 +71,25 @@ def _warm(path: Path) -> None:
 
 def bench_wait(tmp: Path, size: int, baseline: bool) -> bool:
     log = tmp / "wait.log"
-    make_log(log, size)
-    with open(log, "a") as fh:  # a relaunch appended to the same log: it crashes in its first seconds
-        fh.write(NEW_LAUNCH_CRASH)
+    block = serving_block(random.Random(1))
+    with open(log, "wb") as fh:
+        # A launch that served for long and was killed without a trace (no verdict in its lines: the
+        # old path has to read all of them), then a relaunch appended that crashes in its first seconds.
+        fh.write(STARTUP.encode())
+        while fh.tell() < size:
+            fh.write(block)
+        fh.write(NEW_LAUNCH_CRASH.encode())
     serving = tmp / "serving.log"  # a server up for long: no launch start anywhere near the end
     make_log(serving, size)
     mb = log.stat().st_size / 1e6
     rows: list[tuple[str, float, float, float, str]] = []
+    floor = [sys.executable, "-c", "import symmtui.cli, symmtui.verbs.wait, symmtui.session.headless, "
+             "symmtui.core.waiting; print('imported')"]
+    _, took, rss, _ = _run_timed(floor, "imported")
+    rows.append(("floor: start python, import what wait imports", took, took, rss, "-"))
     wait = [sys.executable, "-m", "symmtui", "wait", "--timeout", "600", "--stall", "0", "--log"]
     for name, path in (("last launch 1 KB before the end (crashes)", log),
-                       ("no launch start in the last 64 MB", serving)):
+                       ("no launch start in the last 64 MB", serving)):  # (make_log ends with a crash)
         _warm(path)
         verdict, took, rss, out = _run_timed([*wait, str(path)], ("CRASHED", "READY", "TIMED"))
         head = next((ln for ln in out.splitlines() if ln.startswith(("CRASHED", "READY", "TIMED"))), "?")
@@ -87,14 +98,19 @@ def bench_wait(tmp: Path, size: int, baseline: bool) -> bool:
         _warm(log)
         verdict, took, rss, out = _run_timed([sys.executable, "-c", OLD_PATH, str(log)], "CRASHED")
         head = next((ln for ln in out.splitlines() if ln.startswith("CRASHED")), "?")
-        rows.append(("old path: judge the log from its start", verdict, took, rss, head))
+        rows.append(("old path: the same log judged from its start", verdict, took, rss, head))
     print(f"wait on an existing {mb:.0f} MB SGLang-like log, page cache warm (one run each)")
-    print(f"  {'method':<56}{'verdict':>9}{'exit':>9}{'peak RSS':>10}")
-    for name, verdict, took, rss, _ in rows:
-        print(f"  {name:<56}{verdict:>8.2f}s{took:>8.2f}s{rss:>7.0f} MB")
-    for name, *_, head in rows:
+    print("  verdict: the verdict line printed (from process start); engine: the engine's own clock at the")
+    print("  verdict (attach + judge, without Python's start); exit: the process ended (after the crash")
+    print("  settle and the line count of the skipped part, for the line numbers it prints)")
+    print(f"  {'method':<56}{'verdict':>9}{'engine':>9}{'exit':>9}{'peak RSS':>10}")
+    for name, verdict, took, rss, head in rows:
+        m = re.search(r" after ([0-9.]+) s", head)
+        engine = f"{float(m.group(1)):>8.1f}s" if m else f"{'-':>9}"
+        print(f"  {name:<56}{verdict:>8.2f}s{engine}{took:>8.2f}s{rss:>7.0f} MB")
+    for name, *_, head in rows[1:]:
         print(f"  {name.split(':')[-1].strip()}: {head[:100]}")
-    ok = rows[0][1] < WAIT_TARGET_S
+    ok = rows[1][1] < WAIT_TARGET_S
     print(f"  target: verdict < {WAIT_TARGET_S:.0f} s on a >= 1 GB log: {'met' if ok else 'NOT met'}"
           f"{'' if mb >= 1000 else ' (file under 1 GB: not judged)'}")
     return ok or mb < 1000

@@ -16,7 +16,7 @@ BLOCK = 1 << 20
 """One backward read."""
 WINDOW = 64 << 20
 """How far back from the end a launch start is looked for (then: judge the last WINDOW bytes)."""
-FALLBACK = 8 << 20
+FALLBACK = 4 << 20
 """No launch start within WINDOW: judge this much of the end (a server up for long: its recent past)."""
 SMALL = 8 << 20
 """Files up to this size are judged whole (reading them costs less than deciding where to start)."""
