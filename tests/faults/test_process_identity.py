@@ -203,7 +203,7 @@ def test_a_stopped_and_continued_server_keeps_its_verdict(tmp_path: Path) -> Non
     engine = Bringup(log, pid=server.pid, config=ReadinessConfig(timeout=60))
     engine.start()
     try:
-        wait_until(lambda: log.exists() and engine.snapshot().phase != "waiting", what="the first log line")
+        wait_until(lambda: engine.snapshot().state is State.STARTING, what="the first log line read")
         server.send_signal(signal.SIGSTOP)
         time.sleep(1.0)
         assert engine.snapshot().state is State.STARTING
