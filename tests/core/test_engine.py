@@ -175,8 +175,19 @@ def test_dead_pid_at_start_is_a_crash(tmp_path: Path) -> None:
     assert snap.state is State.CRASHED and snap.cause is not None and "exit code unknown" in snap.cause.summary
 
 
+class HandClock:
+    """A clock the test moves by hand (the engine's threads read it; nothing sleeps for it)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_timeout_and_stall(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
+    clock = HandClock()
 
     def states() -> list[State]:
         with col.lock:
@@ -184,12 +195,16 @@ def test_timeout_and_stall(tmp_path: Path) -> None:
 
     with Writer(log) as w:
         w.write("[2026-11-29 09:40:09 TP0] Init torch distributed begin.\n")
-        b, col = _start(log, config=ReadinessConfig(timeout=4.0, stall=0.5))
+        b, col = _start(log, config=ReadinessConfig(timeout=4.0, stall=0.5), clock=clock)
         try:
+            assert wait_until(lambda: b.snapshot().phase == "init distributed", timeout=30)
+            clock.now = 1.0  # no new line for 1 s > stall
             # every state change is sent at once, so the updates record each transition
             assert wait_until(lambda: State.STALLED in states(), timeout=30)
+            assert b.snapshot().state is State.STALLED
             w.write("still alive\n")
             assert wait_until(lambda: State.STARTING in states()[states().index(State.STALLED):], timeout=30)
+            clock.now = 5.0  # past the timeout
             snap = b.wait_final(30)
         finally:
             b.stop()

@@ -112,12 +112,12 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 def test_stalled_is_reported_and_waiting_goes_on(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("[2026-11-29 09:40:13 TP0] Load weight begin. avail mem=93.21 GB\n")
-    r = _wait("--log", str(log), "--stall", "0.3", "--timeout", "3")
+    r = _wait("--log", str(log), "--stall", "0.3", "--timeout", "1.5")
     assert r.returncode == 124, r.stderr
     lines = r.stdout.splitlines()
     stalled = [ln for ln in lines if "STALLED: no new line and no progress" in ln]
     assert stalled and "still waiting" in stalled[0]
-    assert lines.index(stalled[0]) < lines.index("TIMED OUT after 3.0 s")
+    assert lines.index(stalled[0]) < lines.index("TIMED OUT after 1.5 s")
 
 
 def test_vllm_log_ready_on_application_startup_complete(tmp_path: Path) -> None:

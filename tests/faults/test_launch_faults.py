@@ -146,7 +146,7 @@ def test_port_held_by_stranger_launch_refused(tmp_path: Path) -> None:
 
 
 def test_symmtui_killed_mid_launch_restart_finds_it(tmp_path: Path) -> None:
-    cfg = _cfg(tmp_path, "--listen-early", speed=2)
+    cfg = _cfg(tmp_path, "--listen-early", speed=6)  # loading takes ~10 s: symmtui is killed mid-launch
     cli = subprocess.Popen([sys.executable, "-m", "symmtui", "launch", "--config", str(cfg), "--no-preflight"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     key = load_profile(cfg).key

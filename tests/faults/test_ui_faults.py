@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -50,8 +50,9 @@ async def test_slow_nvml_call_does_not_freeze_the_ui() -> None:
 
 
 @pytest.fixture
-def hanging_server() -> Iterator[tuple[str, threading.Event]]:
-    """A real HTTP endpoint on 127.0.0.1 that accepts, reads the request, and never answers."""
+def hanging_server() -> Iterator[tuple[str, threading.Event, Callable[[], None]]]:
+    """A real HTTP endpoint on 127.0.0.1 that accepts, reads the request, and never answers (until the test
+    calls the third item: then it closes the connections it holds, so the probe ends before its timeout)."""
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.bind(("127.0.0.1", 0))
     srv.listen(8)
@@ -77,10 +78,15 @@ def hanging_server() -> Iterator[tuple[str, threading.Event]]:
             except OSError:
                 pass
 
+    def hang_up() -> None:
+        stop.set()
+        for conn in list(held):
+            conn.close()
+
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{port}/health", got_request
+        yield f"http://127.0.0.1:{port}/health", got_request, hang_up
     finally:
         stop.set()
         srv.close()
@@ -90,9 +96,9 @@ def hanging_server() -> Iterator[tuple[str, threading.Event]]:
 
 
 async def test_hanging_health_endpoint_does_not_freeze_the_ui(
-    hanging_server: tuple[str, threading.Event], tmp_path: Path
+    hanging_server: tuple[str, threading.Event, Callable[[], None]], tmp_path: Path
 ) -> None:
-    url, got_request = hanging_server
+    url, got_request, hang_up = hanging_server
     log = tmp_path / "server.log"
     log.write_bytes(READY_LOG.read_bytes()[:2000])  # a log that is mid-start (no ready marker)
     session = Session(host="h", name="p", url=url)
@@ -115,6 +121,7 @@ async def test_hanging_health_endpoint_does_not_freeze_the_ui(
             assert snap is not None, "no readiness snapshot reached the UI"
             assert snap.probe_ok is not True, f"a hanging endpoint was called healthy: {snap.probe_detail}"
     finally:
+        hang_up()  # the probe's request ends now instead of at its 5 s timeout: closing waits for it
         session.close()
 
 

@@ -73,7 +73,7 @@ def session(tmp_path: Path) -> Iterator[tuple[Pane, Path, str]]:
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     env_prefix = f"env {marker} TMPDIR={tmpdir} TERM=tmux-256color"
-    command = f"{env_prefix} {sys.executable} -m symmtui demo --speed 20"
+    command = f"{env_prefix} {sys.executable} -m symmtui demo --speed 40"
     _tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", command)
     try:
         yield Pane(name), tmpdir, marker
