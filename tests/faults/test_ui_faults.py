@@ -146,9 +146,10 @@ async def test_relaunch_blocked_by_a_stranger_on_the_port_is_explained() -> None
             stranger.bind(("127.0.0.1", port))
             stranger.listen(1)
             await pilot.press("r", "y")
-            await wait_for(pilot, lambda: not app.relaunching, "the relaunch attempt to end")
-            assert isinstance(app.screen, RelaunchScreen)
-            await settle(pilot)
+            # (the confirmation's callback starts the relaunch a moment after the key: wait for its screen)
+            await wait_for(pilot, lambda: isinstance(app.screen, RelaunchScreen) and not app.relaunching,
+                           "the relaunch attempt to end")
+            await wait_for(pilot, lambda: "not launching" in text(app), "the relaunch's outcome on screen")
             screen = text(app)
             assert "the port is still held" in screen and "symmtui stop --kill-pid" in screen
             assert f"pid {os.getpid()}" in screen  # names the holder
