@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import stat
 import sys
 import tomllib
@@ -37,10 +38,15 @@ class InputError(UserError, ValueError):
 # ---------------------------------------------------------------- the command line itself
 
 
+_QUOTED = re.compile("'([^']{" + str(MAX_SHOWN + 1) + ",})'")
+
+
 class Parser(argparse.ArgumentParser):
     """argparse whose usage errors are one ``symmtui: error: ...`` line (exit 2), not usage + message."""
 
     def error(self, message: str) -> NoReturn:
+        # argparse quotes the offending value (an invalid choice): a long one is cut, not echoed
+        message = _QUOTED.sub(lambda m: shown(m.group(1)), message)
         raise InputError(f"{message}; see `{self.prog} --help`")
 
 
@@ -123,6 +129,27 @@ def pid(text: str) -> int:
     if not 0 < value <= top:
         raise argparse.ArgumentTypeError(f"{shown(text)} is not a process id (1 to {top})")
     return value
+
+
+PATH_MAX = 4095  # bytes of a whole path (Linux PATH_MAX less the NUL)
+NAME_MAX = 255  # bytes of one path component
+
+
+def path(text: str) -> str:
+    """An argparse ``type`` for every path option: a name the kernel could accept (length per
+    component and in all, no NUL), so no later stat or open fails with 'File name too long'."""
+    raw = os.fsencode(text)
+    if not raw:
+        raise argparse.ArgumentTypeError("an empty path; give a file or directory name")
+    if b"\x00" in raw:
+        raise argparse.ArgumentTypeError(f"the path {shown(text)} holds a NUL byte")
+    if len(raw) > PATH_MAX:
+        raise argparse.ArgumentTypeError(f"a path of {len(raw)} bytes is too long (at most {PATH_MAX})")
+    longest = max(raw.split(b"/"), key=len)
+    if len(longest) > NAME_MAX:
+        raise argparse.ArgumentTypeError(
+            f"the path {shown(text)} has a name of {len(longest)} bytes (at most {NAME_MAX} per name)")
+    return text
 
 
 def check_values(args: argparse.Namespace) -> None:

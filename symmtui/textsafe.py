@@ -4,7 +4,7 @@ Server logs carry request text, and other processes' command lines are anybody's
 change (``ESC ] 0 ; ... BEL``), an OSC 52 clipboard write or a clear-screen inside them would act
 on the user's terminal if printed raw. ``visible(text)`` turns every C0 control (but tab), DEL,
 every C1 control and the Unicode line/paragraph separators and bidi overrides into visible
-escapes (``\\x1b``, ``\\x07``, ``\\x9b``, ``\\u202e``), so ``ESC]0;title BEL`` prints as
+escapes (``\\x1b``, ``\\x07``, ``\\x9b``, ``\\u202e``; a lone surrogate from undecodable bytes, ``\\udcff``), so ``ESC]0;title BEL`` prints as
 ``\\x1b]0;title\\x07``. ``visible_keep_sgr(text)`` does the same but keeps SGR colour sequences
 (``ESC [ ... m``) for the log pane, which renders colours itself.
 """
@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 
 # C0 but tab, DEL, C1; U+2028/2029 (line/paragraph separators); bidi embeddings/overrides/isolates.
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# Lone surrogates too: they stand for bytes that were not UTF-8 (a path's surrogateescape) and
+# would make a strict UTF-8 stream fail.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 # SGR only (colours, bold, ...): digits, ';' and ':' parameters, final 'm'.
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
 

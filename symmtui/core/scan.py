@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from symmtui import boundary
+from symmtui import boundary, clitext
 from symmtui.core.decode import LogLine, clean_raw, make_line, newlines
 from symmtui.core.diagnose import diagnose
 from symmtui.core.events import Event, EventBuilder, split_prefix
@@ -188,6 +188,7 @@ def _sample(fd: int, size: int) -> bytes:
     return b"".join(os.pread(fd, piece, (size - piece) * k // (SAMPLE_PIECES - 1)) for k in range(SAMPLE_PIECES))
 
 
+_DETAIL_INDENT = " " * 15  # under the event's text, after "  line NNNNNNN "
 _SCAN_HINT = "give the log file (scan reads a finished file: save a pipe's output to a file first)"
 
 
@@ -394,7 +395,7 @@ def report_text(rep: ScanReport) -> list[str]:
             if d is None:
                 continue
             if title == "errors":
-                out += [f"               cause: {d.cause}", f"               next:  {d.action}"]
+                out += [clitext.detail("cause", d.cause, _DETAIL_INDENT), clitext.detail("next", d.action, _DETAIL_INDENT)]
             else:
                 out.append(f"               {d.cause}; {d.action}")
     if rep.verdict == "ready":

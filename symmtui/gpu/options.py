@@ -21,6 +21,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--interval", type=boundary.seconds(minimum=0.05, maximum=3600.0, zero=None), default=1.0, metavar="S",
                         help="seconds between refreshes with --watch (default 1)")
     parser.add_argument("--debug", action="store_true", help="also show what one sample costs")
-    parser.add_argument("--standin", metavar="SCENARIO",
+    parser.add_argument("--standin", metavar="SCENARIO", type=boundary.path,
                         help="use a simulated host instead of NVML (also $SYMMTUI_NVML_STANDIN); "
                              "scenarios: rtx-pro-6000-x8-pcie, h200-x2-nvswitch, or a recording .json")

@@ -111,9 +111,10 @@ def find_profile(explicit: str | os.PathLike[str] | None = None) -> Path | None:
             p = Path(explicit).expanduser()
         except RuntimeError as exc:  # "~user/..." with no such user
             raise ProfileError(f"{explicit}: no such user's home directory (check --config)") from exc
-        if not p.is_file():
-            what = "not a regular file" if p.exists() else "no such profile file"
-            raise ProfileError(f"{p}: {what} (check --config)")
+        try:  # stat, never open: a FIFO, a device, a name too long or a loop is one line
+            boundary.regular_file(p, what="profile", hint="check --config")
+        except boundary.InputError as exc:
+            raise ProfileError(str(exc)) from None
         return p
     try:
         here: Path | None = Path.cwd() / PROFILE_NAME

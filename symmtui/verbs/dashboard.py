@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 
+from symmtui import boundary
+
 HELP = "the dashboard: GPUs, topology, readiness, log, diagnosis; patch and relaunch from the keyboard"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the top-level parser (distinct dests, so verbs' own options never clash)."""
     group = parser.add_argument_group("dashboard (when no verb is given)")
-    group.add_argument("--config", dest="dash_config", metavar="FILE", default=None,
+    group.add_argument("--config", dest="dash_config", metavar="FILE", type=boundary.path, default=None,
                        help="launch profile (default: ./symmtui.toml, then $XDG_CONFIG_HOME/symmtui/symmtui.toml)")
-    group.add_argument("--log", dest="dash_log", metavar="PATH", default=None,
+    group.add_argument("--log", dest="dash_log", metavar="PATH", type=boundary.path, default=None,
                        help="attach to this server log (overrides the profile's)")
     group.add_argument("--url", dest="dash_url", metavar="URL", default=None,
                        help="probe this health URL, e.g. http://127.0.0.1:30000/health")
@@ -21,7 +23,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from symmtui import boundary
     from symmtui.ui.entry import run_dashboard
 
     if args.dash_log is not None:

@@ -17,7 +17,7 @@ EXIT_PREFLIGHT = 3  # --strict-preflight and the patch check predicts a KeyError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", metavar="FILE", help="profile (default ./symmtui.toml, then the XDG config dir)")
+    parser.add_argument("--config", metavar="FILE", type=boundary.path, help="profile (default ./symmtui.toml, then the XDG config dir)")
     parser.add_argument("--timeout", type=boundary.seconds(), metavar="S", help="give up after S seconds (default: the profile's, 900; 0: never)")
     parser.add_argument("--stall", type=boundary.seconds(), metavar="S", help="stalled after S seconds without progress (default: the profile's, 300; 0: never)")
     parser.add_argument("--grace", type=boundary.seconds(), metavar="S", help="stopping the previous server: SIGTERM to SIGKILL (default 30)")

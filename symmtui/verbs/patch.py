@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from symmtui import clitext
+from symmtui import boundary, clitext
 from symmtui.errors import UserError
 
 if TYPE_CHECKING:
@@ -31,13 +31,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Originals and a manifest are kept in $XDG_STATE_HOME/symmtui/patches."
     )
     parser.add_argument("action", choices=ACTIONS, help="check (exit 1 = patch needed), diff, apply, revert")
-    parser.add_argument("--site", type=Path, metavar="DIR", help="site-packages, venv or source tree to patch")
+    parser.add_argument("--site", type=lambda s: Path(boundary.path(s)), metavar="DIR", help="site-packages, venv or source tree to patch")
     parser.add_argument("--package", choices=("sglang", "vllm"), help="only this package (default: all found)")
     parser.add_argument(
         "--capability", metavar="M[.m]", help="GPU compute capability, e.g. 12 or 12.0 (default: from the GPUs)"
     )
-    parser.add_argument("--python", metavar="PY", help="find the packages of this interpreter (a launch's python)")
-    parser.add_argument("--profile", metavar="FILE", help="find the packages of this launch profile's python")
+    parser.add_argument("--python", metavar="PY", type=boundary.path, help="find the packages of this interpreter (a launch's python)")
+    parser.add_argument("--profile", metavar="FILE", type=boundary.path, help="find the packages of this launch profile's python")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument("--force", action="store_true", help="revert even if a file changed since the patch")
     parser.add_argument(

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from symmtui import boundary
+
 HELP = "read a whole finished server log once and report its phases, errors, warnings and verdict"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `symmtui scan`."""
-    parser.add_argument("path", metavar="PATH", help="the log file")
+    parser.add_argument("path", metavar="PATH", type=boundary.path, help="the log file")
     parser.add_argument("--json", action="store_true", help="print one JSON object (schema in the README)")
     parser.add_argument("--ready", metavar="REGEX", action="append", default=[], help="extra ready pattern")
     parser.add_argument("--crash", metavar="REGEX", action="append", default=[], help="extra crash pattern")
@@ -24,7 +26,11 @@ def run(args: argparse.Namespace) -> int:
     from symmtui.core.scan import report_json, report_text, scan_file
 
     ruleset = RuleSet().with_user(ready=args.ready, crash=args.crash)
-    rep = scan_file(args.path, ruleset)
+    try:
+        rep = scan_file(args.path, ruleset)
+    except OSError as exc:  # a regular file that cannot be read (EIO on a failing disk, /proc/self/mem)
+        raise boundary.InputError(f"cannot scan {boundary.shown(args.path)}: reading it failed "
+                                  f"({exc.strerror or exc}); give a readable log file") from None
     out = clitext.Writer()  # sanitised lines; `symmtui scan ... | head` keeps the exit code
     if args.json:  # json.dumps escapes every control character itself
         for line in json.dumps(report_json(rep), indent=2).split("\n"):

@@ -13,11 +13,11 @@ HELP = ("show where every process of a server is: the Python stack of each (py-s
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `symmtui stacks`."""
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--config", metavar="FILE", help="the profile whose running launch to dump (default "
+    which.add_argument("--config", metavar="FILE", type=boundary.path, help="the profile whose running launch to dump (default "
                        "./symmtui.toml, then the XDG config dir)")
     which.add_argument("--pid", metavar="PID", type=boundary.pid,
                        help="dump this process and every process it started (a server symmtui did not launch)")
-    parser.add_argument("--log", metavar="PATH", help="the server's log: ranks and phase from it, the dump "
+    parser.add_argument("--log", metavar="PATH", type=boundary.path, help="the server's log: ranks and phase from it, the dump "
                         "saved beside it (default: the launch's log)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (schema symmtui.stacks/1)")
     parser.add_argument("--native", action="store_true",

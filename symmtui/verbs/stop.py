@@ -15,7 +15,7 @@ EXIT_SURVIVOR = 4  # a process of ours survived SIGKILL
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", metavar="FILE", help="profile (default ./symmtui.toml, then the XDG config dir)")
+    parser.add_argument("--config", metavar="FILE", type=boundary.path, help="profile (default ./symmtui.toml, then the XDG config dir)")
     parser.add_argument("--grace", type=boundary.seconds(), metavar="S", help="seconds between SIGTERM and SIGKILL (default: the profile's, 30)")
     parser.add_argument(
         "--kill-pid", type=boundary.pid, metavar="PID",

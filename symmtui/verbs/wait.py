@@ -12,7 +12,7 @@ HELP = "wait for a server to be ready: follow its log (and /health, and its pid)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `symmtui wait`."""
-    parser.add_argument("--log", metavar="PATH", help="the server's log file (may not exist yet)")
+    parser.add_argument("--log", metavar="PATH", type=boundary.path, help="the server's log file (may not exist yet)")
     parser.add_argument("--url", metavar="URL", help="health URL, e.g. http://127.0.0.1:30000/health (200 = up)")
     parser.add_argument("--pid", metavar="PID", type=boundary.pid, help="the server's process: its exit means CRASHED")
     parser.add_argument("--ready", metavar="REGEX", action="append", default=[],
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="report STALLED after this long without a new line or progress (default 300; "
                         "0: never); it keeps waiting until the timeout")
     parser.add_argument("--new-only", action="store_true", help="ignore what is already in the log at start")
-    parser.add_argument("--config", metavar="FILE", help="read log/url/timeout/stall/rules from a launch profile")
+    parser.add_argument("--config", metavar="FILE", type=boundary.path, help="read log/url/timeout/stall/rules from a launch profile")
     parser.add_argument("--no-stacks", action="store_true",
                         help="on STALLED, do not dump the server's stacks (by default, with --pid or a profile's "
                         "launch, the collapsed summary is printed under the STALLED line: symmtui stacks)")

@@ -37,6 +37,11 @@ def test_scan_of_a_pipe_is_refused() -> None:
     assert "FIFO" in line
 
 
+def test_scan_of_a_file_that_cannot_be_read() -> None:
+    line = one_error_line(run_cli("scan", "/proc/self/mem", timeout=60))  # regular, but reading is EIO
+    assert "reading it failed" in line
+
+
 def test_scan_of_dev_zero_is_not_an_empty_log() -> None:
     line = one_error_line(run_cli("scan", "/dev/zero", timeout=60))
     assert "character device" in line and "empty" not in line
@@ -82,7 +87,7 @@ def test_a_huge_value_is_not_echoed(tmp_path: Path) -> None:
     for args in (("--theme", "x" * 100_000, "--log", "x.log"), ("patch", "y" * 100_000),
                  ("scan", "z" * 100_000)):
         line = one_error_line(run_cli(*args, cwd=tmp_path, timeout=60))
-        assert "characters" in line
+        assert len(line) < 300 and ("characters" in line or "100000 bytes" in line)
 
 
 @pytest.mark.parametrize("home", ["dev-null", "state-file"])
@@ -200,3 +205,20 @@ def test_table_changed_after_its_literal_is_not_nothing_to_do(tmp_path: Path) ->
     assert r.returncode != 0, r.stdout
     text = (r.stdout + r.stderr).decode()
     assert "changed after its literal" in text and "cannot tell" in text and "nothing to do" not in text
+
+
+def test_an_unexpected_exception_is_one_line_unless_debugging(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from symmtui import boundary
+
+    def bug() -> int:
+        return {}["missing"]  # type: ignore[no-any-return]
+
+    monkeypatch.delenv(boundary.DEBUG_ENV, raising=False)
+    assert boundary.run_checked(bug) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error (KeyError: 'missing')" in err and "SYMMTUI_DEBUG=1" in err
+    monkeypatch.setenv(boundary.DEBUG_ENV, "1")
+    with pytest.raises(KeyError):
+        boundary.run_checked(bug)

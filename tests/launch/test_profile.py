@@ -98,7 +98,7 @@ def test_no_profile_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert find_profile(None) is None
     with pytest.raises(ProfileError, match="no launch profile: create ./symmtui.toml"):
         load_profile(None)
-    with pytest.raises(ProfileError, match="no such profile file"):
+    with pytest.raises(ProfileError, match="no such file"):
         load_profile(tmp_path / "missing.toml")
     with pytest.raises(ProfileError, match="not a regular file"):
         load_profile(tmp_path)
