@@ -24,7 +24,14 @@ from symmtui.core.events import Event
 from symmtui.core.readiness import Snapshot, State
 from symmtui.errors import UserError
 from symmtui.session.core import Session
-from symmtui.ui.bridge import EngineBatchPosted, GpuSamplePosted, NoticePosted, TopologyPosted, poster
+from symmtui.ui.bridge import (
+    EngineBatchPosted,
+    GpuSamplePosted,
+    NoticePosted,
+    StacksPosted,
+    TopologyPosted,
+    poster,
+)
 from symmtui.ui.messages import RelaunchDone, StopProgress
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.patch import PatchChanged, PatchScreen
@@ -36,6 +43,7 @@ from symmtui.ui.widgets.gauge import Activity, ReadinessGauge, shown_elapsed
 from symmtui.ui.widgets.gpu_panel import GpuPanel
 from symmtui.ui.widgets.header import StatusHeader
 from symmtui.ui.widgets.log_view import LogView
+from symmtui.ui.widgets.stacks import StacksView
 from symmtui.ui.widgets.topology import TopologyView
 
 MAX_DIAGNOSES = 3
@@ -78,13 +86,16 @@ class SymmApp(App[int]):
         Binding("n", "log('next_error')", "Next err"),
         Binding("N", "log('previous_error')", "Prev err", key_display="N"),
         Binding("t", "next_theme", "Theme"),
+        Binding("s", "stacks", "Stacks", show=False),
         Binding("q", "quit", "Quit"),
         Binding("tab", "focus_next", "Focus", show=False),
     ]
 
-    def __init__(self, session: Session, *, theme: str | None = None, tick: float = 1.0) -> None:
+    def __init__(self, session: Session, *, theme: str | None = None, tick: float = 1.0,
+                 auto_stacks: bool = True) -> None:
         super().__init__()
         self.session = session
+        session.auto_stacks = auto_stacks  # one dump when the state becomes STALLED
         self._tick_seconds = tick
         self.theme_names = register_themes(self, load_themes())
         self.theme = theme or DEFAULT_THEME
@@ -106,6 +117,7 @@ class SymmApp(App[int]):
         with Horizontal(id="bottom"):
             with Vertical(id="side"):
                 yield DiagnosisView(id="diagnosis")
+                yield StacksView(id="stacks")
                 with Horizontal(id="actions"):
                     yield Button("Apply SM120 patch (p)", id="btn-patch", variant="warning", compact=True)
                     yield Button("Relaunch (r)", id="btn-relaunch", variant="primary", compact=True)
@@ -185,6 +197,7 @@ class SymmApp(App[int]):
             log.border_subtitle = f"file {notice.path}" if notice.kind == "opened" else notice.message
             if notice.kind == "error":
                 self.notify(notice.message, severity="error")
+        self.query_one(ReadinessGauge).show_ranks(batch.ranks)
         self.show_snapshot(batch.snapshot)
 
     @_while_composed
@@ -251,6 +264,17 @@ class SymmApp(App[int]):
     def on_topology_posted(self, message: TopologyPosted) -> None:
         self.query_one(TopologyView).show(message.topology.topology, message.topology.reason)
 
+    @_while_composed
+    def on_stacks_posted(self, message: StacksPosted) -> None:
+        self.query_one(StacksView).show(message.taken)
+        if message.taken.saved:
+            self.notify(f"stacks saved: {message.taken.saved}", timeout=4)
+
+    def action_stacks(self) -> None:
+        """Dump every process of the server now (py-spy, on a worker thread); the panel shows it."""
+        self.notify("reading the stacks of the server's processes…", timeout=2)
+        self.session.request_stacks()
+
     def on_notice_posted(self, message: NoticePosted) -> None:
         notice = message.notice
         severity = notice.severity if notice.severity in ("information", "warning", "error") else "information"
@@ -260,7 +284,7 @@ class SymmApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Dashboard keys are inactive while a modal is open (the modal has its own)."""
-        if action in {"patch", "relaunch", "log", "next_theme"} and isinstance(self.screen, ModalScreen):
+        if action in {"patch", "relaunch", "log", "next_theme", "stacks"} and isinstance(self.screen, ModalScreen):
             return False
         return True
 

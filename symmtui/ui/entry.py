@@ -38,7 +38,8 @@ def run_demo(speed: float, theme: str | None) -> int:
     return result or 0
 
 
-def run_dashboard(config: str | None, log: str | None, url: str | None, theme: str | None) -> int:
+def run_dashboard(config: str | None, log: str | None, url: str | None, theme: str | None,
+                  auto_stacks: bool = True) -> int:
     """The no-verb dashboard."""
     from symmtui.session import open_dashboard
     from symmtui.ui.app import SymmApp
@@ -47,7 +48,7 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
     session = open_dashboard(config, log, url)
     try:
         boundary.require_terminal("the dashboard")  # after the profile's and options' own errors
-        result = SymmApp(session, theme=chosen).run()
+        result = SymmApp(session, theme=chosen, auto_stacks=auto_stacks).run()
     finally:
         session.close()
     return result or 0

@@ -20,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="probe this health URL, e.g. http://127.0.0.1:30000/health")
     group.add_argument("--theme", dest="dash_theme", metavar="NAME", default=None,
                        help="colour theme: symmtui-dark (default), symmtui-light, symmtui-contrast")
+    group.add_argument("--no-auto-stacks", dest="dash_no_auto_stacks", action="store_true",
+                       help="do not dump the server's stacks when the state becomes STALLED (the s key still does)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,4 +31,5 @@ def run(args: argparse.Namespace) -> int:
         boundary.regular_file(args.dash_log, what="--log", missing_ok=True,
                               hint="give the server's log file (it may not exist yet)")
 
-    return run_dashboard(args.dash_config, args.dash_log, args.dash_url, args.dash_theme)
+    return run_dashboard(args.dash_config, args.dash_log, args.dash_url, args.dash_theme,
+                         auto_stacks=not args.dash_no_auto_stacks)

@@ -9,6 +9,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
+from symmtui.core.ranks import RankSummary
 from symmtui.core.readiness import Snapshot, State
 from symmtui.textsafe import visible
 from symmtui.ui.widgets.fmt import mmss, progress_bar, set_content
@@ -75,6 +76,7 @@ class ReadinessGauge(Vertical):
         yield Static("", id="gauge-phase")
         yield Static("", id="gauge-bar")
         yield Static("", id="gauge-eta")
+        yield Static("", id="gauge-ranks")
         yield Static("", id="gauge-activity")
 
     def on_mount(self) -> None:
@@ -137,6 +139,14 @@ class ReadinessGauge(Vertical):
         eta_line = self.query_one("#gauge-eta", Static)
         set_content(eta_line, Content.assemble(*eta_parts))
         eta_line.display = bool(eta_parts)
+
+    def show_ranks(self, ranks: RankSummary | None) -> None:
+        """The ranks behind ("7/8 ranks finished loading weights; TP5 still loading weights, silent 143 s")."""
+        line = self.query_one("#gauge-ranks", Static)
+        text = ranks.text if ranks is not None else ""
+        if text:
+            set_content(line, Content.styled(visible(text), "bold $warning"))
+        line.display = bool(text)
 
     def show_activity(self, activity: Activity | None) -> None:
         """A line about what symmtui is doing (stopping the old server, launching the new one)."""
