@@ -226,6 +226,16 @@ class LineCount:
         self._done = threading.Event()
         self._value: int | None = None
         self._thread = threading.Thread(target=self._run, name="symmtui-linecount", daemon=True)
+        self._started = False
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start counting (idempotent). ``watch`` starts it once the lines up to the file's end have been
+        handed over, so that the count does not compete for the GIL with judging them."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
         self._thread.start()
 
     def _run(self) -> None:
@@ -239,6 +249,7 @@ class LineCount:
 
     def result(self, timeout: float | None = 0.0) -> int | None:
         """The count, waiting at most ``timeout`` seconds for it; None when not done (or unreadable)."""
+        self.start()
         self._done.wait(timeout)
         return self._value
 
@@ -490,6 +501,8 @@ class LogFollower:
             items = self.poll()
             if items:
                 on_batch(items)
+            if not self.has_more and self.line_base is not None:
+                self.line_base.start()  # caught up and judged: count the lines before the attach point now
             if not self.has_more or stop.is_set():
                 return
 
