@@ -256,3 +256,22 @@ def test_crash_lines_printed_while_being_stopped_are_still_stopped(tmp_path: Pat
     assert "STOPPED" in out and "CRASHED" not in out, out + err
     mine = [e for e in _history_lines() if e["launch_id"] == rec.launch_id]
     assert [e["verdict"] for e in mine] == ["stopped"]
+
+
+def test_a_launch_killed_mid_wait_does_not_hold_the_profile(tmp_path: Path) -> None:
+    """The lock dies with its holder (and its server never inherits it): the next launch goes ahead."""
+    cfg = _slow_profile(tmp_path)
+    key = load_profile(cfg).key
+    first = _cli_popen("launch", "--config", str(cfg), "--no-preflight")
+    try:
+        wait_until(lambda: state.load(key) is not None, what="the first launch's state file")
+        old = state.load(key)
+        assert old is not None
+        first.kill()
+        first.communicate()
+        again = run_cli("launch", "--config", str(cfg), "--no-preflight", "--timeout", "2")
+        assert again.returncode == 124, again.stdout + again.stderr  # it stopped the old server, launched, waited
+        new = state.load(key)
+        assert new is not None and new.launch_id != old.launch_id
+    finally:
+        run_cli("stop", "--config", str(cfg), "--grace", "2", "--port-timeout", "2")
