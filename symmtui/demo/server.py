@@ -40,7 +40,8 @@ lack the capability (``symmtui.demo.sandbox``); ``--ignore-sigterm`` ignores SIG
 stop must escalate); ``--grandchildren N`` forks N workers that call setsid and outlive the
 server (like SGLang's schedulers, sglang issue 23627); ``--hang-rank R`` runs one process per
 rank (titled ``sglang::scheduler_TPn`` as SGLang's are, the even ones setsid'd) and rank R stops
-inside NCCL init while the others wait for it at a barrier (``symmtui stacks`` shows it).
+inside NCCL init while the others wait for it at a barrier (``symmtui stacks`` shows it);
+``--hang-once FILE`` hangs only the first time (the demo's hang story: a relaunch recovers).
 
 ``--status-file PATH``: after every step the server atomically rewrites PATH with one JSON
 object ``{"pid", "state": "loading"|"ready"|"crashed", "phase", "progress": 0..1,
@@ -178,7 +179,7 @@ class _Server:
         )
         self.sleep(6)
         self.status("init_distributed", 0.0, _MEM_INIT)
-        if a.hang_rank is not None:
+        if a.hang_rank is not None and self._hang_now():
             return self.hang(a.hang_rank)
         self.ranks("Init torch distributed begin.")
         if self._should_crash_keyerror():
@@ -259,6 +260,17 @@ class _Server:
         while deadline is None or time.monotonic() < deadline:
             time.sleep(0.5)
         return 0
+
+    def _hang_now(self) -> bool:
+        """Hang this time: always, or with ``--hang-once FILE`` only while FILE does not exist (it is made)."""
+        once = self.args.hang_once
+        if once is None:
+            return True
+        try:
+            with open(once, "x"):
+                return True
+        except FileExistsError:
+            return False
 
     def hang(self, hang_rank: int) -> int:
         """The hang story: one process per rank (titled as SGLang's schedulers, the even ranks setsid'd);
@@ -365,6 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--listen-early", action="store_true", help="open the HTTP port at start (503 until ready)")
     p.add_argument("--hang-rank", type=int, default=None,
                    help="run one process per rank; this rank hangs in NCCL init, the others wait for it")
+    p.add_argument("--hang-once", metavar="FILE", default=None,
+                   help="with --hang-rank: hang only if FILE does not exist yet (it is created), so a relaunch recovers")
     p.add_argument("--ready-for", type=float, default=None, help="exit 0 this many seconds after ready")
     return p
 

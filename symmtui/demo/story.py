@@ -36,6 +36,8 @@ BASE_SPEED = 8.0  # the simulated server at speed 8 loads in about a minute: the
 CAPABILITY = 12
 HOST_NAME = "demo-host"
 PROFILE_NAME = "demo (simulated GLM-5, TP8)"
+HANG_RANK = 5
+HANG_STALL = 10.0  # seconds of silence before STALLED in the hang story at --speed 1
 MODEL_SHARE = 0.88  # the stand-in's model footprint is this fraction of each GPU (its mem_fraction)
 
 
@@ -55,18 +57,24 @@ def isolate_state(root: Path) -> None:
         os.environ[var] = str(d)
 
 
-def write_profile(root: Path, *, speed: float, port: int, site: Path, status: Path) -> Path:
-    """The demo's launch profile: the simulated server, its log dir and /health URL, all in `root`."""
+def write_profile(root: Path, *, speed: float, port: int, site: Path, status: Path, story: str = "crash") -> Path:
+    """The demo's launch profile: the simulated server, its log dir and /health URL, all in `root`.
+
+    The hang story's server hangs its first launch (rank TP5 in NCCL init) and comes up on the next.
+    """
     server_speed = BASE_SPEED * speed
     command = [
         sys.executable, "-m", "symmtui.demo.server",
         "--speed", f"{server_speed:g}",
         "--port", str(port),
-        "--sandbox", str(site),
-        "--capability", str(CAPABILITY),
         "--status-file", str(status),
         "--tp", "8",
     ]
+    if story == "hang":
+        command += ["--hang-rank", str(HANG_RANK), "--hang-once", str(root / "hung-once")]
+    else:
+        command += ["--sandbox", str(site), "--capability", str(CAPABILITY)]
+    stall = max(2.0, HANG_STALL / speed) if story == "hang" else max(30.0, DEFAULT_STALL / speed)
     lines = [
         "# symmtui demo profile (written by `symmtui demo`; lives in a temp dir)",
         "[server]",
@@ -74,7 +82,7 @@ def write_profile(root: Path, *, speed: float, port: int, site: Path, status: Pa
         f"log_dir = {json.dumps(str(root / 'logs'))}",
         f'url = "http://127.0.0.1:{port}/health"',
         f"timeout = {max(60.0, DEFAULT_TIMEOUT / speed):.0f}",
-        f"stall = {max(30.0, DEFAULT_STALL / speed):.0f}",
+        f"stall = {stall:.0f}",
         "grace = 5",
     ]
     path = root / "symmtui.toml"
@@ -143,7 +151,7 @@ class Demo:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def build_demo(speed: float = 1.0, *, root: Path | None = None, isolate: bool = True) -> Demo:
+def build_demo(speed: float = 1.0, *, root: Path | None = None, isolate: bool = True, story: str = "crash") -> Demo:
     """Set up the temp dir, the sandbox tables, the profile, the stand-in and its driver."""
     if not speed > 0:
         from symmtui.errors import UserError
@@ -156,7 +164,7 @@ def build_demo(speed: float = 1.0, *, root: Path | None = None, isolate: bool = 
     sandbox = write_sandbox(site)
     status = root / "server-status.json"
     port = free_port()
-    profile = load_profile(write_profile(root, speed=speed, port=port, site=sandbox.site, status=status))
+    profile = load_profile(write_profile(root, speed=speed, port=port, site=sandbox.site, status=status, story=story))
     module = load_standin(SCENARIO)
     host = standin_host(module)
     nvml = Nvml(module)

@@ -153,11 +153,15 @@ def open_dashboard(config: str | None, log: str | None, url: str | None) -> Sess
     return session
 
 
-def open_demo(speed: float) -> tuple[Session, Demo]:
-    """`symmtui demo`: temp dir, sandbox, stand-in NVML, the simulated server's first launch, followed."""
+def open_demo(speed: float, story: str = "crash") -> tuple[Session, Demo]:
+    """`symmtui demo`: temp dir, sandbox, stand-in NVML, the simulated server's first launch, followed.
+
+    ``story``: "crash" (KeyError: 12, patch, relaunch) or "hang" (one rank stops in NCCL init, STALLED,
+    the stacks panel names it, a relaunch recovers).
+    """
     from symmtui.demo.story import HOST_NAME, PROFILE_NAME, build_demo
 
-    demo = build_demo(speed)
+    demo = build_demo(speed, story=story)
     try:
         settings = bringup_settings(demo.profile)
         session = Session(host=HOST_NAME, name=PROFILE_NAME, settings=settings, supervisor=demo.supervisor,

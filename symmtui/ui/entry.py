@@ -20,14 +20,14 @@ def check_theme(name: str | None) -> str:
     return chosen
 
 
-def run_demo(speed: float, theme: str | None) -> int:
+def run_demo(speed: float, theme: str | None, story: str = "crash") -> int:
     """`symmtui demo`: build, run the app, and on quit stop the demo's servers and remove its temp dir."""
     from symmtui.session import open_demo
     from symmtui.ui.app import SymmApp
 
     chosen = check_theme(theme)
     boundary.require_terminal("the demo")  # before the demo server starts
-    session, _demo = open_demo(speed)
+    session, _demo = open_demo(speed, story)
     try:
         result = SymmApp(session, theme=chosen).run()
     finally:
