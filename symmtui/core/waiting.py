@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from symmtui import clitext
-from symmtui.clitext import stamp as _stamp
-from symmtui.core.diagnose import PortOwner, diagnose
+from symmtui.core.diagnose import Diagnosis, PortOwner, diagnose
 from symmtui.core.engine import Bringup, EngineUpdate
 from symmtui.core.events import Event
 from symmtui.core.follow import Numbering
@@ -68,7 +67,7 @@ class _Printer:
             if key in self.notices:
                 continue
             self.notices.add(key)
-            self.line(f"{_stamp(elapsed)} log {notice.kind}: {notice.message}")
+            self.line(clitext.phase_line(elapsed, f"log {notice.kind}: {notice.message}"))
         self.ranks = up.ranks
         self.progress(snap)
 
@@ -77,93 +76,32 @@ class _Printer:
         for span in spans[self.spans_printed :]:
             if span.name == "ready":
                 continue
-            self.line(f"{_stamp(span.start)} {span.name}")
+            self.line(clitext.phase_line(span.start, span.name))
         self.spans_printed = len(spans)
         if snap.state is State.STALLED and self.state is not State.STALLED:
-            limit = "" if snap.remaining_timeout is None else f"; still waiting, {snap.remaining_timeout:.0f} s to the timeout"
-            self.line(f"{_stamp(snap.elapsed)} STALLED: {snap.detail}{limit}")
+            self.line(clitext.stalled_line(snap.elapsed, snap.detail, snap.remaining_timeout))
             if self.ranks is not None and self.ranks.text:
                 self.line(f"  ranks: {self.ranks.text}")
             if self.on_stall is not None:
                 for text in self.on_stall():
                     self.line(f"  {text}")
         elif self.state is State.STALLED and snap.state is State.STARTING:
-            self.line(f"{_stamp(snap.elapsed)} moving again ({snap.phase or 'starting'})")
+            self.line(clitext.phase_line(snap.elapsed, f"moving again ({snap.phase or 'starting'})"))
         self.state = snap.state
 
     def verdict(self, snap: Snapshot) -> None:
-        after = snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed
-        if snap.run > 1:
-            self.line(f"(the log holds {snap.run} launches; the verdict is about the last one)")
-        if snap.state is State.READY:
-            self.line(f"READY after {after:.1f} s")
-            self.line(f"  evidence: {snap.detail}")
-            if snap.log_span is not None and after < 1.0 and snap.log_span > after:
-                self.line(f"  (already in the log: the server came up {snap.log_span:.1f} s after its first line)")
-            for w in snap.warnings:
-                self._warning(w)
-            return
-        if snap.state is State.CRASHED:
-            cause = snap.cause
-            head = cause.headline() if cause is not None else snap.detail
-            self.line(f"CRASHED after {after:.1f} s: {head}")
-            if cause is not None:
-                self._block(cause)
-                d = diagnose(cause, port_owner=self.port_owner)
-                if d is not None:
-                    self.line(clitext.detail("cause", d.cause))
-                    self.line(clitext.detail("next", d.action))
-                for other in snap.errors:
-                    if other.key != cause.key:
-                        where = f" ({self.label(other.line_no)})" if other.line_no else ""
-                        self.line(clitext.detail("also", f"{other.headline()}{where}"))
-            if snap.process_detail and (cause is None or cause.rule_id != "process_exit"):
-                self.line(f"  process: {snap.process_detail}")
-            for w in snap.warnings:
-                self._warning(w)
-            return
-        if snap.state is State.TIMED_OUT:
-            self.line(f"TIMED OUT after {after:.1f} s")
-            phase = snap.phase or "no phase seen"
-            if snap.progress is not None:
-                phase += f" ({snap.progress * 100:.0f}%)"
-            self.line(f"  last phase: {phase}")
-            if snap.since_activity is not None:
-                self.line(f"  last log line: {snap.since_activity:.1f} s ago")
-            if self.ranks is not None and self.ranks.text:
-                self.line(f"  ranks: {self.ranks.text}")
-            if snap.probe_detail:
-                self.line(f"  health: {snap.probe_detail}")
-            if snap.last_lines:
-                self.line("  last lines:")
-                for text in snap.last_lines:
-                    self.line(f"    {text}")
-            return
-        self.line(f"STOPPED after {after:.1f} s: {snap.detail}")
+        ranks = self.ranks.text if self.ranks is not None and self.ranks.text else None
+        for text in clitext.verdict_lines(snap, diagnose=self._diagnose, label=self.label, ranks=ranks,
+                                          max_block=MAX_BLOCK_PRINT):
+            self.line(text)
 
-    def _block(self, ev: Event) -> None:
-        if ev.rule_id == "process_exit":
-            return  # the headline already says how the process ended; the log had no error line
-        lines = ev.block or ((ev.text,) if ev.text and ev.text != ev.summary else ())
-        if not lines:
-            return
-        where = f" ({self.label(ev.line_no)})" if ev.line_no else ""
-        self.line(f"  --- first error{where} ---")
-        shown = lines if len(lines) <= MAX_BLOCK_PRINT else (*lines[:10], "...", *lines[-(MAX_BLOCK_PRINT - 11) :])
-        for text in shown:
-            self.line(f"  | {text}")
-        self.line("  ---")
+    def _diagnose(self, ev: Event) -> Diagnosis | None:
+        return diagnose(ev, port_owner=self.port_owner)
 
     def label(self, no: int) -> str:
         """``line N`` in the file's own numbering (``line ~N`` if the lines before an attach point
         could not be counted in time)."""
         return self.numbering.label(no, LINE_COUNT_WAIT)
-
-    def _warning(self, w: Event) -> None:
-        self.line(f"  warning: {w.headline()}")
-        d = diagnose(w, port_owner=self.port_owner)
-        if d is not None:
-            self.line(f"           {d.cause}; {d.action}")
 
 
 def report(bringup: Bringup, updates: queue.Queue[EngineUpdate], out: TextIO,

@@ -112,6 +112,14 @@ def test_config_dir_that_is_not_a_directory(tmp_path: Path) -> None:
     assert "no launch profile" in line
 
 
+def test_config_dir_that_cannot_be_looked_into(tmp_path: Path) -> None:
+    """An XDG_CONFIG_HOME that stat cannot pass (a symlink loop: unreadable even for root)."""
+    loop = tmp_path / "config"
+    loop.symlink_to(loop)
+    line = one_error_line(run_cli("launch", env={"XDG_CONFIG_HOME": str(loop)}, cwd=tmp_path, timeout=60))
+    assert "cannot look for a profile there" in line and "XDG_CONFIG_HOME" in line
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads any folder: permissions cannot be taken away")
 def test_unreadable_config_dir(tmp_path: Path) -> None:
     cfg = tmp_path / "config"
