@@ -139,7 +139,7 @@ async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) 
         assert not sandbox_has_capability(sandbox.site, 12)
         scroll = modal.query_one("#patch-diff-scroll")
         await pilot.press("pagedown")
-        assert scroll.scroll_y > 0 or scroll.max_scroll_y == 0
+        await wait_for(pilot, lambda: scroll.scroll_y > 0 or scroll.max_scroll_y == 0, "pagedown to scroll the diff")
         await pilot.press("n")  # cancel: nothing changed
         assert not isinstance(app.screen, PatchScreen)
         assert not sandbox_has_capability(sandbox.site, 12)
