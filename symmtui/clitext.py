@@ -189,7 +189,8 @@ def print_error(message: str, err: TextIO | None = None) -> None:
 class PipeSafe:
     """A stand-in for sys.stdout / sys.stderr: once the reader is gone (EPIPE), the rest goes to
     /dev/null, so no verb dies of a BrokenPipeError half-way (``symmtui patch check | true``) and
-    its exit code still tells its result."""
+    its exit code still tells its result. Any other write failure (``> /dev/full``: ENOSPC, EIO)
+    is one UserError line, and the stream goes to /dev/null so the interpreter's last flush is quiet."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
@@ -198,33 +199,41 @@ class PipeSafe:
     def write(self, text: str) -> int:
         try:
             return self._stream.write(text)
-        except BrokenPipeError:
-            self._gone()
+        except OSError as exc:
+            self._failed(exc)
             return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
-        except BrokenPipeError:
-            self._gone()
+        except OSError as exc:
+            self._failed(exc)
 
-    def _gone(self) -> None:
+    def _failed(self, exc: OSError) -> None:
         self.gone = True
         drop_stream(self._stream)
         with contextlib.suppress(OSError):  # the stream is /dev/null now: what was buffered goes there
             self._stream.flush()
+        if not isinstance(exc, BrokenPipeError):
+            from symmtui.errors import UserError
+
+            name = "standard error" if self._stream is sys.__stderr__ else "standard output"
+            raise UserError(f"cannot write to {name} ({exc.strerror or exc}); check where it goes "
+                            "(a full disk?)") from None
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._stream, name)
 
 
 def guard_streams() -> tuple[object, object]:
-    """Make sys.stdout and sys.stderr survive a reader that goes away (see :class:`PipeSafe`);
-    returns the streams it replaced, for :func:`restore_streams`."""
+    """Make sys.stdout and sys.stderr survive a reader that goes away (see :class:`PipeSafe`); a
+    closed one (``>&-``) becomes /dev/null. Returns the streams it replaced, for :func:`restore_streams`."""
     saved = (sys.stdout, sys.stderr)
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
-        if stream is not None and not isinstance(stream, PipeSafe):
+        if stream is None:
+            stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+        if not isinstance(stream, PipeSafe):
             setattr(sys, name, PipeSafe(stream))
     return saved
 

@@ -19,6 +19,11 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
+def _limit_memory_and_close_stdout() -> None:
+    _limit_memory()
+    os.close(1)  # `symmtui ... >&-`
+
+
 def run_cli(
     *args: str,
     env: Mapping[str, str] | None = None,
@@ -26,13 +31,15 @@ def run_cli(
     timeout: float = 30,
     stdout: int | None = subprocess.PIPE,
     stdin: int | None = subprocess.DEVNULL,
+    close_stdout: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
     """``python -m symmtui ARGS`` with stdin from /dev/null (no terminal), under RLIMIT_AS and a timeout."""
     full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     full.pop("SYMMTUI_DEBUG", None)
     return subprocess.run(
         [sys.executable, "-m", "symmtui", *args], stdin=stdin, stdout=stdout,
-        stderr=subprocess.PIPE, env=full, cwd=cwd or ROOT, timeout=timeout, preexec_fn=_limit_memory,
+        stderr=subprocess.PIPE, env=full, cwd=cwd or ROOT, timeout=timeout,
+        preexec_fn=_limit_memory_and_close_stdout if close_stdout else _limit_memory,
         check=False,
     )
 

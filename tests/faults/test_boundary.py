@@ -230,3 +230,13 @@ def test_an_unexpected_exception_is_one_line_unless_debugging(
     monkeypatch.setenv(boundary.DEBUG_ENV, "1")
     with pytest.raises(KeyError):
         boundary.run_checked(bug)
+
+
+def test_output_to_a_full_disk_or_a_closed_stdout(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("[2026-11-29 09:40:13 TP0] Load weight begin. avail mem=93.21 GB\n")
+    with open("/dev/full", "wb") as full:  # every write: ENOSPC
+        line = one_error_line(run_cli("scan", str(log), stdout=full.fileno(), timeout=60))
+    assert "cannot write to standard output (No space left on device)" in line
+    closed = run_cli("scan", str(log), stdout=None, timeout=60, close_stdout=True)
+    assert closed.returncode == 3 and closed.stderr == b""  # no verdict in that log; nothing to say
