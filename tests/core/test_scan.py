@@ -186,7 +186,7 @@ def test_scan_judges_odd_lines_as_the_follower_does(tmp_path: Path) -> None:
 
 
 def test_parallel_scan_equals_sequential_on_a_written_log_with_crashes_at_the_cuts(tmp_path: Path) -> None:
-    """A separate writer process builds a 12 MB log: tracebacks of 8 ranks between serving lines, over
+    """A separate writer process builds a 4 MB log: tracebacks of 8 ranks between serving lines, over
     and over; for 2, 5 and 8 processes a cut falls inside one; the reports are identical."""
     import json
     import subprocess
@@ -201,7 +201,7 @@ def test_parallel_scan_equals_sequential_on_a_written_log_with_crashes_at_the_cu
     log = tmp_path / "server.log"
     writer = Path(__file__).resolve().parent.parent / "fixtures" / "big_log_writer.py"
     r = subprocess.run([sys.executable, str(writer), str(log), f"file:{READY_LOG}",
-                        f"fill:{unit}:1:232:{12 << 20}", f"file:{KEYERROR_LOG}"],
+                        f"fill:{unit}:1:232:{4 << 20}", f"file:{KEYERROR_LOG}"],
                        capture_output=True, text=True, timeout=120, check=True)
     size = json.loads(r.stdout)["size"]
     data = log.read_bytes()

@@ -34,10 +34,10 @@ def test_stalled_names_the_rank_behind_and_prints_the_stacks_once(tmp_path: Path
 @needs_ptrace
 def test_no_stacks_and_a_log_without_ranks_keep_todays_output(tmp_path: Path) -> None:
     with hung_server(tmp_path, hang_rank=5) as (proc, log):
-        done = wait("--pid", str(proc.pid), "--log", str(log), "--stall", "1", "--timeout", "3", "--no-stacks")
+        done = wait("--pid", str(proc.pid), "--log", str(log), "--stall", "0.5", "--timeout", "2", "--no-stacks")
         plain = tmp_path / "plain.log"
         plain.write_text("".join(ln.split("] ", 1)[1] + "\n" for ln in log.read_text().splitlines()))
-        bare = wait("--log", str(plain), "--stall", "1", "--timeout", "2")
+        bare = wait("--log", str(plain), "--stall", "0.5", "--timeout", "1")
     assert done.returncode == 124
     assert "stacks:" not in done.stdout and "  ranks: 7/8" in done.stdout
     assert bare.returncode == 124
