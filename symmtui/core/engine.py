@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from symmtui.core.events import NEW_RUN_RULES, Event, EventBuilder
+from symmtui.core.events import PROCESS_EXIT, Event, EventBuilder
 from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
 from symmtui.core.lastrun import last_launch_attach
 from symmtui.core.pidwatch import ProcRef
@@ -332,7 +332,7 @@ class Bringup:
         board = self._ranks
         for ln in run:
             ev = marks.get(ln.no)
-            if ev is not None and ev.rule_id in NEW_RUN_RULES:
+            if ev is not None and "new_run" in ev.roles:
                 board.reset()  # a new launch appended to the same log
             if ln.plain[:1] in "[(":
                 board.feed(ln.plain, now, ev.phase if ev else None, ev.ends if ev else None)
@@ -407,7 +407,7 @@ class Bringup:
                 else:
                     self._readiness.feed_process(False, code, now)
                     snap = self._readiness.snapshot(now)
-                    if snap.cause is not None and snap.cause.rule_id == "process_exit":
+                    if snap.cause is not None and snap.cause.rule_id == PROCESS_EXIT:
                         self._pending.events.append(snap.cause)
                 if self._readiness.state is not before:
                     self._urgent = True

@@ -2,26 +2,32 @@
 
 from __future__ import annotations
 
-import calendar
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from symmtui.core.rules import ByteScanner, Kind, RuleMatch, RuleSet
+from symmtui.core import tracebacks as tb
+from symmtui.core.decode import strip_ansi
+from symmtui.core.lineparts import Prefix as Prefix
+from symmtui.core.lineparts import split_prefix as split_prefix
+from symmtui.core.rules import ByteScanner, Kind, Rule, RuleMatch, RuleSet, message_part
 
 MAX_SUMMARY = 200
 BATCH_MIN = 64  # feed_many prefilters batches at least this long as one buffer
 RETUNE_BYTES = 1 << 20  # the byte prefilter is tuned again on the first batch this big
 MAX_BLOCK_LINES = 400  # a traceback longer than this is closed as incomplete
 STALE_AFTER_LINES = 300  # an open traceback that got no line for this many lines is closed as incomplete
-NEW_RUN_RULES = frozenset({"server_args", "vllm_start"})  # a server prints these once, at its very start
+TRACEBACK = "traceback"  # the rule id of traceback events (the catalogue entry for the header line)
+PROCESS_EXIT = "process_exit"  # the rule id of the event the readiness machine makes when the process ends
+_TB_HEAD = tb.HEADER
 
 
 @dataclass(frozen=True)
 class Event:
     """Something a log line (or a block of lines) means.
 
+    ``diagnosis`` is the id of the catalogue entry that names it (``entry``), ``facts`` the values its
+    pattern captured (e.g. ``cap``), ``roles`` the entry's roles ("wrapper", "fatal", "new_run").
     ``key`` identifies the event across updates: the same traceback or warning from another rank is
     re-emitted as an updated Event with the same key, a larger ``count`` and more ``ranks``; consumers
     replace the older one. ``ts`` is the log's own timestamp (epoch seconds, naive times read as UTC)
@@ -42,6 +48,9 @@ class Event:
     key: str = ""
     ts: float | None = None
     ends: str | None = None
+    roles: frozenset[str] = frozenset()
+    facts: tuple[tuple[str, str], ...] = ()
+    entry: Rule | None = field(default=None, compare=False, repr=False)
 
     def where(self) -> str:
         """``"8 ranks"``, ``"rank 3"``, ``"3 times"`` or ``""``: how widely this event was seen."""
@@ -71,84 +80,6 @@ class LineLike(Protocol):
     def plain(self) -> str: ...
 
 
-@dataclass(frozen=True)
-class Prefix:
-    """The per-line prefix a server or launcher puts before the message."""
-
-    key: str | None
-    rank: int | None
-    ts: float | None
-    body: str
-    dialect: str | None
-
-
-# SGLang: "[2026-11-29 09:40:17 TP0] ", "[2026-11-29 09:40:17 DP1 TP3 EP3] ", "[2026-11-29 09:40:17] "
-_SGLANG = re.compile(
-    r"\[(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?((?: (?:[A-Z]{2,3}\d+))*)\] ?"
-)
-# torchrun: "[rank3]: "
-_TORCHRUN = re.compile(r"\[rank(\d+)\]: ?")
-# vLLM worker / engine processes: "(VllmWorkerProcess pid=123) ", "(Worker_TP3 pid=9) ", "(APIServer pid=1) "
-_VLLM_PROC = re.compile(r"\((\w+?)(?:_TP(\d+))?(?:_\w+)? pid=(\d+)\) ?")
-# vLLM logger header after the process prefix: "ERROR 10-29 06:48:05 [file.py:233] "
-_VLLM_HEAD = re.compile(
-    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)? \[[^\]]*\] ?"
-)
-_TP_TAG = re.compile(r"\bTP(\d+)\b")
-_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
-_TB_HEAD = "Traceback (most recent call last):"
-
-
-def split_prefix(plain: str) -> Prefix:
-    """Split known rank/timestamp prefixes off a line (SGLang, torchrun, vLLM shapes; they may stack)."""
-    key: str | None = None
-    rank: int | None = None
-    ts: float | None = None
-    dialect: str | None = None
-    pos = 0
-    for _ in range(3):
-        m = _SGLANG.match(plain, pos)
-        if m is not None:
-            y, mo, d, hh, mi, ss = (int(m.group(i)) for i in range(1, 7))
-            frac = m.group(7)
-            try:
-                ts = calendar.timegm((y, mo, d, hh, mi, ss, 0, 0, 0)) + (float("0." + frac) if frac else 0.0)
-            except (ValueError, OverflowError):
-                ts = None
-            tags = m.group(8).strip()
-            if tags:
-                key = tags
-                t = _TP_TAG.search(tags)
-                rank = int(t.group(1)) if t else rank
-                dialect = "sglang"
-            pos = m.end()
-            continue
-        m = _TORCHRUN.match(plain, pos)
-        if m is not None:
-            rank = int(m.group(1))
-            key = f"rank{rank}"
-            pos = m.end()
-            continue
-        m = _VLLM_PROC.match(plain, pos)
-        if m is not None:
-            if m.group(2) is not None:
-                rank = int(m.group(2))
-            key = f"pid{m.group(3)}"
-            dialect = "vllm"
-            pos = m.end()
-            h = _VLLM_HEAD.match(plain, pos)
-            if h is not None:
-                pos = h.end()
-            continue
-        h = _VLLM_HEAD.match(plain, pos)
-        if h is not None:
-            dialect = "vllm"
-            pos = h.end()
-            continue
-        break
-    return Prefix(key, rank, ts, plain[pos:] if pos else plain, dialect)
-
-
 def _clip(s: str, n: int = MAX_SUMMARY) -> str:
     s = s.strip()
     return s if len(s) <= n else s[: n - 1] + "…"
@@ -165,6 +96,10 @@ class _Block:
     frame: str | None = None
     frames: int = 0
     last_fed: int = 0
+    prefix: str | None = None  # the shape of an unknown prefix learned from the header line
+    lead: str | None = None  # exception text printed before the header on its line
+    head_rule: Rule | None = None  # what the header line itself says ("warmup error:")
+    headless: bool = False  # opened by a frame line: the log starts inside a traceback
 
 
 class EventBuilder:
@@ -271,7 +206,7 @@ class EventBuilder:
             self._pending = None
             out.extend(self._on_match(no, plain, text, m, defer=False))
         for block in list(self._open):
-            out.append(self._close(block, None))
+            out.extend(self._close(block, None))
         return out
 
     # ------------------------------------------------------------------ internals
@@ -286,7 +221,8 @@ class EventBuilder:
                 # the announced traceback: one block from the announcing line, with its rank
                 hpre = split_prefix(hplain)
                 self._open.append(
-                    _Block(hpre.key, hpre.rank, hno, hpre.ts, hpre.body, [htext, text], last_fed=self._fed)
+                    _Block(hpre.key, hpre.rank, hno, hpre.ts, hpre.body, [htext, text], last_fed=self._fed,
+                           head_rule=hm.rule)
                 )
                 return out
             out.extend(self._on_match(hno, hplain, htext, hm, defer=False))
@@ -296,20 +232,29 @@ class EventBuilder:
                     if m is not None:
                         out.extend(self._on_match(no, plain, text, m))
                     return out
-        if _TB_HEAD in body:
+        at = tb.header_at(body)
+        if at >= 0:
             if pre.dialect:
                 self.dialect = pre.dialect
             existing = self._block_for(pre.key) if pre.key is not None else None
-            if existing is not None and existing.frames == 0:
+            if existing is not None and existing.frames == 0 and not existing.headless:
                 existing.lines.append(text)  # a repeated header ("Traceback" after "hit an exception")
                 existing.last_fed = self._fed
                 return out
             if existing is not None:
-                out.append(self._close(existing, None))
-            head = body
-            if "hit an exception" in body:
-                self.dialect = self.dialect or "sglang"
-            self._open.append(_Block(pre.key, pre.rank, no, pre.ts, head, [text], last_fed=self._fed))
+                out.extend(self._close(existing, None))
+            before = body[:at]
+            head_rule = None
+            if before.strip():
+                head_m = self.ruleset.match(plain)
+                head_rule = head_m.rule if head_m is not None and head_m.rule.id != TRACEBACK else None
+                if head_rule is not None and head_rule.dialect:
+                    self.dialect = head_rule.dialect
+            lead = tb.lead_message(before)
+            raw_before = plain[: len(plain) - len(body) + at]
+            prefix = tb.shape(raw_before) if raw_before.strip() and lead is None else None
+            self._open.append(_Block(pre.key, pre.rank, no, pre.ts, body, [text], last_fed=self._fed,
+                                     prefix=prefix, lead=lead, head_rule=head_rule))
             return out
         block = self._target(pre)
         if block is None:
@@ -318,29 +263,44 @@ class EventBuilder:
             if m is not None:
                 out.extend(self._on_match(no, plain, text, m))
             return out
+        if block.prefix is not None:
+            n = len(block.prefix)
+            if tb.shape(plain[:n]) == block.prefix:
+                body = plain[n:]
+            else:
+                block.prefix = None
         block.last_fed = self._fed
         stripped = body.strip()
         if not stripped:
             return out  # blank lines inside a traceback carry nothing
-        if body[:1] in (" ", "\t"):
+        if tb.is_continuation(body):
             block.lines.append(text)
-            f = _FRAME.search(body)
-            if f is not None:
+            loc = tb.frame_location(body)
+            if loc is not None:
                 block.frames += 1
-                block.frame = f"{_basename(f.group(1))}:{f.group(2)}"
+                block.frame = loc
             if len(block.lines) > MAX_BLOCK_LINES:
-                out.append(self._close(block, None))
+                out.extend(self._close(block, None))
             return out
         if block.frames == 0:
-            # Not a traceback after all (a header line quoted in a message): close it as incomplete and
-            # judge this line on its own.
-            out.append(self._close(block, None))
+            # Not a traceback after all (a header line quoted in a message): close it and judge this
+            # line on its own.
+            out.extend(self._close(block, None, quoted=True))
+            m = self.ruleset.match(plain)
+            if m is not None:
+                out.extend(self._on_match(no, plain, text, m))
+            return out
+        exc = stripped if tb.is_exception_line(stripped) else tb.exception_inside(stripped)
+        if exc is None:
+            # The exception line is missing (cut, or another process's line came first): close the
+            # block with what it has and judge this line on its own.
+            out.extend(self._close(block, None))
             m = self.ruleset.match(plain)
             if m is not None:
                 out.extend(self._on_match(no, plain, text, m))
             return out
         block.lines.append(text)
-        out.append(self._close(block, stripped))
+        out.extend(self._close(block, exc))
         out.extend(self._expire())
         return out
 
@@ -366,32 +326,48 @@ class EventBuilder:
         out: list[Event] = []
         for block in list(self._open):
             if self._fed - block.last_fed > STALE_AFTER_LINES:
-                out.append(self._close(block, None))
+                out.extend(self._close(block, None))
         return out
 
-    def _close(self, block: _Block, exc_line: str | None) -> Event:
+    def _close(self, block: _Block, exc_line: str | None, *, quoted: bool = False) -> list[Event]:
+        """The event of a finished block. ``quoted``: a header with no frames that another line
+        followed (a header quoted in a message, not a traceback): no event unless its line says more."""
         self._open.remove(block)
         where = f" at {block.frame}" if block.frame else ""
-        if exc_line is not None:
-            summary = _clip(exc_line, MAX_SUMMARY - len(where)) + where
-            m = self.ruleset.match(exc_line)
-            diagnosis = m.rule.diagnosis if m is not None and m.rule.kind is Kind.CRASH else "traceback"
-        else:
-            summary = "Traceback with no exception line" + where
-            diagnosis = "traceback"
+        exc = exc_line
+        if exc is None:
+            exc = block.lead or _exception_in(block.lines[1:] if not block.headless else block.lines)
+        if exc is None and (block.headless or quoted):
+            if block.headless or block.head_rule is None or not block.head_rule.diagnoses:
+                return []  # a quoted header or a stray frame line, not a traceback
+        summary = (_clip(exc, MAX_SUMMARY - len(where)) if exc else "Traceback with no exception line") + where
+        text_all = "\n".join(block.lines)
+        cm = self.ruleset.classify(exc or summary, text_all)
+        head = block.head_rule
+        if head is not None and head.diagnoses and (cm is None or "generic" in cm.rule.roles):
+            # "Initialization failed. warmup error: Traceback ..." names the failure better than the
+            # generic entry for its AssertionError does.
+            hm = self.ruleset.classify(message_part(block.lines[0]), text_all)
+            cm = hm if hm is not None and hm.rule is head else cm
+        roles = cm.rule.roles if cm is not None else frozenset()
+        if head is not None:
+            roles = roles | (head.roles - {"announce", "new_run"})
         first = Event(
             kind=Kind.CRASH,
-            rule_id="traceback",
+            rule_id=TRACEBACK,
             summary=summary,
             line_no=block.start_no,
             text=block.lines[0] if block.lines else block.head,
             ranks=frozenset({block.rank}) if block.rank is not None else frozenset(),
             block=tuple(block.lines),
-            diagnosis=diagnosis,
+            diagnosis=cm.rule.id if cm is not None else None,
             key=f"traceback:{summary}",
             ts=block.ts,
+            roles=roles,
+            facts=_facts(cm),
+            entry=cm.rule if cm is not None else None,
         )
-        return self._merge(first)
+        return [self._merge(first)]
 
     def _merge(self, ev: Event) -> Event:
         old = self._merged.get(ev.key)
@@ -404,10 +380,18 @@ class EventBuilder:
 
     def _on_match(self, no: int, plain: str, text: str, m: RuleMatch, *, defer: bool = True) -> list[Event]:
         rule = m.rule
-        if defer and rule.id == "hit_exception" and not plain[m.match.end():].strip(" :"):
+        if rule.id == TRACEBACK:
+            pre = split_prefix(plain)
+            if tb.frame_location(pre.body) is not None and tb.is_continuation(pre.body):
+                # A frame line with no header before it: the log starts inside a traceback.
+                loc = tb.frame_location(pre.body)
+                self._open.append(_Block(pre.key, pre.rank, no, pre.ts, "", [text], frame=loc, frames=1,
+                                         last_fed=self._fed, headless=True))
+            return []
+        if defer and "announce" in rule.roles and not plain[plain.find(m.match.group(0)) + len(m.match.group(0)):].strip(" :"):
             self._pending = (no, plain, text, m)  # the traceback follows on the next line
             return []
-        if rule.id in NEW_RUN_RULES and (self._merged or self._open):
+        if "new_run" in rule.roles and (self._merged or self._open):
             # A new launch appended to the same log: its errors are not merged with the last run's.
             self._merged.clear()
             self._open.clear()
@@ -423,14 +407,35 @@ class EventBuilder:
         ranks = frozenset({pre.rank}) if pre.rank is not None else frozenset()
         if kind in (Kind.CRASH, Kind.WARNING):
             body = _clip(pre.body)
-            ev = Event(kind, rule.id, body, no, text, phase=phase, ranks=ranks, diagnosis=rule.diagnosis,
-                       key=f"{rule.id}:{body}", ts=pre.ts)
+            cm = self.ruleset.classify(pre.body, plain) if kind is Kind.CRASH or not rule.diagnoses else None
+            if cm is None and rule.diagnoses:
+                cm = m
+            roles = rule.roles | (cm.rule.roles if cm is not None else frozenset())
+            ev = Event(kind, rule.id, body, no, text, phase=phase, ranks=ranks,
+                       diagnosis=cm.rule.id if cm is not None else None, key=f"{rule.id}:{body}", ts=pre.ts,
+                       roles=roles, facts=_facts(cm), entry=cm.rule if cm is not None else None)
             return [self._merge(ev)]
         progress = m.progress() if kind is Kind.PROGRESS else None
         summary = rule.summary if kind is not Kind.READY or not rule.user else _clip(pre.body)
         return [Event(kind, rule.id, summary, no, text, phase=phase, progress=progress, ranks=ranks,
-                      diagnosis=rule.diagnosis, key=rule.id, ts=pre.ts, ends=rule.ends)]
+                      diagnosis=rule.id if rule.diagnoses else None, key=rule.id, ts=pre.ts, ends=rule.ends,
+                      roles=rule.roles, facts=_facts(m) if rule.diagnoses else (),
+                      entry=rule if rule.diagnoses else None)]
 
 
-def _basename(path: str) -> str:
-    return path.replace("\\", "/").rsplit("/", 1)[-1]
+def _facts(m: RuleMatch | None) -> tuple[tuple[str, str], ...]:
+    if m is None:
+        return ()
+    return tuple((k, v) for k, v in m.match.groupdict().items() if v is not None)
+
+
+def _exception_in(lines: Sequence[str]) -> str | None:
+    """The last exception named in a block's lines (the exception line was cut or run together)."""
+    for line in reversed(lines):
+        body = split_prefix(strip_ansi(line)).body.strip()
+        if tb.frame_location(body) is not None and body.startswith("File "):
+            continue
+        found = tb.exception_inside(body)
+        if found is not None:
+            return found
+    return None

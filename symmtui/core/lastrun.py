@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES, clean_raw, make_line
-from symmtui.core.events import NEW_RUN_RULES, EventBuilder
+from symmtui.core.events import EventBuilder
 from symmtui.core.readiness import Readiness, ReadinessConfig
 from symmtui.core.rules import RuleSet, required_literal
 
@@ -55,7 +55,7 @@ class _Markers:
         needles: set[bytes] = set()
         self.regexes: list[re.Pattern[bytes]] = []
         for rule in ruleset.rules:
-            if rule.id not in NEW_RUN_RULES:
+            if "new_run" not in rule.roles:
                 continue
             keys = rule.literals or tuple(k for k in (required_literal(rule.pattern),) if k)
             if keys:
@@ -86,7 +86,7 @@ class _Markers:
             visible, _ = clean_raw(buf[s : e if e >= 0 else len(buf)], MAX_LINE)
             line = make_line(0, base + s, visible)
             m = self.ruleset.match(line.plain)
-            if m is not None and m.rule.id in NEW_RUN_RULES:
+            if m is not None and "new_run" in m.rule.roles:
                 out.append((base + s, line.plain))
         return out
 

@@ -9,15 +9,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from symmtui.core.events import NEW_RUN_RULES, Event
+from symmtui.core.events import PROCESS_EXIT, Event
 from symmtui.core.rules import PHASE_ORDER, PHASE_READY, PHASE_STARTING, Kind
 from symmtui.errors import UserError
 
 READY_WAITING_HEALTH = "ready marker seen, waiting for health"
-# Crash events that point at an earlier, better cause: a later primary crash replaces them as the cause.
-SECONDARY_CAUSES = frozenset({"sigquit", "process_exit"})
-# After READY a logged traceback is recorded but the server may well be serving; these end it.
-FATAL_AFTER_READY = frozenset({"segfault", "core_dumped", "killed", "sigquit", "fatal_python"})
+# Roles (from the catalogue) the verdict reads: a "wrapper" crash points at an earlier or later primary
+# error, which is named as the cause; after READY a logged traceback is recorded but the server may
+# well be serving: only "fatal" crashes (and the process's exit) end it.
+
+
+def _wrapper(event: Event) -> bool:
+    return "wrapper" in event.roles
 
 
 class State(StrEnum):
@@ -183,7 +186,7 @@ class Readiness:
         over for that run (``snapshot().run`` counts them), so an old READY or crash is not reported
         for the new launch.
         """
-        if event.rule_id in NEW_RUN_RULES and self._state is not State.WAITING and (
+        if "new_run" in event.roles and self._state is not State.WAITING and (
             self._state.final or (self._phase not in (None, PHASE_STARTING))
         ):
             keep_alive, keep_detail = (self._alive, self._process_detail), self._probe_detail
@@ -241,8 +244,8 @@ class Readiness:
             self._detail = text
             return
         when = "before it was ready" if self._state is not State.READY else "after it was ready"
-        ev = Event(Kind.CRASH, "process_exit", f"{text} {when}", 0, text, diagnosis="process_exit",
-                   key="process_exit")
+        ev = Event(Kind.CRASH, PROCESS_EXIT, f"{text} {when}", 0, text, key=PROCESS_EXIT,
+                   roles=frozenset({"wrapper"}))
         self._on_crash(ev, now, force=True)
 
     def mark_stopped(self, now: float, reason: str = "stopped by the user") -> None:
@@ -352,18 +355,18 @@ class Readiness:
         if cause is not None:
             if (cause.key or cause.summary) == key:
                 self._cause = event  # the same error seen on more ranks
-            elif cause.rule_id in SECONDARY_CAUSES and event.rule_id not in SECONDARY_CAUSES:
-                self._cause = event
+            elif _wrapper(cause) and not _wrapper(event):
+                self._cause = event  # the root cause printed after its wrapper
             return
         if self._state in (State.TIMED_OUT, State.STOPPED):
             return
         if self._state is State.READY and not force:
-            if event.rule_id not in FATAL_AFTER_READY and not event.rule_id.startswith("user_"):
+            if "fatal" not in event.roles:
                 return
-        if event.rule_id in SECONDARY_CAUSES:
+        if _wrapper(event):
             # "a child failed" / a bare exit: the real cause is the latest primary error already seen
             # (e.g. a traceback logged after READY, which alone did not end the server).
-            primary = [e for e in self._errors.values() if e.rule_id not in SECONDARY_CAUSES]
+            primary = [e for e in self._errors.values() if not _wrapper(e)]
             if primary:
                 event = primary[-1]
         self._cause = event

@@ -28,16 +28,53 @@ class Kind(StrEnum):
     INFO = "info"
 
 
+ACTION_TYPES = ("flag_add", "flag_remove", "env", "upgrade", "patch", "config", "investigate")
+ROLES = ("wrapper", "fatal", "announce", "new_run", "generic")
+SCOPES = ("line", "exception", "exit")
+
+
+@dataclass(frozen=True)
+class Action:
+    """What to do about a catalogue entry, typed so a front end can carry it out.
+
+    ``type`` is one of ACTION_TYPES: ``flag_add``/``flag_remove`` (``flag``, optional ``value``),
+    ``env`` (``env`` = ``value``), ``upgrade`` (``package`` to ``version``), ``patch`` (``patch``, the
+    name of a patch symmtui applies), ``config`` (a file to add at ``path``), ``investigate`` (steps
+    only). ``text`` is the plain-words instruction shown as "next:".
+    """
+
+    type: str
+    text: str
+    flag: str = ""
+    value: str = ""
+    env: str = ""
+    package: str = ""
+    version: str = ""
+    patch: str = ""
+    path: str = ""
+
+    def as_json(self) -> dict[str, str]:
+        """The non-empty fields (the ``action`` object of ``scan --json``)."""
+        return {k: v for k, v in self.__dict__.items() if v}
+
+
 @dataclass(frozen=True)
 class Rule:
-    """One line rule.
+    """One catalogue entry: a line rule (ready, phase, progress, crash, warning, info) and its diagnosis.
 
-    ``pattern`` is a regex searched in the ANSI-stripped line. ``literals`` are plain substrings of
-    which at least one is present in every line the pattern matches (the prefilter keys); empty means
-    "derive one from the pattern" (user rules) or, failing that, "always try the regex".
-    ``phase`` is the phase this line enters (PHASE/PROGRESS rules); ``ends`` the phase it closes.
-    ``dialect`` marks lines only one server prints ("sglang"/"vllm"); ``unless_dialect`` (ready
-    rules only) demotes the ready marker to a PHASE of ``phase`` when the log is of that dialect.
+    ``pattern`` is a regex searched in the message part of a line (after the rank/timestamp prefix,
+    with quoted keyword values of repr'd arguments blanked). ``literals`` are plain substrings of which
+    at least one is present in every line the pattern matches (the prefilter keys); empty means
+    "derive one from the pattern" or, failing that, "always try the regex". ``context`` (if set) must
+    also match the event's whole text (the line, or the traceback) for the entry to apply.
+    ``phase`` is the phase this line enters (PHASE/PROGRESS/READY); ``ends`` the phase it closes.
+    ``dialect`` marks lines only one server prints (matching one tells the log's engine);
+    ``unless_dialect`` (ready rules only) demotes the ready marker to a PHASE of ``phase`` in a log
+    of that engine. ``scope``: "line" (log lines), "exception" (only names a traceback's exception),
+    "exit" (how a watched process ended). ``roles``: "wrapper" (a consequence: an earlier or later
+    primary error is the cause), "fatal" (ends the server even after READY), "announce" (a traceback
+    follows on the next line), "new_run" (a server prints it once, at its start), "generic" (names any
+    exception of a class: a more specific entry, e.g. the header line's, wins over it).
     """
 
     id: str
@@ -45,12 +82,26 @@ class Rule:
     pattern: str
     summary: str
     phase: str | None = None
-    diagnosis: str | None = None
     literals: tuple[str, ...] = ()
     ends: str | None = None
     dialect: str | None = None
     unless_dialect: str | None = None
     user: bool = False
+    engine: str = "any"
+    versions: str = ""
+    cause: str = ""
+    action: Action | None = None
+    intent: str | None = None
+    source: tuple[str, ...] = ()
+    context: str | None = None
+    roles: frozenset[str] = frozenset()
+    scope: str = "line"
+    origin: str = ""
+
+    @property
+    def diagnoses(self) -> bool:
+        """Whether this entry says what went wrong (it has a cause)."""
+        return bool(self.cause)
 
 
 @dataclass(frozen=True)
@@ -89,87 +140,30 @@ PHASE_ORDER: tuple[str, ...] = (
     PHASE_READY,
 )
 
-_EXC = r"(?:^|[\s:])"  # an exception name starts a line or follows a separator
 
-# Table order is priority: the first matching rule names the line. Specific crash shapes come before
-# generic ones (no kernel image before CUDA error before RuntimeError).
-BUILTIN_RULES: tuple[Rule, ...] = (
-    # ---- ready markers
-    Rule("sglang_ready", Kind.READY, r"The server is fired up and ready to roll", "server is fired up",
-         phase=PHASE_READY, literals=("The server is fired up",), dialect="sglang"),
-    # uvicorn prints this for SGLang too, BEFORE SGLang's warm-up request: ready only when the log
-    # is not SGLang's (vLLM's readiness line); in an SGLang log it means "HTTP up, warming up".
-    Rule("app_startup_complete", Kind.READY, r"Application startup complete\.", "application startup complete",
-         phase=PHASE_WARMUP, literals=("Application startup complete",), unless_dialect="sglang"),
-    # ---- crashes
-    Rule("traceback", Kind.CRASH, r"Traceback \(most recent call last\):", "Python traceback",
-         diagnosis="traceback", literals=("Traceback (most recent call last):",)),
-    Rule("hit_exception", Kind.CRASH, r"\b\w+ hit an exception", "a subprocess hit an exception",
-         diagnosis="traceback", literals=(" hit an exception",), dialect="sglang"),
-    Rule("no_kernel_image", Kind.CRASH, r"no kernel image is available for execution", "CUDA: no kernel image",
-         diagnosis="no_kernel_image", literals=("no kernel image is available for execution",)),
-    Rule("cuda_oom", Kind.CRASH, r"OutOfMemoryError|CUDA out of memory|\bout of memory\b", "GPU out of memory",
-         diagnosis="oom", literals=("OutOfMemoryError", "out of memory")),
-    Rule("nccl_watchdog", Kind.CRASH,
-         r"Watchdog caught collective operation timeout|ProcessGroupNCCL.*(?:timed out|Timeout)|NCCL.*watchdog.*time",
-         "NCCL watchdog timeout", diagnosis="nccl_timeout", literals=("Watchdog caught collective operation timeout", "NCCL")),
-    Rule("nccl_error", Kind.CRASH, r"NCCL error|nccl\w*Error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError",
-         "NCCL error", diagnosis="nccl", literals=("NCCL error", "Error")),
-    Rule("cuda_error", Kind.CRASH, r"CUDA error\b", "CUDA error", diagnosis="cuda_error", literals=("CUDA error",)),
-    Rule("address_in_use", Kind.CRASH, r"[Aa]ddress already in use", "port already in use",
-         diagnosis="address_in_use", literals=("ddress already in use",)),
-    Rule("segfault", Kind.CRASH, r"Segmentation fault|SIGSEGV", "segmentation fault",
-         diagnosis="segfault", literals=("Segmentation fault", "SIGSEGV")),
-    Rule("fatal_python", Kind.CRASH, r"Fatal Python error", "fatal Python error",
-         diagnosis="segfault", literals=("Fatal Python error",)),
-    Rule("core_dumped", Kind.CRASH, r"core dumped", "core dumped", diagnosis="segfault", literals=("core dumped",)),
-    Rule("killed", Kind.CRASH, r"(?:^|\s)Killed(?:\s|$)", "process killed", diagnosis="killed", literals=("Killed",)),
-    Rule("sigquit", Kind.CRASH, r"Received sigquit from a child process", "a child process failed",
-         diagnosis="sigquit", literals=("Received sigquit from a child process",), dialect="sglang"),
-    Rule("key_error", Kind.CRASH, _EXC + r"KeyError: ", "KeyError", diagnosis="key_error", literals=("KeyError: ",)),
-    Rule("runtime_error", Kind.CRASH, _EXC + r"(?:torch\.\w+\.)?RuntimeError: ", "RuntimeError",
-         diagnosis="runtime_error", literals=("RuntimeError: ",)),
-    # ---- warnings worth surfacing
-    Rule("capability_unsupported", Kind.WARNING, r"Device capability (?P<cap>\d+) not supported",
-         "device capability not supported", diagnosis="capability_unsupported", literals=("Device capability ",)),
-    Rule("multicast_unsupported", Kind.WARNING, r"multicast operations are not supported",
-         "multicast not supported", diagnosis="multicast_unsupported", literals=("multicast operations are not supported",)),
-    # ---- phases and progress (SGLang, then vLLM shapes)
-    Rule("server_args", Kind.PHASE, r"server_args=ServerArgs\(", "server arguments parsed",
-         phase=PHASE_STARTING, literals=("server_args=ServerArgs(",), dialect="sglang"),
-    Rule("vllm_start", Kind.PHASE, r"vLLM API server version|Starting vLLM API server", "vLLM API server starting",
-         phase=PHASE_STARTING, literals=("vLLM API server version", "Starting vLLM API server"), dialect="vllm"),
-    Rule("init_dist_begin", Kind.PHASE, r"Init torch distributed begin", "init torch distributed",
-         phase=PHASE_INIT_DIST, literals=("Init torch distributed begin",), dialect="sglang"),
-    Rule("init_dist_end", Kind.PHASE, r"Init torch distributed ends", "torch distributed ready",
-         ends=PHASE_INIT_DIST, literals=("Init torch distributed ends",), dialect="sglang"),
-    Rule("load_weight_begin", Kind.PHASE, r"Load weight begin", "loading weights",
-         phase=PHASE_LOADING, literals=("Load weight begin",), dialect="sglang"),
-    Rule("load_weight_end", Kind.PHASE, r"Load weight end", "weights loaded",
-         phase=PHASE_KV, ends=PHASE_LOADING, literals=("Load weight end",), dialect="sglang"),
-    Rule("vllm_load_begin", Kind.PHASE, r"Starting to load model", "loading weights",
-         phase=PHASE_LOADING, literals=("Starting to load model",), dialect="vllm"),
-    Rule("vllm_load_end", Kind.PHASE, r"Model loading took|Loading weights took", "weights loaded",
-         phase=PHASE_KV, ends=PHASE_LOADING, literals=("Model loading took", "Loading weights took"), dialect="vllm"),
-    Rule("shards_progress", Kind.PROGRESS,
-         r"Loading (?:safetensors|pt) checkpoint shards:.*?\|\s*(?P<i>\d+)/(?P<n>\d+)\b",
-         "checkpoint shards", phase=PHASE_LOADING, literals=("checkpoint shards:",)),
-    Rule("kv_cache", Kind.PHASE, r"KV Cache is allocated|GPU KV cache size|# GPU blocks", "KV cache allocated",
-         phase=PHASE_KV, literals=("KV Cache is allocated", "GPU KV cache size", "# GPU blocks")),
-    Rule("memory_pool_end", Kind.PHASE, r"Memory pool end", "memory pool ready",
-         ends=PHASE_KV, literals=("Memory pool end",), dialect="sglang"),
-    Rule("cuda_graph_begin", Kind.PHASE, r"Capture cuda graph begin", "capturing CUDA graphs",
-         phase=PHASE_GRAPHS, literals=("Capture cuda graph begin",), dialect="sglang"),
-    Rule("cuda_graph_end", Kind.PHASE, r"Capture cuda graph end|Graph capturing finished", "CUDA graphs captured",
-         ends=PHASE_GRAPHS, literals=("Capture cuda graph end", "Graph capturing finished")),
-    Rule("cuda_graph_progress", Kind.PROGRESS,
-         r"Captur(?:ing batches|ing CUDA graph\w*)\b.*?\|\s*(?P<i>\d+)/(?P<n>\d+)\b",
-         "CUDA graph batches", phase=PHASE_GRAPHS, literals=("Capturing batches", "Capturing CUDA graph")),
-    Rule("uvicorn_started", Kind.PHASE, r"Started server process", "HTTP server starting",
-         phase=PHASE_HTTP, literals=("Started server process",)),
-    Rule("uvicorn_running", Kind.PHASE, r"Uvicorn running on", "HTTP server up, warm-up request",
-         phase=PHASE_WARMUP, literals=("Uvicorn running on",)),
-)
+def builtin_rules() -> tuple[Rule, ...]:
+    """The catalogue shipped in the package (symmtui/catalogue/*.toml), read once."""
+    from symmtui.core.catalogue import builtin_entries  # the loader builds Rules: imported late
+
+    return builtin_entries()
+
+
+# Quoted values of keyword arguments and dict items in repr'd argument lists (SGLang's
+# server_args=ServerArgs(...), vLLM's non-default args: {...}): their text is the user's, never a marker.
+_QUOTED_VALUE = re.compile(r"""(=|['"]: )(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+# Traceback fragments outside a recognised block: source code, not a message.
+_CODE = re.compile(r"\s*(?:raise\b|File \")")
+
+
+def message_part(plain: str) -> str:
+    """The part of a line rules match: the prefix (ranks, time, logger) cut off, quoted values blanked."""
+    from symmtui.core.lineparts import split_prefix
+
+    body = split_prefix(plain).body
+    if "'" in body or '"' in body:
+        body = _QUOTED_VALUE.sub(r"\1''", body)
+    return body
+
 
 def required_literal(pattern: str) -> str | None:
     """The longest plain substring every match of ``pattern`` must contain, or None if none is certain."""
@@ -206,22 +200,38 @@ def _longest_literal_run(items: list[tuple[object, object]]) -> str | None:
 
 
 class RuleSet:
-    """An ordered rule table with a literal prefilter: most lines are rejected by a few substring tests."""
+    """An ordered rule table with a literal prefilter: most lines are rejected by a few substring tests.
 
-    def __init__(self, rules: Iterable[Rule] = BUILTIN_RULES) -> None:
-        self.rules: tuple[Rule, ...] = tuple(rules)
-        self._compiled: list[tuple[Rule, re.Pattern[str], tuple[str, ...]]] = []
+    Line rules (scope "line") name log lines; every entry with a cause also names events
+    (``classify``: a traceback's exception, a crash line) and process exits (``classify_exit``).
+    """
+
+    def __init__(self, rules: Iterable[Rule] | None = None) -> None:
+        self.rules: tuple[Rule, ...] = tuple(rules) if rules is not None else builtin_rules()
+        self._compiled: list[tuple[Rule, re.Pattern[str], tuple[str, ...], re.Pattern[str] | None]] = []
+        self._diagnosing: list[tuple[Rule, re.Pattern[str], re.Pattern[str] | None]] = []
+        self._exits: list[tuple[Rule, re.Pattern[str]]] = []
+        self._by_id: dict[str, Rule] = {}
         lits: set[str] = set()
         unanchored: list[tuple[Rule, re.Pattern[str]]] = []
         for rule in self.rules:
+            self._by_id.setdefault(rule.id, rule)
             rx = re.compile(rule.pattern)
+            ctx = re.compile(rule.context) if rule.context else None
+            if rule.scope == "exit":
+                self._exits.append((rule, rx))
+                continue
+            if rule.diagnoses:
+                self._diagnosing.append((rule, rx, ctx))
+            if rule.scope != "line":
+                continue
             keys = rule.literals
             if not keys:
                 derived = required_literal(rule.pattern) if not (rx.flags & re.IGNORECASE) else None
                 keys = (derived,) if derived else ()
             if not keys:
                 unanchored.append((rule, rx))
-            self._compiled.append((rule, rx, keys))
+            self._compiled.append((rule, rx, keys, ctx))
             lits.update(keys)
         self.unanchored: tuple[tuple[Rule, re.Pattern[str]], ...] = tuple(unanchored)
         # Longest first: no literal is tested twice for the same line.
@@ -229,14 +239,15 @@ class RuleSet:
         self._prefilter = re.compile("|".join(re.escape(x) for x in self.literals)) if self.literals else None
         self._unanchored_rx = tuple(rx for _, rx in unanchored)
 
-    def with_user(self, ready: Sequence[str] = (), crash: Sequence[str] = ()) -> RuleSet:
-        """A new set with the user's ready/crash regexes first (they win over built-ins).
+    def with_user(self, ready: Sequence[str] = (), crash: Sequence[str] = (),
+                  entries: Sequence[Rule] = ()) -> RuleSet:
+        """A new set with the user's entries and ready/crash regexes first (they win over built-ins).
 
         A pattern that does not compile raises UserError naming the pattern and the regex error.
         """
-        extra: list[Rule] = []
+        extra: list[Rule] = list(entries)
         for kind, pats in ((Kind.READY, ready), (Kind.CRASH, crash)):
-            already = sum(1 for r in self.rules if r.user and r.kind is kind)
+            already = sum(1 for r in self.rules if r.user and r.kind is kind and r.id.startswith("user-"))
             for n, pat in enumerate(pats, already + 1):
                 try:
                     rx = re.compile(pat)
@@ -247,12 +258,19 @@ class RuleSet:
                     ) from None
                 if rx.search("") is not None:
                     raise UserError(f"{kind.value} pattern {pat!r} matches every line (an empty match): make it specific")
+                crash_kind = kind is Kind.CRASH
                 extra.append(
-                    Rule(f"user_{kind.value}_{n}", kind, pat, f"user {kind.value} pattern {pat!r}",
-                         phase=PHASE_READY if kind is Kind.READY else None,
-                         diagnosis="user_crash" if kind is Kind.CRASH else None, user=True)
+                    Rule(f"user-{kind.value}-{n}", kind, pat, f"user {kind.value} pattern {pat!r}",
+                         phase=PHASE_READY if kind is Kind.READY else None, user=True,
+                         cause="your crash pattern matched: {summary}" if crash_kind else "",
+                         action=Action("investigate", "see the lines around it") if crash_kind else None,
+                         roles=frozenset({"fatal"}) if crash_kind else frozenset(), origin="command line or profile")
                 )
         return RuleSet((*extra, *self.rules))
+
+    def by_id(self, rule_id: str) -> Rule | None:
+        """The first entry with this id (user entries shadow built-in ones)."""
+        return self._by_id.get(rule_id)
 
     def candidate(self, plain: str) -> bool:
         """Whether any rule could match (the prefilter)."""
@@ -261,20 +279,44 @@ class RuleSet:
         return any(rx.search(plain) is not None for rx in self._unanchored_rx)
 
     def match(self, plain: str) -> RuleMatch | None:
-        """The first rule (table order) whose pattern matches ``plain``, or None."""
+        """The first line rule (table order) whose pattern matches the message part of ``plain``, or None."""
         return next(self._matches(plain), None) if self.candidate(plain) else None
 
     def match_all(self, plain: str) -> list[RuleMatch]:
-        """Every rule that matches ``plain``, in table order."""
+        """Every line rule that matches the message part of ``plain``, in table order."""
         return list(self._matches(plain)) if self.candidate(plain) else []
 
     def _matches(self, plain: str) -> Iterator[RuleMatch]:
-        for rule, rx, keys in self._compiled:
+        message: str | None = None
+        code = False
+        for rule, rx, keys, ctx in self._compiled:
             if keys and not any(k in plain for k in keys):
                 continue
-            m = rx.search(plain)
-            if m is not None:
+            if message is None:
+                message = message_part(plain)
+                code = _CODE.match(message) is not None
+            if code and rule.kind in (Kind.CRASH, Kind.WARNING):
+                continue  # a traceback's source line ("raise RuntimeError(f'NCCL error ...')") is code
+            m = rx.search(message)
+            if m is not None and (ctx is None or ctx.search(plain) is not None):
                 yield RuleMatch(rule, m)
+
+    def classify(self, message: str, text: str = "") -> RuleMatch | None:
+        """The first entry with a cause whose pattern matches ``message`` (an exception line or a
+        crash line's message) and whose context, if any, matches ``text`` (the whole event)."""
+        for rule, rx, ctx in self._diagnosing:
+            m = rx.search(message)
+            if m is not None and (ctx is None or ctx.search(text or message) is not None):
+                return RuleMatch(rule, m)
+        return None
+
+    def classify_exit(self, description: str) -> RuleMatch | None:
+        """The first exit entry matching how a process ended (``process killed by signal 9 (SIGKILL) ...``)."""
+        for rule, rx in self._exits:
+            m = rx.search(description)
+            if m is not None:
+                return RuleMatch(rule, m)
+        return None
 
 
 @dataclass
@@ -312,7 +354,9 @@ class ByteScanner:
         for b in range(256):
             classes[b & 63] += counts[b] / size
         chosen_whole: list[bytes] = []
-        for lit in self.ruleset.literals:
+        # A NUL or an escape byte inside a marker is dropped by the decoder: such lines are always
+        # candidates, so `scan` judges the same text as the follower does.
+        for lit in (*self.ruleset.literals, "\x00", "\x1b"):
             data = lit.encode("utf-8")
             best_i = min(range(len(data)), key=lambda i: counts[data[i]])
             anchor_cost = 0.05 + counts[data[best_i]] / size * 250.0

@@ -325,7 +325,14 @@ def _event_json(ev: Event) -> dict[str, Any]:
         "count": ev.count,
         "ranks": sorted(ev.ranks),
         "block": list(ev.block) if ev.block else [ev.text],
-        "diagnosis": None if d is None else {"cause": d.cause, "action": d.action, "intent": d.intent},
+        "diagnosis": None if d is None else {
+            "id": d.id,
+            "cause": d.cause,
+            "action": d.action,
+            "intent": d.intent,
+            "fix": d.fix.as_json() if d.fix is not None else None,
+            "source": list(d.source),
+        },
     }
 
 

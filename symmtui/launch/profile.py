@@ -17,13 +17,14 @@ from urllib.parse import urlsplit
 
 from symmtui import boundary, paths
 from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
+from symmtui.core.rules import Rule
 from symmtui.errors import UserError
 
 PROFILE_NAME = "symmtui.toml"
 DEFAULT_GRACE = 30.0
 
 _SERVER_KEYS = ("command", "cwd", "log_dir", "log", "url", "timeout", "stall", "shell", "env", "grace")
-_RULES_KEYS = ("ready", "crash")
+_RULES_KEYS = ("ready", "crash", "entry")
 _TOP_KEYS = ("server", "rules")
 
 
@@ -57,6 +58,7 @@ class Profile:
     grace: float = DEFAULT_GRACE
     ready: tuple[str, ...] = ()
     crash: tuple[str, ...] = ()
+    entries: tuple[Rule, ...] = ()  # the profile's own catalogue entries ([[rules.entry]])
 
     @property
     def attach_only(self) -> bool:
@@ -364,7 +366,16 @@ def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
         grace=_number(loc, "server.grace", server.get("grace"), DEFAULT_GRACE),
         ready=_patterns(loc, "rules.ready", rules.get("ready")),
         crash=_patterns(loc, "rules.crash", rules.get("crash")),
+        entries=_entries(path, rules.get("entry")),
     )
+
+
+def _entries(path: Path, value: Any) -> tuple[Rule, ...]:
+    if value is None:
+        return ()
+    from symmtui.core.catalogue import parse_entries
+
+    return parse_entries(value, str(path), user=True, key="rules.entry")
 
 
 def _command(loc: _Locator, value: Any, shell: bool) -> tuple[tuple[str, ...] | None, str]:

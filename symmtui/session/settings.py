@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from symmtui.core.catalogue import user_ruleset
 from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT, ReadinessConfig
 from symmtui.core.rules import RuleSet
 from symmtui.launch.profile import Profile
@@ -37,5 +38,6 @@ def bringup_settings(
         timeout = profile.timeout if profile is not None else DEFAULT_TIMEOUT
     if stall is None:
         stall = profile.stall if profile is not None else DEFAULT_STALL
-    ruleset = RuleSet().with_user(ready=ready_all, crash=crash_all)
+    entries = profile.entries if profile is not None else ()
+    ruleset = user_ruleset(ready_all, crash_all, entries)
     return BringupSettings(ruleset, ReadinessConfig(timeout=timeout or None, stall=stall or None))

@@ -22,10 +22,10 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from symmtui import clitext
-    from symmtui.core.rules import RuleSet
+    from symmtui.core.catalogue import user_ruleset
     from symmtui.core.scan import report_json, report_text, scan_file
 
-    ruleset = RuleSet().with_user(ready=args.ready, crash=args.crash)
+    ruleset = user_ruleset(args.ready, args.crash)
     try:
         rep = scan_file(args.path, ruleset)
     except OSError as exc:  # a regular file that cannot be read (EIO on a failing disk, /proc/self/mem)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from symmtui.core.events import Event, EventBuilder
 from symmtui.core.readiness import READY_WAITING_HEALTH, Readiness, ReadinessConfig, State, describe_exit
-from symmtui.core.rules import PHASE_STARTING, Kind
+from symmtui.core.rules import PHASE_STARTING, Kind, RuleSet
 from symmtui.errors import UserError
 
 from .engine_kit import KEYERROR_LOG, READY_LOG, lines_of
@@ -18,8 +18,9 @@ from .engine_kit import KEYERROR_LOG, READY_LOG, lines_of
 
 def ev(kind: Kind, rule_id: str = "r", *, phase: str | None = None, progress: tuple[int, int] | None = None,
        key: str | None = None, summary: str = "s", ends: str | None = None, ranks: frozenset[int] = frozenset()) -> Event:
+    entry = RuleSet().by_id(rule_id)  # the catalogue entry's roles (wrapper, fatal, new_run)
     return Event(kind, rule_id, summary, 1, summary, phase=phase, progress=progress, key=key or rule_id,
-                 ends=ends, ranks=ranks)
+                 ends=ends, ranks=ranks, roles=entry.roles if entry is not None else frozenset())
 
 
 def phase(name: str) -> Event:
@@ -94,7 +95,7 @@ def test_crash_is_final_and_keeps_first_cause_updated_by_key() -> None:
 
 def test_secondary_cause_is_replaced_by_the_real_error() -> None:
     r = Readiness(ReadinessConfig(), 0.0)
-    r.feed(ev(Kind.CRASH, "sigquit"), 1.0)
+    r.feed(ev(Kind.CRASH, "sglang-child-failed"), 1.0)
     r.feed(ev(Kind.CRASH, "traceback", key="tb"), 1.1)
     s = r.snapshot(2.0)
     assert s.cause is not None and s.cause.rule_id == "traceback" and len(s.errors) == 2
@@ -151,7 +152,7 @@ def test_after_ready_a_traceback_is_recorded_but_a_kill_is_fatal() -> None:
     r.feed(ev(Kind.CRASH, "traceback", key="tb"), 2.0)
     s = r.snapshot(2.0)
     assert s.state is State.READY and len(s.errors) == 1
-    r.feed(ev(Kind.CRASH, "killed", key="k"), 3.0)
+    r.feed(ev(Kind.CRASH, "process-killed", key="k"), 3.0)
     assert r.snapshot(3.0).state is State.CRASHED
 
 
@@ -234,19 +235,19 @@ def test_sigquit_after_ready_points_at_the_latest_logged_error() -> None:
     r = Readiness(ReadinessConfig(), 0.0)
     r.feed(ev(Kind.READY, "sglang_ready"), 1.0)
     r.feed(ev(Kind.CRASH, "traceback", key="tb", summary="RuntimeError: CUDA error: illegal memory access"), 2.0)
-    r.feed(ev(Kind.CRASH, "sigquit", key="sq"), 3.0)
+    r.feed(ev(Kind.CRASH, "sglang-child-failed", key="sq"), 3.0)
     s = r.snapshot(3.0)
     assert s.state is State.CRASHED and s.cause is not None and s.cause.rule_id == "traceback"
 
 
 def test_a_new_launch_in_the_same_log_starts_over() -> None:
     r = Readiness(ReadinessConfig(), 0.0)
-    r.feed(ev(Kind.PHASE, "server_args", phase=PHASE_STARTING), 0.5)
-    r.feed(ev(Kind.PHASE, "server_args", phase=PHASE_STARTING), 0.6)  # still the first launch
+    r.feed(ev(Kind.PHASE, "server-args", phase=PHASE_STARTING), 0.5)
+    r.feed(ev(Kind.PHASE, "server-args", phase=PHASE_STARTING), 0.6)  # still the first launch
     assert r.snapshot(0.6).run == 1
     r.feed(ev(Kind.READY, "sglang_ready"), 1.0)
     assert r.snapshot(1.0).state is State.READY
-    r.feed(ev(Kind.PHASE, "server_args", phase=PHASE_STARTING), 2.0)
+    r.feed(ev(Kind.PHASE, "server-args", phase=PHASE_STARTING), 2.0)
     s = r.snapshot(2.0)
     assert s.run == 2 and s.state is State.STARTING and s.phase == PHASE_STARTING and not s.marker_seen
     assert [p.name for p in s.phases] == [PHASE_STARTING]
@@ -256,8 +257,8 @@ _ACTIONS = st.one_of(
     st.tuples(st.just("event"), st.sampled_from([
         ev(Kind.PHASE, "p1", phase="init distributed"), ev(Kind.PHASE, "p2", phase="loading weights"),
         ev(Kind.PROGRESS, "pr", phase="loading weights", progress=(3, 7)), ev(Kind.READY, "sglang_ready"),
-        ev(Kind.CRASH, "traceback", key="tb"), ev(Kind.CRASH, "sigquit", key="sq"), ev(Kind.WARNING, "w"),
-        ev(Kind.PHASE, "server_args", phase=PHASE_STARTING), ev(Kind.CRASH, "killed", key="k"),
+        ev(Kind.CRASH, "traceback", key="tb"), ev(Kind.CRASH, "sglang-child-failed", key="sq"), ev(Kind.WARNING, "w"),
+        ev(Kind.PHASE, "server-args", phase=PHASE_STARTING), ev(Kind.CRASH, "process-killed", key="k"),
     ])),
     st.tuples(st.just("probe"), st.booleans()),
     st.tuples(st.just("process"), st.sampled_from([None, 0, 1, -9, -15])),
@@ -278,7 +279,7 @@ def test_machine_invariants(steps: list[tuple[tuple[str, object], float]], need_
         if action == "event":
             assert isinstance(arg, Event)
             r.feed(arg, now)
-            if arg.rule_id == "server_args" and before.state is not State.WAITING:
+            if arg.rule_id == "server-args" and before.state is not State.WAITING:
                 ready_evidence = False
             if arg.kind is Kind.READY and not need_probe:
                 ready_evidence = True

@@ -18,7 +18,7 @@ def test_keyerror_sample() -> None:
     assert rep.verdict == "crashed" and rep.exit_code == 1 and rep.lines == 122
     assert rep.cause is not None and rep.cause.headline() == "KeyError: 12 at torch_symm_mem.py:83 (8 ranks)"
     assert rep.cause.line_no == 10
-    assert [e.rule_id for e in rep.errors] == ["traceback", "sigquit"]
+    assert [e.rule_id for e in rep.errors] == ["traceback", "sglang-child-failed"]
     assert rep.duration == 15.0
 
 
@@ -78,7 +78,7 @@ def test_odd_bytes_do_not_break_it(tmp_path: Path) -> None:
     assert rep.progress == (2, 4)
     rules = [e.rule_id for e in rep.errors]
     assert "killed" not in rules  # beyond the 1 MiB head of the long line
-    assert rules == ["key_error", "segfault"] and rep.errors[1].line_no == 5
+    assert rules == ["key-error", "native-crash"] and rep.errors[1].line_no == 5
     assert rep.verdict == "crashed" and rep.cause is not None and rep.cause.summary == "KeyError: 7"
 
 
@@ -181,7 +181,7 @@ def test_scan_judges_odd_lines_as_the_follower_does(tmp_path: Path) -> None:
     builder = EventBuilder()
     live = [e for batch in iter_lines(log) for ln in batch for e in builder.feed(ln)] + builder.flush()
     want = [(e.rule_id, e.line_no, e.summary) for e in live if e.kind is Kind.CRASH]
-    assert [r for r, _, _ in want] == ["key_error", "segfault", "fatal_python"]
+    assert [r for r, _, _ in want] == ["key-error", "native-crash", "native-crash"]
     assert [(e.rule_id, e.line_no, e.summary) for e in scan_file(log).errors] == want
 
 

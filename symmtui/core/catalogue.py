@@ -1,0 +1,291 @@
+"""The catalogue loader: TOML entries (shipped, the user's XDG file, a profile's [rules]) checked and turned into Rules."""
+
+from __future__ import annotations
+
+import os
+import re
+import string
+import tomllib
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from symmtui.core.rules import ACTION_TYPES, ROLES, SCOPES, Action, Kind, Rule, RuleSet, required_literal
+from symmtui.errors import UserError
+
+ENGINES = ("any", "sglang", "vllm")
+INTENTS = ("patch", "relaunch", "stop")
+# Kinds a catalogue entry may have (Kind values).
+KINDS = tuple(k.value for k in Kind)
+MAX_FILE_BYTES = 1 << 20
+# Placeholders every cause/action template may use, besides the named groups of its patterns.
+TEMPLATE_FIELDS = frozenset({"summary", "port", "holder"})
+
+_ENTRY_KEYS = frozenset({
+    "id", "kind", "engine", "versions", "patterns", "context", "summary", "cause", "action", "intent",
+    "source", "roles", "scope", "phase", "ends", "literals", "not_ready_on",
+})
+_ACTION_KEYS = frozenset({"type", "text", "flag", "value", "env", "package", "version", "patch", "path"})
+_ACTION_NEEDS: dict[str, tuple[str, ...]] = {
+    "flag_add": ("flag",), "flag_remove": ("flag",), "env": ("env", "value"),
+    "upgrade": ("package", "version"), "patch": ("patch",), "config": ("path",), "investigate": (),
+}
+_ID = re.compile(r"[a-z0-9][a-z0-9_-]{1,63}")
+_SOURCE = re.compile(r"[\w.-]+/[\w.-]+#\d+")
+_FLAG = re.compile(r"--[a-z0-9][a-z0-9-]*")
+_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class CatalogueError(UserError):
+    """A bad catalogue entry: one line naming the file and the key."""
+
+
+def _fail(where: str, key: str, problem: str) -> CatalogueError:
+    text = f"catalogue {where}: {key}: {problem}"
+    return CatalogueError("".join(c if c.isprintable() else repr(c)[1:-1] for c in text)[:400])
+
+
+def _str(where: str, key: str, value: Any, *, required: bool = False) -> str:
+    if value is None:
+        if required:
+            raise _fail(where, key, "is required")
+        return ""
+    if not isinstance(value, str):
+        raise _fail(where, key, f"must be a string, not {type(value).__name__}")
+    return value
+
+
+def _strs(where: str, key: str, value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _fail(where, key, "must be a list of strings")
+    return tuple(value)
+
+
+def _regex(where: str, key: str, pattern: str) -> re.Pattern[str]:
+    if not pattern:
+        raise _fail(where, key, "empty pattern (it would match every line)")
+    try:
+        rx = re.compile(pattern)
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise _fail(where, key, f"bad regular expression {pattern[:80]!r}: {exc}") from None
+    if rx.search("") is not None:
+        raise _fail(where, key, f"pattern {pattern[:80]!r} matches every line (an empty match): make it specific")
+    return rx
+
+
+_GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+
+
+def _combine(patterns: Sequence[str]) -> str:
+    """One regex for several: each in its own group, leading global flags made local to it."""
+    if len(patterns) == 1:
+        return patterns[0]
+    parts = []
+    for p in patterns:
+        m = _GLOBAL_FLAGS.match(p)
+        parts.append(f"(?{m.group(1)}:{p[m.end():]})" if m else f"(?:{p})")
+    return "|".join(parts)
+
+
+def _template(where: str, key: str, text: str, fields: frozenset[str]) -> None:
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(text) if name is not None]
+    except ValueError as exc:
+        raise _fail(where, key, f"bad template ({exc}); write {{{{ and }}}} for literal braces") from None
+    for name in names:
+        if name not in fields:
+            known = ", ".join(sorted(fields))
+            raise _fail(where, key, f"unknown placeholder {{{name}}} (known: {known})")
+
+
+def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "") -> Rule:
+    """One entry table -> a Rule; a bad key raises CatalogueError naming ``where`` (file and entry) and the key."""
+    if not isinstance(raw, dict):
+        raise _fail(where, "entry", "must be a table ([[entry]])")
+    for key in raw:
+        if key not in _ENTRY_KEYS:
+            raise _fail(where, str(key), f"unknown key (known: {', '.join(sorted(_ENTRY_KEYS))})")
+    rid = _str(where, "id", raw.get("id"), required=True)
+    if not _ID.fullmatch(rid):
+        raise _fail(where, "id", f"{rid[:40]!r} must be 2-64 characters of a-z, 0-9, - and _")
+    where = f"{where} (id {rid!r})"
+    kind_s = _str(where, "kind", raw.get("kind"), required=True)
+    if kind_s not in KINDS:
+        raise _fail(where, "kind", f"{kind_s[:40]!r} is not one of {', '.join(KINDS)}")
+    kind = Kind(kind_s)
+    engine = _str(where, "engine", raw.get("engine")) or "any"
+    if engine not in ENGINES:
+        raise _fail(where, "engine", f"{engine[:40]!r} is not one of {', '.join(ENGINES)}")
+    scope = _str(where, "scope", raw.get("scope")) or "line"
+    if scope not in SCOPES:
+        raise _fail(where, "scope", f"{scope[:40]!r} is not one of {', '.join(SCOPES)}")
+    patterns = _strs(where, "patterns", raw.get("patterns"))
+    if not patterns:
+        raise _fail(where, "patterns", "is required: a list of regular expressions matched on the message part of a line")
+    groups: set[str] = set()
+    for i, pat in enumerate(patterns):
+        groups.update(_regex(where, f"patterns[{i}]", pat).groupindex)
+    combined = _combine(patterns)
+    _regex(where, "patterns", combined)  # two patterns naming the same group do not combine
+    contexts = _strs(where, "context", raw.get("context"))
+    for i, pat in enumerate(contexts):
+        _regex(where, f"context[{i}]", pat)
+    context = _combine(contexts) if contexts else None
+    if context is not None:
+        _regex(where, "context", context)
+    roles = _strs(where, "roles", raw.get("roles"))
+    for role in roles:
+        if role not in ROLES:
+            raise _fail(where, "roles", f"{role[:40]!r} is not one of {', '.join(ROLES)}")
+    fields = TEMPLATE_FIELDS | groups
+    cause = _str(where, "cause", raw.get("cause"))
+    _template(where, "cause", cause, fields)
+    action = _action(where, raw.get("action"), fields)
+    if (cause or action is not None) and not (cause and action is not None):
+        raise _fail(where, "cause" if not cause else "action", "an entry that diagnoses needs both cause and action")
+    intent = _str(where, "intent", raw.get("intent")) or None
+    if intent is not None and intent not in INTENTS:
+        raise _fail(where, "intent", f"{intent[:40]!r} is not one of {', '.join(INTENTS)}")
+    if intent is None and action is not None:
+        intent = {"patch": "patch", "investigate": None, "upgrade": None}.get(action.type, "relaunch")
+    sources = _strs(where, "source", raw.get("source"))
+    for i, src in enumerate(sources):
+        if not _SOURCE.fullmatch(src):
+            raise _fail(where, f"source[{i}]", f"{src[:60]!r} must be owner/repo#N")
+    if cause and not sources and not user:
+        raise _fail(where, "source", "a shipped entry with a cause needs its public source (owner/repo#N)")
+    literals = _strs(where, "literals", raw.get("literals"))
+    if scope == "line" and not literals:
+        keys = [required_literal(p) for p in patterns]
+        literals = tuple(k for k in keys if k) if all(keys) else ()
+    not_ready_on = _str(where, "not_ready_on", raw.get("not_ready_on")) or None
+    if not_ready_on is not None and not_ready_on not in ENGINES[1:]:
+        raise _fail(where, "not_ready_on", f"{not_ready_on[:40]!r} is not one of sglang, vllm")
+    sets_dialect = engine != "any" and (kind in (Kind.READY, Kind.PHASE, Kind.PROGRESS) or "announce" in roles)
+    return Rule(
+        id=rid, kind=kind, pattern=combined,
+        summary=_str(where, "summary", raw.get("summary")) or rid,
+        phase=_str(where, "phase", raw.get("phase")) or None,
+        literals=literals,
+        ends=_str(where, "ends", raw.get("ends")) or None,
+        dialect=engine if sets_dialect else None,
+        unless_dialect=not_ready_on,
+        user=user, engine=engine, versions=_str(where, "versions", raw.get("versions")),
+        cause=cause, action=action, intent=intent, source=sources, context=context,
+        roles=frozenset(roles), scope=scope, origin=origin,
+    )
+
+
+def _action(where: str, raw: Any, fields: frozenset[str]) -> Action | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _fail(where, "action", "must be a table: action = { type = ..., text = ... }")
+    for key in raw:
+        if key not in _ACTION_KEYS:
+            raise _fail(where, f"action.{key}", f"unknown key (known: {', '.join(sorted(_ACTION_KEYS))})")
+    vals = {k: _str(where, f"action.{k}", raw.get(k)) for k in _ACTION_KEYS}
+    atype = vals["type"]
+    if atype not in ACTION_TYPES:
+        raise _fail(where, "action.type", f"{atype[:40]!r} is not one of {', '.join(ACTION_TYPES)}")
+    if not vals["text"]:
+        raise _fail(where, "action.text", "is required: the next step in plain words")
+    for need in _ACTION_NEEDS[atype]:
+        if not vals[need]:
+            raise _fail(where, f"action.{need}", f"is required for a {atype} action")
+    if vals["flag"] and not _FLAG.fullmatch(vals["flag"]):
+        raise _fail(where, "action.flag", f"{vals['flag'][:40]!r} must look like --some-flag")
+    if vals["env"] and not _ENV.fullmatch(vals["env"]):
+        raise _fail(where, "action.env", f"{vals['env'][:40]!r} is not an environment variable name")
+    for key in ("text", "value", "path"):
+        _template(where, f"action.{key}", vals[key], fields)
+    return Action(**vals)
+
+
+def parse_text(text: str, where: str, *, user: bool = False) -> tuple[Rule, ...]:
+    """Every ``[[entry]]`` of one catalogue file's text."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise _fail(where, "toml", str(exc)) from None
+    except RecursionError:
+        raise _fail(where, "toml", "nested too deeply") from None
+    for key in data:
+        if key != "entry":
+            raise _fail(where, str(key), "unknown table (a catalogue file holds [[entry]] tables)")
+    return parse_entries(data.get("entry", []), where, user=user)
+
+
+def parse_entries(raw: Any, where: str, *, user: bool = False, key: str = "entry") -> tuple[Rule, ...]:
+    """A list of entry tables (a file's ``[[entry]]`` or a profile's ``[[rules.entry]]``)."""
+    if not isinstance(raw, list):
+        raise _fail(where, key, "must be an array of tables ([[entry]])")
+    # One id may have several entries (a failure class with several signatures or engines).
+    return tuple(parse_entry(item, f"{where}: {key}[{i}]", user=user, origin=where) for i, item in enumerate(raw))
+
+
+@lru_cache(maxsize=1)
+def builtin_entries() -> tuple[Rule, ...]:
+    """The shipped catalogue: symmtui/catalogue/*.toml in name order."""
+    files = sorted((f for f in resources.files("symmtui.catalogue").iterdir() if f.name.endswith(".toml")),
+                   key=lambda f: f.name)
+    out: list[Rule] = []
+    for f in files:
+        out.extend(parse_text(f.read_text(encoding="utf-8"), f"symmtui/catalogue/{f.name}"))
+    return tuple(out)
+
+
+def user_file() -> Path:
+    """Where a user's own entries live: ``$XDG_CONFIG_HOME/symmtui/catalogue.toml``."""
+    from symmtui import paths
+
+    return paths.config_dir() / "catalogue.toml"
+
+
+def load_file(path: Path) -> tuple[Rule, ...]:
+    """The entries of a user's catalogue file; a file that is not there gives none."""
+    try:
+        with open(path, "rb") as fh:
+            if not os.path.isfile(path):
+                raise _fail(str(path), "file", "is not a regular file")
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        return ()
+    except NotADirectoryError:
+        return ()
+    except OSError as exc:
+        raise _fail(str(path), "file", f"cannot read it ({exc.strerror or exc})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise _fail(str(path), "file", f"is larger than {MAX_FILE_BYTES >> 10} KiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(str(path), "file", f"is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    return parse_text(text, str(path), user=True)
+
+
+def user_entries(profile_entries: Sequence[Rule] = ()) -> tuple[Rule, ...]:
+    """The user's entries, most specific first: the profile's, then the XDG file's."""
+    return (*profile_entries, *load_file(user_file()))
+
+
+def as_table(rule: Rule) -> Mapping[str, Any]:
+    """An entry as plain data (``--json`` output, docs)."""
+    return {
+        "id": rule.id, "kind": rule.kind.value, "engine": rule.engine, "versions": rule.versions,
+        "pattern": rule.pattern, "cause": rule.cause, "source": list(rule.source),
+        "action": rule.action.as_json() if rule.action is not None else None, "origin": rule.origin,
+    }
+
+
+def user_ruleset(ready: Sequence[str] = (), crash: Sequence[str] = (),
+                 profile_entries: Sequence[Rule] = ()) -> RuleSet:
+    """The shipped catalogue with the user's entries first: a profile's, the XDG file's, then the
+    ready/crash patterns given on the command line or in a profile."""
+    return RuleSet().with_user(ready=ready, crash=crash, entries=user_entries(profile_entries))

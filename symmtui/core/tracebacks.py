@@ -1,0 +1,77 @@
+"""The one traceback classifier: which lines of a log open, continue, chain and end a Python traceback."""
+
+from __future__ import annotations
+
+import re
+
+HEADER = "Traceback (most recent call last):"
+CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+# An exception line: a (dotted) name, then ": message" or nothing ("AssertionError").
+_EXC_LINE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?::|\s*$)")
+# A logger's own header is not an exception line ("INFO:     127.0.0.1 ...", "WARNING: ...").
+_LEVEL = re.compile(r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b")
+# An exception named inside other text (run together with it, or cut): "...x1b[0mKeyError: 12".
+# Not inside source code: "raise RuntimeError(f'NCCL error: ...')" names a class, it is not the message.
+_EXC_INSIDE = re.compile(
+    r"(?<![\w.])(?<!raise )((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)(?::\s*\S.*|\s*$))"
+)
+_DIGITS = re.compile(r"\d")
+
+
+def header_at(body: str) -> int:
+    """Where the traceback header starts in ``body``, or -1."""
+    return body.find(HEADER)
+
+
+def is_continuation(body: str) -> bool:
+    """An indented line: a frame, its source, or the carets under it."""
+    return body[:1] in (" ", "\t")
+
+
+def frame_location(body: str) -> str | None:
+    """``file.py:12`` for a frame line (``  File "/x/file.py", line 12, in f``), else None."""
+    m = _FRAME.search(body)
+    if m is None:
+        return None
+    return f"{m.group(1).replace(chr(92), '/').rsplit('/', 1)[-1]}:{m.group(2)}"
+
+
+def is_chain(body: str) -> bool:
+    """``During handling of the above exception...`` / ``The above exception was the direct cause...``."""
+    return body.lstrip().startswith(CHAIN)
+
+
+def is_exception_line(body: str) -> bool:
+    """Whether the first unindented line after the frames is the exception (not a logger's next line)."""
+    stripped = body.strip()
+    return bool(stripped) and _LEVEL.match(stripped) is None and _EXC_LINE.match(stripped) is not None
+
+
+def exception_inside(text: str) -> str | None:
+    """An exception named inside ``text`` (not in source code), from its name on; else None."""
+    m = _EXC_INSIDE.search(text)
+    return m.group(1).strip() if m is not None else None
+
+
+def lead_message(before_header: str) -> str | None:
+    """The exception text printed before a header on the same line, when it is one.
+
+    ``Exception in worker ... while processing method init_device: NCCL error: unhandled system
+    error (...), Traceback (most recent call last):`` carries its exception before the header; a
+    label (``Scheduler hit an exception:``, ``warmup error:``) does not.
+    """
+    text = before_header.strip().rstrip(",").strip()
+    if not text or text.endswith(":"):
+        return None
+    inside = exception_inside(text)
+    if inside is not None:
+        return inside
+    if ":" in text and re.search(r"(?i)error|exception|fail", text):
+        return text.split(": ", 1)[1] if ": " in text else text
+    return None
+
+
+def shape(prefix: str) -> str:
+    """A prefix with its digits folded (timestamps differ from line to line, their shape does not)."""
+    return _DIGITS.sub("0", prefix)
