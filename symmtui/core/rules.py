@@ -53,9 +53,9 @@ class Action:
     patch: str = ""
     path: str = ""
 
-    def as_json(self) -> dict[str, str]:
-        """The non-empty fields (the ``action`` object of ``scan --json``)."""
-        return {k: v for k, v in self.__dict__.items() if v}
+    def as_json(self) -> dict[str, str | None]:
+        """Every field, null where it does not apply (the ``fix`` object of ``scan --json``)."""
+        return {k: (v or None) for k, v in self.__dict__.items()}
 
 
 @dataclass(frozen=True)
