@@ -12,7 +12,7 @@ from typing import Any
 
 from symmtui import fsatomic
 from symmtui.core.ranks import RankBoard
-from symmtui.core.rules import BUILTIN_RULES, RuleSet, strip_ansi
+from symmtui.core.rules import RuleSet, strip_ansi
 from symmtui.errors import UserError
 from symmtui.launch.proctree import ProcInfo
 from symmtui.stacks import access
@@ -49,7 +49,7 @@ def read_log(path: Path | None, ruleset: RuleSet | None = None) -> LogFacts:
     board = RankBoard()
     if path is None:
         return LogFacts(None, board, time.time())
-    rs = ruleset or RuleSet(BUILTIN_RULES)
+    rs = ruleset or RuleSet()
     try:
         with open(path, "rb") as fh:
             fh.seek(0, 2)
