@@ -167,7 +167,7 @@ def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "") -
     not_ready_on = _str(where, "not_ready_on", raw.get("not_ready_on")) or None
     if not_ready_on is not None and not_ready_on not in ENGINES[1:]:
         raise _fail(where, "not_ready_on", f"{not_ready_on[:40]!r} is not one of sglang, vllm")
-    sets_dialect = engine != "any" and (kind in (Kind.READY, Kind.PHASE, Kind.PROGRESS) or "announce" in roles)
+    sets_dialect = engine != "any" and (kind in (Kind.READY, Kind.PHASE, Kind.PROGRESS, Kind.INFO) or "announce" in roles)
     return Rule(
         id=rid, kind=kind, pattern=combined,
         summary=_str(where, "summary", raw.get("summary")) or rid,
