@@ -326,7 +326,8 @@ class Session:
         log = Path(self.log_path) if self.log_path else None
         with self._stacks_lock:
             try:
-                rep = take(procs, log=log, native=native, ruleset=self.settings.ruleset)
+                rep = take(procs, log=log, native=native, ruleset=self.settings.ruleset,
+                           utilization=self._utilization())
             except UserError as exc:
                 return StacksTaken(None, str(exc), auto)
             saved: str | None = None
@@ -336,6 +337,13 @@ class Session:
                 except UserError as exc:
                     self.notify(str(exc), "warning")
         return StacksTaken(rep, None, auto, saved)
+
+    def _utilization(self) -> list[int | None]:
+        """Each GPU's utilization in the sampler's last round (None where NVML could not say)."""
+        snap = self.sampler.latest() if self.sampler is not None else None
+        if snap is None:
+            return []
+        return [s.utilization_gpu if isinstance(s.utilization_gpu, int) else None for s in snap.samples]
 
     def request_stacks(self, *, auto: bool = False, native: bool = False) -> None:
         """Take a dump on a worker thread and post it (StacksTaken); a dump in progress is not doubled."""

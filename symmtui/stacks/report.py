@@ -17,6 +17,7 @@ from symmtui.errors import UserError
 from symmtui.launch.proctree import ProcInfo
 from symmtui.stacks import access
 from symmtui.stacks.collapse import collapse, group_line
+from symmtui.stacks.gpus import gpu_evidence
 from symmtui.stacks.model import Group, ProcDump
 from symmtui.stacks.pyspy import DEFAULT_LIMIT, dump_many
 from symmtui.stacks.ranks import rank_of
@@ -94,6 +95,8 @@ class StacksReport:
     log_phase: str | None
     log_path: str | None
     ranks_text: str | None
+    gpus: str | None = None
+    """What the GPUs' utilization adds (stacks.gpus), when the caller sampled them."""
 
     @property
     def unread(self) -> tuple[ProcDump, ...]:
@@ -106,6 +109,8 @@ class StacksReport:
     def summary(self) -> list[str]:
         """The collapsed view: one line a group (its hint under it), then what could not be read."""
         out = [group_line(g) for g in self.groups]
+        if self.gpus:
+            out.append(self.gpus)
         hints = []
         for g in self.groups:
             if g.hint and g.hint not in hints:
@@ -137,13 +142,14 @@ class StacksReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA, "taken_at": self.taken_at, "seconds": round(self.seconds, 3), "native": self.native,
-            "log": self.log_path, "log_phase": self.log_phase, "ranks": self.ranks_text,
+            "log": self.log_path, "log_phase": self.log_phase, "ranks": self.ranks_text, "gpus": self.gpus,
             "groups": [g.to_json() for g in self.groups], "processes": [d.to_json() for d in self.dumps],
         }
 
 
 def take(procs: Sequence[ProcInfo], *, log: Path | None = None, native: bool = False,
-         limit: float = DEFAULT_LIMIT, ruleset: RuleSet | None = None) -> StacksReport:
+         limit: float = DEFAULT_LIMIT, ruleset: RuleSet | None = None,
+         utilization: Sequence[int | None] = ()) -> StacksReport:
     """Dump every process of ``procs`` in parallel and collapse; PtraceDenied when none could be read."""
     t0 = time.monotonic()
     facts = read_log(log, ruleset)
@@ -156,7 +162,8 @@ def take(procs: Sequence[ProcInfo], *, log: Path | None = None, native: bool = F
     groups = tuple(collapse(ranked, facts.phase))
     summary = facts.board.summary(facts.now)
     return StacksReport(time.time(), time.monotonic() - t0, native, ranked, groups, facts.phase,
-                        str(log) if log is not None else None, summary.text if summary and summary.text else None)
+                        str(log) if log is not None else None, summary.text if summary and summary.text else None,
+                        gpu_evidence(utilization))
 
 
 def _with_rank(d: ProcDump, log_pids: dict[int, str]) -> ProcDump:

@@ -23,6 +23,8 @@ def render_stacks(taken: StacksTaken) -> Content:
     for i, g in enumerate(rep.groups):
         style = "" if i == 0 and len(rep.groups) > 1 else "bold $warning"
         lines.append(Content.styled(visible(group_line(g)), style))
+    if rep.gpus:
+        lines.append(Content.styled(visible(rep.gpus), "$muted"))
     hints: list[str] = []
     for g in rep.groups:
         if g.hint and g.hint not in hints:
