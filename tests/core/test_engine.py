@@ -19,9 +19,20 @@ from symmtui.core.rules import Kind
 
 from .engine_kit import KEYERROR_LOG, READY_LOG, Writer, wait_until
 
+_threads_before: set[threading.Thread] = set()
+
+
+@pytest.fixture(autouse=True)
+def _note_threads() -> None:
+    """The threads alive when the test starts: an earlier test's engine thread still winding down on this
+    worker is not this test's."""
+    _threads_before.clear()
+    _threads_before.update(threading.enumerate())
+
 
 def _no_engine_threads() -> bool:
-    return not [t for t in threading.enumerate() if t.name.startswith("symmtui-")]
+    """No engine thread started during this test is still alive."""
+    return not [t for t in threading.enumerate() if t.name.startswith("symmtui-") and t not in _threads_before]
 
 
 class Collector:
