@@ -1,19 +1,31 @@
-"""The HTTP health probe: one deadline per request, status and headers only, redirects kept on the probed host,
-exponential backoff, clear details, never raises."""
+"""The HTTP health probe on httpx: one deadline per check (enforced by asyncio cancellation), status and headers
+only, redirects kept on the probed host, exponential backoff, clear details, never raises."""
 
 from __future__ import annotations
 
+import asyncio
+import ssl
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import urljoin, urlsplit
 
-from symmtui.core.httpget import GetFailed, get_head, shown
+import httpx
+
+from symmtui.core.httpget import GetFailed, Phase, get_head, shown
 from symmtui.errors import UserError
 
 MAX_HOPS = 5
 """Redirects followed on the probed host (scheme, host and port unchanged), at most."""
+
+STOP_POLL = 0.05
+"""How often a check in flight looks at the stop event, in seconds."""
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,56 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return parts.scheme, (parts.hostname or "").lower(), port or default
 
 
+class _Lookups(ThreadPoolExecutor):
+    """The check's loop executor, where asyncio runs getaddrinfo: each job in its own daemon thread, never joined.
+
+    getaddrinfo cannot be interrupted, so a lookup that outlives the deadline is left behind: neither
+    the check, the loop's shutdown nor the process exit waits for a stuck resolver.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)
+        self.running = 0
+        self._count = threading.Lock()
+
+    def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_T]:
+        fut: Future[_T] = Future()
+
+        def run() -> None:
+            if not fut.set_running_or_notify_cancel():
+                return
+            with self._count:
+                self.running += 1
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:  # noqa: BLE001  (handed to the coroutine awaiting it)
+                fut.set_exception(exc)
+            else:
+                fut.set_result(result)
+            finally:
+                with self._count:
+                    self.running -= 1
+
+        threading.Thread(target=run, name="symmtui-probe-dns", daemon=True).start()
+        return fut
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Nothing to wait for: each job's thread is a daemon."""
+
+
+async def _until_set(event: threading.Event) -> None:
+    while not event.is_set():
+        await asyncio.sleep(STOP_POLL)
+
+
+@dataclass
+class _Where:
+    """The URL a check is at and how far its request got (read when the deadline cancels it)."""
+
+    url: str
+    phase: Phase
+
+
 class HttpProbe:
     """GET ``url`` until it answers 200: from ``min_interval`` doubling to ``max_interval`` (no hammering).
 
@@ -75,45 +137,88 @@ class HttpProbe:
         self._clock = clock
         self._host = urlsplit(url).hostname or ""
         self._kick = threading.Event()
+        self._tls: ssl.SSLContext | None = None
 
     def close(self) -> None:
-        """Nothing is kept between requests (each one opens and closes its own connection)."""
+        """Nothing is kept between checks (each one opens and closes its own transport and connection)."""
 
     def check(self, cancel: threading.Event | None = None) -> ProbeResult:
         """One GET (following redirects only on the probed host), all within the timeout; never raises.
 
-        Only the status line and headers are read, never the body. ``cancel`` ends a request early.
+        Runs on an event loop of its own in the calling thread: at the deadline, or when ``cancel`` is
+        set, the request is cancelled wherever it is (lookup, connect, TLS, a header dribbled a byte at a
+        time). Only the status line and headers are read, never the body.
         """
+        if self._tls is None:
+            self._tls = ssl.create_default_context()  # once per probe: loading the CA store costs milliseconds
+        lookups = _Lookups()
+        loop = asyncio.new_event_loop()
+        loop.set_default_executor(lookups)
+        try:
+            return loop.run_until_complete(self._check(cancel, lookups, self._tls))
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    async def _check(self, cancel: threading.Event | None, lookups: _Lookups, tls: ssl.SSLContext) -> ProbeResult:
         t0 = self._clock()
-        url = self.url
+        where = _Where(self.url, Phase())
+        work = asyncio.ensure_future(self._follow(where, tls, t0))
+        tasks: set[asyncio.Future[Any]] = {work}
+        if cancel is not None:
+            tasks.add(asyncio.ensure_future(_until_set(cancel)))
+        done, _ = await asyncio.wait(tasks, timeout=max(self.timeout, 0.0), return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)  # httpx closes the connection as it unwinds
+        if work in done:
+            return work.result()
+        dt = self._clock() - t0
+        if cancel is not None and cancel.is_set():
+            return ProbeResult(False, "cancelled", "stopped", None, dt, where.url)
+        host = urlsplit(where.url).hostname or ""
+        detail = where.phase.waiting_for(self.timeout, host if lookups.running else None)
+        return ProbeResult(False, "timeout", self._at(detail, where.url), None, dt, where.url)
+
+    def _at(self, detail: str, url: str) -> str:
+        return detail if url == self.url else f"{detail} (at {shown(url)}, redirected from {self.url})"
+
+    async def _follow(self, where: _Where, tls: ssl.SSLContext, t0: float) -> ProbeResult:
         home = _origin(self.url)
         hops = 0
-        while True:
-            left = self.timeout - (self._clock() - t0)
-            try:
-                if left <= 0:
-                    raise GetFailed("timeout", f"no complete answer within {self.timeout:g} s (redirects)")
-                answer = get_head(url, left, cancel=cancel, clock=self._clock, budget=self.timeout)
-            except GetFailed as exc:
-                detail = exc.detail if url == self.url else f"{exc.detail} (at {shown(url)}, redirected from {self.url})"
-                return ProbeResult(False, exc.kind, detail, None, self._clock() - t0, url)
-            dt = self._clock() - t0
-            via = "" if url == self.url else f" (redirected from {self.url})"
-            if answer.status in (301, 302, 303, 307, 308) and answer.location is not None:
-                target = urljoin(url, answer.location.strip())
-                if _origin(target) == home and hops < MAX_HOPS:
-                    url, hops = target, hops + 1
-                    continue
-                why = "another host" if _origin(target) != home else f"more than {MAX_HOPS} redirects"
-                return ProbeResult(
-                    False, "redirect",
-                    f"GET {shown(url)} answered {answer.status}, pointing to {shown(target)}: not followed ({why})"
-                    + via, answer.status, dt, target)
-            if answer.status == 200:
-                return ProbeResult(True, "up", f"GET {shown(url)} answered 200 in {dt * 1000:.0f} ms{via}", 200, dt, url)
-            reason = shown(answer.reason)
-            return ProbeResult(False, "http", f"GET {shown(url)} answered {answer.status} {reason}".rstrip() + via,
-                               answer.status, dt, url)
+        # trust_env=False: a health check goes straight to the server, never through $HTTP_PROXY.
+        # No httpx timeout and no retries: the whole check's deadline cancels this coroutine.
+        async with httpx.AsyncHTTPTransport(verify=tls, trust_env=False, retries=0) as transport:
+            while True:
+                url = where.url
+                try:
+                    answer = await get_head(transport, url, where.phase)
+                except GetFailed as exc:
+                    return ProbeResult(False, exc.kind, self._at(exc.detail, url), None, self._clock() - t0, url)
+                dt = self._clock() - t0
+                via = "" if url == self.url else f" (redirected from {self.url})"
+                if answer.status in (301, 302, 303, 307, 308) and answer.location is not None:
+                    try:
+                        target = urljoin(url, answer.location.strip())
+                    except ValueError:  # e.g. "http://[::1": urljoin refuses it, so nothing to follow
+                        return ProbeResult(
+                            False, "redirect",
+                            f"GET {shown(url)} answered {answer.status}, pointing to {shown(answer.location)}: "
+                            f"not followed (not a valid URL){via}", answer.status, dt, None)
+                    if _origin(target) == home and hops < MAX_HOPS:
+                        where.url, where.phase, hops = target, Phase(), hops + 1
+                        continue
+                    why = "another host" if _origin(target) != home else f"more than {MAX_HOPS} redirects"
+                    return ProbeResult(
+                        False, "redirect",
+                        f"GET {shown(url)} answered {answer.status}, pointing to {shown(target)}: not followed ({why})"
+                        + via, answer.status, dt, target)
+                if answer.status == 200:
+                    return ProbeResult(True, "up", f"GET {shown(url)} answered 200 in {dt * 1000:.0f} ms{via}",
+                                       200, dt, url)
+                reason = shown(answer.reason)
+                return ProbeResult(False, "http", f"GET {shown(url)} answered {answer.status} {reason}".rstrip() + via,
+                                   answer.status, dt, url)
 
     def kick(self) -> None:
         """Probe again now instead of after the backoff."""

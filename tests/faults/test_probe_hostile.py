@@ -90,14 +90,36 @@ def test_a_200_whose_body_never_ends_is_read_no_further_than_its_headers() -> No
     box: list[RawServer] = []
     with raw_server(endless_body(box)) as server:
         box.append(server)
+        probe = HttpProbe(server.url, timeout=5)
+        probe.check()  # the first check imports httpx's transport (httpcore, anyio, h11): not the request's memory
         tracemalloc.start()
         try:
-            res = HttpProbe(server.url, timeout=5).check()
+            res = probe.check()
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
         assert server.client_gone.wait(10)  # the probe closed the connection: the server's send failed
     assert res.ok and res.kind == "up" and res.status == 200
+    assert peak < 1 << 20, f"the probe held {peak} bytes"
+
+
+def test_a_header_section_that_never_ends_is_refused_with_bounded_memory() -> None:
+    def endless_header(conn: socket.socket, stop: threading.Event) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nX-Filler: ")
+        block = b"a" * 65536
+        while not stop.is_set():
+            conn.sendall(block)
+
+    with raw_server(endless_header) as server:
+        probe = HttpProbe(server.url, timeout=5)
+        probe.check()  # imports, as above
+        tracemalloc.start()
+        try:
+            res = probe.check()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert not res.ok and res.kind == "error" and "headers exceed 100 KiB" in res.detail, res.detail
     assert peak < 1 << 20, f"the probe held {peak} bytes"
 
 
@@ -129,6 +151,16 @@ def test_a_redirect_on_the_same_host_is_followed_and_the_evidence_names_where() 
     target = server.url.replace("/health", "/healthz")
     assert res.ok and res.url == target and f"GET {target} answered 200" in res.detail
     assert res.detail.endswith(f"(redirected from {server.url})")
+
+
+def test_a_redirect_to_a_malformed_url_is_reported_not_raised() -> None:
+    def broken(conn: socket.socket, stop: threading.Event) -> None:
+        conn.sendall(b"HTTP/1.1 302 Found\r\nLocation: http://[::1/health\r\nContent-Length: 0\r\n\r\n")
+
+    with raw_server(broken) as server:
+        res = HttpProbe(server.url).check()
+    assert not res.ok and res.kind == "redirect" and res.status == 302
+    assert res.detail == f"GET {server.url} answered 302, pointing to http://[::1/health: not followed (not a valid URL)"
 
 
 def test_a_redirect_loop_on_the_same_host_ends() -> None:
