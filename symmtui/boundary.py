@@ -268,13 +268,14 @@ def usable_dir(path: Path, *, what: str, env: str) -> None:
                          f"set {env} to a writable directory") from None
 
 
-def require_terminal(what: str) -> None:
-    """Refuse to start a full-screen ``what`` when stdin or stdout is not a terminal."""
-    for name, stream in (("standard input", sys.stdin), ("standard output", sys.stdout)):
+def require_terminal(what: str, *, stdin: bool = True,
+                     hint: str = "run it in a terminal, or use `symmtui wait` / `symmtui scan` in scripts") -> None:
+    """Refuse to start a full-screen ``what`` when stdin (if ``stdin``) or stdout is not a terminal."""
+    streams = (("standard input", sys.stdin),) if stdin else ()
+    for name, stream in (*streams, ("standard output", sys.stdout)):
         try:
             ok = stream is not None and stream.isatty()
         except (OSError, ValueError):
             ok = False
         if not ok:
-            raise InputError(f"{what} needs a terminal ({name} is not one): run it in a terminal, "
-                             "or use `symmtui wait` / `symmtui scan` in scripts")
+            raise InputError(f"{what} needs a terminal ({name} is not one): {hint}")

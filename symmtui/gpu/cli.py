@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any
 
+from symmtui import boundary
 from symmtui.errors import UserError
 from symmtui.gpu.nvml import STANDIN_ENV, Nvml, nvml_from_env
 from symmtui.gpu.options import EXIT_UNAVAILABLE
@@ -47,6 +48,9 @@ def gpus_main(args: argparse.Namespace) -> int:
 
 
 def _gpus(args: argparse.Namespace) -> int:
+    if args.watch and not args.json:  # a table redrawn in place: into a pipe it would never end usefully
+        boundary.require_terminal("gpus --watch", stdin=False,
+                                  hint="run it in a terminal, or use --watch --json in a pipe (one JSON line per sample)")
     standin = args.standin or os.environ.get(STANDIN_ENV) or None
     try:
         nvml = nvml_from_env(args.standin)

@@ -240,3 +240,9 @@ def test_output_to_a_full_disk_or_a_closed_stdout(tmp_path: Path) -> None:
     assert "cannot write to standard output (No space left on device)" in line
     closed = run_cli("scan", str(log), stdout=None, timeout=60, close_stdout=True)
     assert closed.returncode == 3 and closed.stderr == b""  # no verdict in that log; nothing to say
+
+
+def test_gpus_watch_table_into_a_pipe_is_refused() -> None:
+    """The redrawn table needs a terminal; into a pipe it would run forever for nobody (--json is for pipes)."""
+    line = one_error_line(run_cli("gpus", "--watch", "--standin", "h200-x2-nvswitch", timeout=60))
+    assert "needs a terminal" in line and "--watch --json" in line
