@@ -8,6 +8,7 @@ file is opened non-blocking and read up to a cap, numbers are range-checked, str
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import os
 import re
@@ -150,6 +151,57 @@ def path(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"the path {shown(text)} has a name of {len(longest)} bytes (at most {NAME_MAX} per name)")
     return text
+
+
+def nested_repeat(pattern: str) -> bool:
+    """True when ``pattern`` repeats, without bound, a group that itself repeats without bound
+    (``(a+)+``, ``(\\w+\\s?)*``): such a regex can take exponential time on one unlucky line."""
+    parser: Any = importlib.import_module("re._parser")  # the stdlib's own regex parser
+
+    def walk(items: Any, inside: bool) -> bool:
+        for op, arg in items:
+            if op in (parser.MAX_REPEAT, parser.MIN_REPEAT):
+                lo, hi, body = arg
+                unbounded = hi == parser.MAXREPEAT
+                if unbounded and inside:
+                    return True
+                if walk(body, inside or unbounded):
+                    return True
+            elif op is parser.SUBPATTERN:
+                if walk(arg[3], inside):
+                    return True
+            elif op is parser.BRANCH:
+                if any(walk(branch, inside) for branch in arg[1]):
+                    return True
+            elif op in (parser.ASSERT, parser.ASSERT_NOT):
+                if walk(arg[1], inside):
+                    return True
+        return False
+
+    try:
+        return walk(parser.parse(pattern), False)
+    except Exception:  # noqa: BLE001 - a pattern re itself rejects is reported by re.compile
+        return False
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why a user's regex (``--ready``, ``--crash``, a profile's ``[rules]``) cannot be used, or None."""
+    try:
+        re.compile(pattern)
+    except (re.error, OverflowError, RecursionError) as exc:
+        return f"bad regular expression {shown(pattern)}: {exc}"
+    if nested_repeat(pattern):
+        return (f"the regular expression {shown(pattern)} repeats a repeated group, which can take "
+                "exponential time on one line; drop the inner or the outer repeat (e.g. (a+)+ -> a+)")
+    return None
+
+
+def regex(text: str) -> str:
+    """An argparse ``type`` for ``--ready`` / ``--crash``: a regex that compiles and has no nested repeat."""
+    problem = regex_problem(text)
+    if problem is not None and not problem.startswith("bad regular expression"):
+        raise argparse.ArgumentTypeError(problem)
+    return text  # one that does not compile is reported by the rule set, naming ready or crash
 
 
 def check_values(args: argparse.Namespace) -> None:

@@ -282,6 +282,9 @@ def _patterns(loc: _Locator, dotted: str, value: Any) -> tuple[str, ...]:
             re.compile(pattern)
         except re.error as exc:
             raise loc.fail(dotted, f"bad regular expression {pattern!r}: {exc}") from exc
+        slow = boundary.regex_problem(pattern)
+        if slow is not None:  # a nested repeat: exponential time on one unlucky line
+            raise loc.fail(dotted, slow)
     return tuple(value)
 
 

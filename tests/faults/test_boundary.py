@@ -246,3 +246,16 @@ def test_gpus_watch_table_into_a_pipe_is_refused() -> None:
     """The redrawn table needs a terminal; into a pipe it would run forever for nobody (--json is for pipes)."""
     line = one_error_line(run_cli("gpus", "--watch", "--standin", "h200-x2-nvswitch", timeout=60))
     assert "needs a terminal" in line and "--watch --json" in line
+
+
+def test_a_regex_that_can_take_exponential_time_is_refused(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("a" * 40 + "!\n")  # (a+)+$ would backtrack 2**40 times on this line
+    for args in (("wait", "--log", str(log), "--timeout", "5", "--ready", "(a+)+$"),
+                 ("scan", str(log), "--crash", r"(\w+\s?)*$")):
+        line = one_error_line(run_cli(*args, timeout=60))
+        assert "exponential time" in line
+    profile = tmp_path / "symmtui.toml"
+    profile.write_text(f'[server]\nlog = "{log}"\n[rules]\nready = ["(a+)+$"]\n')
+    line = one_error_line(run_cli("wait", "--config", str(profile), "--timeout", "5", timeout=60))
+    assert "rules.ready" in line and "exponential time" in line
