@@ -33,9 +33,10 @@ async def test_cli_and_dashboard_launches_record_the_same_fields(tmp_path: Path,
             await pilot.press("r")
             assert isinstance(app.screen, ConfirmScreen)
             await pilot.press("y")
-            await wait_for(pilot, lambda: len(History().entries()) == 2, "the dashboard launch in the history",
+            # the Session writes the history before it posts the READY batch: wait for both
+            await wait_for(pilot, lambda: app.last_snapshot is not None and app.last_snapshot.state is State.READY
+                           and len(History().entries()) == 2, "READY and the dashboard launch in the history",
                            timeout=90)
-            assert app.last_snapshot is not None and app.last_snapshot.state is State.READY
     finally:
         session.close()
 

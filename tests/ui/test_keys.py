@@ -138,6 +138,8 @@ async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) 
         assert "+    12: {" in screen  # the exact diff
         assert not sandbox_has_capability(sandbox.site, 12)
         scroll = modal.query_one("#patch-diff-scroll")
+        # the key scrolls what is laid out: wait until the diff has its height in the box
+        await wait_for(pilot, lambda: modal.query_one("#patch-diff").size.height > 1, "the diff laid out")
         await pilot.press("pagedown")
         await wait_for(pilot, lambda: scroll.scroll_y > 0 or scroll.max_scroll_y == 0, "pagedown to scroll the diff")
         await pilot.press("n")  # cancel: nothing changed
@@ -154,7 +156,8 @@ async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) 
         await wait_for(pilot, lambda: "applied" in text(app), "the apply result")
         # the modal checks again and shows the tables as they are now, with one way out
         await wait_for(pilot, lambda: "has key in TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES" in text(app), "the re-check")
-        assert "lacks key" not in text(app) and "Close (y)" in text(app) and "Close (n)" not in text(app)
+        screen = text(app)
+        assert "lacks key" not in screen and "Close (y)" in screen and "Close (n)" not in screen, screen
         await pilot.press("enter")
         assert not isinstance(app.screen, PatchScreen)
         await settle(pilot)

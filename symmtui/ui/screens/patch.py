@@ -102,9 +102,11 @@ class PatchScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="patch-dialog") as box:
             box.border_title = "SM120 patch"
-            with VerticalScroll(id="patch-report-scroll"):
+            # The scroll boxes take no focus: the buttons keep it, and the arrow / page keys always
+            # scroll the diff (a focused report box would take pagedown for itself).
+            with VerticalScroll(id="patch-report-scroll", can_focus=False):
                 yield Static(Content.styled("checking the installed tables…", "$muted"), id="patch-report")
-            with VerticalScroll(id="patch-diff-scroll"):
+            with VerticalScroll(id="patch-diff-scroll", can_focus=False):
                 yield Static("", id="patch-diff")
             yield Static("", id="patch-result")
             with Horizontal(classes="dialog-buttons"):
