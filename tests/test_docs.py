@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from symmtui.cli import VERBS, build_parser
+from symmtui.core.catalogue import builtin_entries
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -30,6 +31,9 @@ FOREIGN_OPTIONS = {
     "--dist": "pytest-xdist's option",
     "--durations": "pytest's option",
 }
+# The server options the catalogue's actions name (docs/catalogue.md lists them).
+FOREIGN_OPTIONS.update({r.action.flag: "a server option a catalogue entry names"
+                        for r in builtin_entries() if r.action is not None and r.action.flag})
 ABSENT_OPTIONS = {"--insecure"}  # "There is no `--insecure`": must stay absent
 # Paths the docs name that exist only in a built wheel, not in the repository.
 WHEEL_ONLY_PATHS = {"symmtui/_themes"}

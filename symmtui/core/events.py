@@ -10,7 +10,7 @@ from symmtui.core import tracebacks as tb
 from symmtui.core.decode import strip_ansi
 from symmtui.core.lineparts import Prefix as Prefix
 from symmtui.core.lineparts import split_prefix as split_prefix
-from symmtui.core.rules import ByteScanner, Kind, Rule, RuleMatch, RuleSet, message_part
+from symmtui.core.rules import ByteScanner, Kind, Rule, RuleMatch, RuleSet, mask_quoted, message_part
 
 MAX_SUMMARY = 200
 BATCH_MIN = 64  # feed_many prefilters batches at least this long as one buffer
@@ -232,7 +232,7 @@ class EventBuilder:
                     if m is not None:
                         out.extend(self._on_match(no, plain, text, m))
                     return out
-        at = tb.header_at(body)
+        at = tb.header_at(mask_quoted(body)) if _TB_HEAD in body else -1
         if at >= 0:
             if pre.dialect:
                 self.dialect = pre.dialect

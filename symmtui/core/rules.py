@@ -148,9 +148,19 @@ def builtin_rules() -> tuple[Rule, ...]:
     return builtin_entries()
 
 
-# Quoted values of keyword arguments and dict items in repr'd argument lists (SGLang's
-# server_args=ServerArgs(...), vLLM's non-default args: {...}): their text is the user's, never a marker.
-_QUOTED_VALUE = re.compile(r"""(=|['"]: )(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+# Quoted values in repr'd argument lists (SGLang's server_args=ServerArgs(...), vLLM's non-default args:
+# {...}, Namespace(...)): a string after "=", after a dict key, or an item of a list/tuple/set. Their text is
+# the user's, never a marker. (An exception's own quote, "KeyError: '120a'", follows a plain word: kept.)
+_QUOTED_VALUE = re.compile(r"""(?:(?<==)|(?<=['"]: )|(?<=[\[({])|(?<=['"], ))(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+
+
+def mask_quoted(body: str) -> str:
+    """``body`` with the insides of quoted argument values blanked (same length: offsets stay)."""
+    if "'" not in body and '"' not in body:
+        return body
+    return _QUOTED_VALUE.sub(lambda m: m.group(0)[0] + "_" * (len(m.group(0)) - 2) + m.group(0)[-1], body)
+
+
 # Traceback fragments outside a recognised block: source code, not a message.
 _CODE = re.compile(r"\s*(?:raise\b|File \")")
 
@@ -159,10 +169,7 @@ def message_part(plain: str) -> str:
     """The part of a line rules match: the prefix (ranks, time, logger) cut off, quoted values blanked."""
     from symmtui.core.lineparts import split_prefix
 
-    body = split_prefix(plain).body
-    if "'" in body or '"' in body:
-        body = _QUOTED_VALUE.sub(r"\1''", body)
-    return body
+    return mask_quoted(split_prefix(plain).body)
 
 
 def required_literal(pattern: str) -> str | None:

@@ -18,6 +18,9 @@ EXAMPLES: list[tuple[str, str]] = [
     ("serving-request-ok", '[2026-11-29 09:50:01] INFO:     127.0.0.1:51240 - "POST /v1/chat/completions HTTP/1.1" 200 OK'),
     ("sglang-decode-batch", "[15:58:51 TP0] Decode batch. #running-req: 1, #token: 43, token usage: 0.00, gen throughput (token/s): 0.53, #queue-req: 0"),  # sgl-project/sglang#1467
     ("sglang-token-budget", "[2025-11-30 11:18:05] max_total_num_tokens=2261377, chunked_prefill_size=16384, max_prefill_tokens=16384, max_running_requests=4096, context_len=128000, available_gpu_mem=37.06 GB"),  # sgl-project/sglang PR 11830
+    ("model-not-found", "huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. (Request ID: Root=1-66f4b037)"),
+    ("extension-abi-mismatch", "ERROR 10-16 05:20:48 registry.py:264] ImportError: /usr/local/lib/python3.10/dist-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"),  # vllm-project/vllm#9377
+    ("python-exception", "(EngineCore_DP0 pid=60) ERROR 01-12 01:09:14 [core.py:708] triton.compiler.errors.CompilationError: at 1:0: def f()"),
     ("traceback", "[2026-11-29 09:40:17 TP0] Scheduler hit an exception: Traceback (most recent call last):"),
     ("hit-exception", "[2026-11-29 09:40:17 TP3] TpModelWorker hit an exception: boom"),
     ("sm120-symm-mem-keyerror", "KeyError: 12"),

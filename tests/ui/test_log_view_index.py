@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from symmtui.core.decode import LogLine
-from symmtui.core.events import Event
+from symmtui.core.events import Event, EventBuilder
 from symmtui.core.rules import Kind
 from symmtui.ui.widgets.log_index import (
     BLOCK,
@@ -105,12 +105,16 @@ def test_traceback_is_one_block_and_its_event_sets_the_summary() -> None:
     assert index.targets == [1]
 
 
-def test_a_quoted_traceback_header_is_a_red_line_not_a_block() -> None:
+def test_a_quoted_traceback_header_is_not_a_block_as_the_engine_says() -> None:
     index = LineIndex()
-    index.append(lines_of(["INFO grep for 'Traceback (most recent call last)' found nothing", "next line"]))
-    assert index.blocks == []
-    assert index.flags(0) & KIND_MASK == CRASH
-    assert index.view_len() == 2
+    quoted = ["INFO grep for 'Traceback (most recent call last)' found nothing", "next line",
+              "[2026-11-29 09:40:03] server_args=ServerArgs(model_path='Traceback (most recent call last):')"]
+    index.append(lines_of(quoted))
+    assert index.blocks == [] and index.block_at(0) is None and index.block_at(2) is None
+    assert all(index.flags(i) & KIND_MASK != CRASH for i in range(3))
+    assert index.view_len() == 3
+    b = EventBuilder()
+    assert [e for i, ln in enumerate(quoted, 1) for e in b.feed_plain(i, ln) if e.kind is Kind.CRASH] + b.flush() == []
 
 
 def test_an_unfinished_block_is_closed_on_request() -> None:

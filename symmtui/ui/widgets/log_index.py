@@ -26,7 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from symmtui.core import tracebacks
 from symmtui.core.decode import clean_raw, strip_ansi
+from symmtui.core.lineparts import split_prefix
+from symmtui.core.rules import mask_quoted
 
 __all__ = [
     "BLOCK",
@@ -64,10 +67,7 @@ KIND_NAMES: dict[int, str] = {
 }
 _KIND_CODES: dict[str, int] = {name: code for code, name in KIND_NAMES.items()}
 
-_TRACEBACK = "Traceback (most recent call last)"
-_CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
-_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::|$)")
-_FILE_LINE = re.compile(r'^\s*File "([^"]*)", line (\d+)')
+_TRACEBACK = tracebacks.HEADER
 _MAX_BLOCK_ROWS = 400
 _READ_CAP = 16 * 1024  # bytes read back per line
 _SCAN_CHUNK = 1 << 20
@@ -269,7 +269,7 @@ class LineIndex:
             # traceback blocks
             if self._open is not None:
                 flag = self._continue_block(self._open, row, plain, flag, result)
-            if self._open is None and _TRACEBACK in plain:
+            if self._open is None and _TRACEBACK in plain and tracebacks.header_at(mask_quoted(plain)) >= 0:
                 self._open = Block(start=row, end=row)
                 flag = (flag & ~KIND_MASK) | CRASH | BLOCK | ERRORISH
             offsets.append(line.offset)
@@ -295,19 +295,24 @@ class LineIndex:
 
     def _continue_block(self, block: Block, row: int, plain: str, flag: int, result: AppendResult) -> int:
         """Extend or close the open traceback block with the row being appended; returns its flag."""
-        stripped = plain.strip()
+        # The engine's traceback classifier (symmtui.core.tracebacks), on the line's message part.
+        body = split_prefix(plain).body
+        stripped = body.strip()
         inside = False
-        if plain[:1] in (" ", "\t") and stripped:
+        exc = None
+        if tracebacks.is_continuation(body) and stripped:
             inside = True
-            m = _FILE_LINE.match(plain)
-            if m:
-                block.location = f"{os.path.basename(m.group(1))}:{m.group(2)}"
+            loc = tracebacks.frame_location(body)
+            if loc is not None:
+                block.location = loc
                 block.frames += 1
-        elif stripped.startswith(_CHAIN):
+        elif tracebacks.is_chain(body):
             inside = True
-        elif block.frames and stripped and _EXC_LINE.match(stripped):
+        elif block.frames and stripped:
+            exc = stripped if tracebacks.is_exception_line(stripped) else tracebacks.exception_inside(stripped)
+        if exc is not None:
             block.end = row
-            block.exc_line = stripped
+            block.exc_line = exc
             self._close_block(block, result)
             return (flag & ~KIND_MASK) | CRASH | BLOCK | BLOCK_END | ERRORISH
         if inside and row - block.start < _MAX_BLOCK_ROWS:

@@ -1,0 +1,23 @@
+"""Every labelled real log of the corpus (tuned cases and the held-out set): scan and wait give its verdict,
+name its root cause and hit its catalogue entry (the same judge as ``python -m bench.corpus``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.corpus import Case, judge, load_cases
+
+CASES = load_cases()
+
+
+def test_the_corpus_is_there() -> None:
+    assert len(CASES) >= 40 and {c.set_name for c in CASES} == {"cases", "holdout"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.set_name}/{c.case_id}" for c in CASES])
+def test_case(case: Case) -> None:
+    out = judge(case)
+    assert out.scan_ok, f"scan said {out.scan_verdict}, the label says {case.verdict} ({case.source})"
+    assert out.wait_ok, f"wait said {out.wait_verdict}, the label says {case.verdict} ({case.source})"
+    assert out.root_ok, f"root cause {case.root_cause!r} not named: {out.cause_text[:300]!r} ({case.source})"
+    assert out.diag_ok, f"diagnosis {case.entry!r} expected, got {out.diagnosis_ids} ({case.source})"
