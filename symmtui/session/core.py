@@ -66,7 +66,6 @@ class Session:
         url: str | None = None,
         port_owner: Callable[[int], str | None] | None = None,
         sample_interval: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.host = host
         self.name = name
@@ -78,7 +77,6 @@ class Session:
         self.port_owner = port_owner
         """Names the process holding a port, for "Address already in use" (``diagnose(port_owner=)``)."""
         self.sample_interval = sample_interval
-        self.clock = clock
         self.engine: Bringup | None = None
         self.sampler: GpuSampler | None = None
         self.topology: Topology | None = None
