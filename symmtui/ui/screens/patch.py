@@ -73,10 +73,12 @@ class PatchScreen(ModalScreen[bool]):
         Binding("y,enter", "confirm", "Confirm", priority=True),
         Binding("n,escape", "close", "Close", priority=True),
         Binding("r", "relaunch", "Relaunch", priority=True),
-        Binding("down,j", "scroll_diff(1)", "Scroll diff", show=False),
-        Binding("up,k", "scroll_diff(-1)", "Scroll diff", show=False),
-        Binding("pagedown,space", "scroll_diff(10)", "Page down", show=False),
-        Binding("pageup", "scroll_diff(-10)", "Page up", show=False),
+        # priority: a long site path makes the report above the diff scrollable, and focusable, and then it
+        # took these keys; they always scroll the diff
+        Binding("down,j", "scroll_diff(1)", "Scroll diff", show=False, priority=True),
+        Binding("up,k", "scroll_diff(-1)", "Scroll diff", show=False, priority=True),
+        Binding("pagedown,space", "scroll_diff(10)", "Page down", show=False, priority=True),
+        Binding("pageup", "scroll_diff(-10)", "Page up", show=False, priority=True),
     ]
 
     @dataclass
