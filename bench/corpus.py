@@ -111,22 +111,22 @@ def _cause_text(cause: dict[str, Any] | None, lines: list[str]) -> str:
     return "\n".join(parts)
 
 
-def run_wait(log: Path) -> str:
-    """`symmtui wait` on a finished file: its exit code read as a verdict."""
-    cmd = [sys.executable, "-m", "symmtui", "wait", "--log", str(log), "--timeout", str(WAIT_TIMEOUT_S),
+def run_wait(log: Path, timeout: float = WAIT_TIMEOUT_S) -> str:
+    """`symmtui wait` on a finished file: its exit code read as a verdict (a log with neither: after ``timeout``)."""
+    cmd = [sys.executable, "-m", "symmtui", "wait", "--log", str(log), "--timeout", str(timeout),
            "--stall", "0"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=WAIT_TIMEOUT_S + 60, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 60, check=False)
     return WAIT_EXIT.get(proc.returncode, f"exit {proc.returncode}")
 
 
-def judge(case: Case) -> Outcome:
+def judge(case: Case, wait_timeout: float = WAIT_TIMEOUT_S) -> Outcome:
     """Scan and wait on one case and compare with its label."""
     from symmtui.core.scan import report_json, scan_file
 
     rep = report_json(scan_file(case.log))
     cause = rep.get("cause")
     lines = case.log.read_text(encoding="utf-8", errors="replace").splitlines()
-    out = Outcome(case=case, scan_verdict=str(rep.get("verdict")), wait_verdict=run_wait(case.log),
+    out = Outcome(case=case, scan_verdict=str(rep.get("verdict")), wait_verdict=run_wait(case.log, wait_timeout),
                   cause_text=_cause_text(cause, lines), diagnosis_ids=_diagnosis_ids(cause))
     out.scan_ok = out.scan_verdict == case.verdict
     out.wait_ok = out.wait_verdict == case.verdict
