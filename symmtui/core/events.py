@@ -10,7 +10,17 @@ from symmtui.core import tracebacks as tb
 from symmtui.core.decode import strip_ansi
 from symmtui.core.lineparts import Prefix as Prefix
 from symmtui.core.lineparts import split_prefix as split_prefix
-from symmtui.core.rules import ByteScanner, Kind, Rule, RuleMatch, RuleSet, mask_quoted, message_part
+from symmtui.core.rules import (
+    PHASE_HTTP,
+    PHASE_ORDER,
+    ByteScanner,
+    Kind,
+    Rule,
+    RuleMatch,
+    RuleSet,
+    mask_quoted,
+    message_part,
+)
 
 MAX_SUMMARY = 200
 BATCH_MIN = 64  # feed_many prefilters batches at least this long as one buffer
@@ -20,6 +30,8 @@ STALE_AFTER_LINES = 300  # an open traceback that got no line for this many line
 TRACEBACK = "traceback"  # the rule id of traceback events (the catalogue entry for the header line)
 PROCESS_EXIT = "process_exit"  # the rule id of the event the readiness machine makes when the process ends
 _TB_HEAD = tb.HEADER
+# The phases before the HTTP server starts: seeing one means the log's start is there.
+_BEFORE_HTTP = frozenset(PHASE_ORDER[: PHASE_ORDER.index(PHASE_HTTP)])
 
 
 @dataclass(frozen=True)
@@ -115,6 +127,7 @@ class EventBuilder:
         self._scanner_sample = 0
         # "Scheduler hit an exception:" with the traceback on the next line: held for one line
         self._pending: tuple[int, str, str, RuleMatch] | None = None
+        self._started = False  # a bring-up phase of this run was seen (the log's start is there)
 
     # ------------------------------------------------------------------ public
     @property
@@ -131,6 +144,7 @@ class EventBuilder:
         self._scanner = None
         self._scanner_sample = 0
         self._pending = None
+        self._started = False
 
     def feed(self, line: LineLike) -> list[Event]:
         """Events completed or updated by this line (usually none)."""
@@ -391,6 +405,8 @@ class EventBuilder:
         if defer and "announce" in rule.roles and not plain[plain.find(m.match.group(0)) + len(m.match.group(0)):].strip(" :"):
             self._pending = (no, plain, text, m)  # the traceback follows on the next line
             return []
+        if "new_run" in rule.roles:
+            self._started = False
         if "new_run" in rule.roles and (self._merged or self._open):
             # A new launch appended to the same log: its errors are not merged with the last run's.
             self._merged.clear()
@@ -404,6 +420,10 @@ class EventBuilder:
         phase = rule.phase
         if kind is Kind.READY and rule.unless_dialect and self.dialect == rule.unless_dialect:
             kind = Kind.PHASE  # e.g. uvicorn's "Application startup complete." in an SGLang log
+        if kind is Kind.READY and "serving" in rule.roles and self.dialect == "sglang" and self._started:
+            return []  # SGLang's own warm-up request: its "fired up" line is the marker
+        if kind is Kind.PHASE and (phase in _BEFORE_HTTP or rule.ends in _BEFORE_HTTP):
+            self._started = True
         ranks = frozenset({pre.rank}) if pre.rank is not None else frozenset()
         if kind in (Kind.CRASH, Kind.WARNING):
             body = _clip(pre.body)

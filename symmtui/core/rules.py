@@ -29,7 +29,7 @@ class Kind(StrEnum):
 
 
 ACTION_TYPES = ("flag_add", "flag_remove", "env", "upgrade", "patch", "config", "investigate")
-ROLES = ("wrapper", "fatal", "announce", "new_run", "generic")
+ROLES = ("wrapper", "fatal", "announce", "new_run", "generic", "serving")
 SCOPES = ("line", "exception", "exit")
 
 
@@ -74,7 +74,9 @@ class Rule:
     "exit" (how a watched process ended). ``roles``: "wrapper" (a consequence: an earlier or later
     primary error is the cause), "fatal" (ends the server even after READY), "announce" (a traceback
     follows on the next line), "new_run" (a server prints it once, at its start), "generic" (names any
-    exception of a class: a more specific entry, e.g. the header line's, wins over it).
+    exception of a class: a more specific entry, e.g. the header line's, wins over it), "serving" (a
+    request served proves readiness when the log's start is gone; in an SGLang log whose start is
+    there, its own "fired up" line is the marker).
     """
 
     id: str

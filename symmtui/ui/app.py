@@ -9,12 +9,13 @@ import signal
 from collections.abc import Callable, Iterable
 from functools import partial, wraps
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer
@@ -24,6 +25,7 @@ from symmtui.core.events import Event
 from symmtui.core.readiness import Snapshot, State
 from symmtui.errors import UserError
 from symmtui.session.core import Session
+from symmtui.textsafe import visible
 from symmtui.ui.bridge import (
     EngineBatchPosted,
     GpuSamplePosted,
@@ -45,6 +47,9 @@ from symmtui.ui.widgets.header import StatusHeader
 from symmtui.ui.widgets.log_view import LogView
 from symmtui.ui.widgets.stacks import StacksView
 from symmtui.ui.widgets.topology import TopologyView
+
+if TYPE_CHECKING:
+    from symmtui.launch.profilefix import ProfileFix
 
 MAX_DIAGNOSES = 3
 RELAUNCH_LINGER = 1.5  # seconds the relaunch steps stay on screen after the new server started
@@ -293,10 +298,58 @@ class SymmApp(App[int]):
         getattr(log, f"action_{name}")()
 
     def action_patch(self) -> None:
+        """p: the fix for the selected diagnosis: a profile change (flag/env) shown as a TOML diff and
+        applied on confirm, then the relaunch; otherwise the SM120 patch modal."""
+        if self._offer_profile_fix():
+            return
         if self.session.patcher is None:
             self.notify("no SGLang/vLLM install to patch in this session (use symmtui patch)", severity="warning")
             return
         self.push_screen(PatchScreen(self.session), self._patch_closed)
+
+    def _offer_profile_fix(self) -> bool:
+        """Show the profile change of the first diagnosis whose action is a flag or env var; True if handled."""
+        from symmtui.launch.profilefix import APPLICABLE, plan
+
+        snap = self.last_snapshot
+        sup = self.session.supervisor
+        if snap is None or sup is None or sup.profile.path is None:
+            return False
+        for _event, diag in self.diagnoses(snap):
+            if diag.fix is None or diag.fix.type not in APPLICABLE:
+                continue
+            try:
+                fix = plan(sup.profile.path, diag.fix)
+            except UserError as exc:
+                self.notify(visible(str(exc)), severity="warning", timeout=8)
+                return True
+            if not fix.changed:
+                self.notify(f"{fix.path.name} already has this change: press r to relaunch")
+                return True
+            diff = "\n".join(visible(line) for line in fix.diff.splitlines())
+            body = Content(f"{visible(diag.cause)}\n\nnext: {visible(diag.action)}\n\n{diff}")
+            self.push_screen(ConfirmScreen("Apply the fix to the profile?", body, yes="Apply"),
+                             partial(self._fix_confirmed, fix))
+            return True
+        return False
+
+    def _fix_confirmed(self, fix: ProfileFix, yes: bool | None) -> None:
+        """Write the profile change (atomically), use it for the next launch, then offer the relaunch."""
+        from symmtui.launch.profile import load_profile
+        from symmtui.launch.profilefix import apply
+
+        if not yes:
+            return
+        sup = self.session.supervisor
+        try:
+            apply(fix)
+            if sup is not None:
+                sup.profile = load_profile(fix.path)
+        except UserError as exc:
+            self.notify(visible(str(exc)), severity="error", timeout=8)
+            return
+        self.notify(f"{fix.path.name} updated ({fix.action.type} {fix.action.flag or fix.action.env})")
+        self.action_relaunch()
 
     def _patch_closed(self, relaunch: bool | None) -> None:
         """The patch modal closed; with r pressed there, ask to relaunch (the README's p, y, r, y)."""
