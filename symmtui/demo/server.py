@@ -41,7 +41,10 @@ stop must escalate); ``--grandchildren N`` forks N workers that call setsid and 
 server (like SGLang's schedulers, sglang issue 23627); ``--hang-rank R`` runs one process per
 rank (titled ``sglang::scheduler_TPn`` as SGLang's are, the even ones setsid'd) and rank R stops
 inside NCCL init while the others wait for it at a barrier (``symmtui stacks`` shows it);
-``--hang-once FILE`` hangs only the first time (the demo's hang story: a relaunch recovers).
+``--hang-once FILE`` hangs only the first time (the demo's hang story: a relaunch recovers);
+``--deepgemm-sm120`` dies at the start of the CUDA-graph capture with DeepGEMM's ``KeyError: '120a'``
+(the traceback tail quoted in sgl-project/sglang#7227) unless ``SGLANG_ENABLE_JIT_DEEPGEMM=0`` is in
+its environment (the demo's fix story: the catalogue's env action, applied to the profile, fixes it).
 
 ``--status-file PATH``: after every step the server atomically rewrites PATH with one JSON
 object ``{"pid", "state": "loading"|"ready"|"crashed", "phase", "progress": 0..1,
@@ -215,6 +218,9 @@ class _Server:
         self.ranks("Memory pool end. avail mem=9.61 GB")
         self.sleep(1)
         self.ranks("Capture cuda graph begin. This can take up to several minutes. avail mem=9.55 GB")
+        if a.deepgemm_sm120 and os.environ.get(DEEPGEMM_ENV) != "0":
+            self.sleep(2)
+            return self.deepgemm_keyerror()
         self.status("cuda_graph", 0.0)
         batches = 23
         for n in range(0, batches, 3):
@@ -302,6 +308,33 @@ class _Server:
         self.out(f"{self.stamp()} Received sigquit from a child process. It usually means the child failed.")
         return 1
 
+    def deepgemm_keyerror(self) -> int:
+        """DeepGEMM's JIT has no kernels for SM120: the traceback tail as sgl-project/sglang#7227 quotes it."""
+        self.state = "crashed"
+        self.status("cuda_graph")
+        for line in _DEEPGEMM_TAIL.splitlines():
+            self.out(line)
+        self.sleep(1)
+        self.out(f"{self.stamp()} Received sigquit from a child process. It usually means the child failed.")
+        return 1
+
+
+DEEPGEMM_ENV = "SGLANG_ENABLE_JIT_DEEPGEMM"
+
+# The tail of the traceback pasted in sgl-project/sglang#7227 (RTX 5090, SGLang's JIT DeepGEMM path),
+# kept as the issue gives it (its paths included); the same text is the corpus case
+# tests/corpus/cases/sglang-7227-deepgemm-120a.log. Nothing here is ours.
+_DEEPGEMM_TAIL = """\
+    deep_gemm_wrapper.gemm_nt_f8f8bf16((A, As), (B, Bs), C)
+  File "/home/ubuntuai/sglang/.venv/lib/python3.10/site-packages/sglang/srt/layers/quantization/deep_gemm_wrapper/entrypoint.py", line 89, in gemm_nt_f8f8bf16
+    _gemm_nt_f8f8bf16_raw(
+  File "/home/ubuntuai/sglang/.venv/lib/python3.10/site-packages/deep_gemm/dispatch.py", line 55, in fp8_gemm_nt
+    if must_be_k_major():
+  File "/home/ubuntuai/sglang/.venv/lib/python3.10/site-packages/deep_gemm/dispatch.py", line 23, in must_be_k_major
+    return {
+KeyError: '120a'
+"""  # noqa: E501 (quoted text)
+
 
 _TRACEBACK = f"""Traceback (most recent call last):
   File "{SITE}/managers/scheduler.py", line 2714, in run_scheduler_process
@@ -379,6 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run one process per rank; this rank hangs in NCCL init, the others wait for it")
     p.add_argument("--hang-once", metavar="FILE", default=None,
                    help="with --hang-rank: hang only if FILE does not exist yet (it is created), so a relaunch recovers")
+    p.add_argument("--deepgemm-sm120", action="store_true",
+                   help=f"die with DeepGEMM's KeyError: '120a' at CUDA-graph capture unless {DEEPGEMM_ENV}=0")
     p.add_argument("--ready-for", type=float, default=None, help="exit 0 this many seconds after ready")
     return p
 

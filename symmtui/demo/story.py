@@ -36,6 +36,7 @@ BASE_SPEED = 8.0  # the simulated server at speed 8 loads in about a minute: the
 CAPABILITY = 12
 HOST_NAME = "demo-host"
 PROFILE_NAME = "demo (simulated GLM-5, TP8)"
+STORIES = ("crash", "hang", "fix")  # KeyError: 12 + patch; one rank hangs; DeepGEMM + profile env fix
 HANG_RANK = 5
 HANG_STALL = 10.0  # seconds of silence before STALLED in the hang story at --speed 1
 MODEL_SHARE = 0.88  # the stand-in's model footprint is this fraction of each GPU (its mem_fraction)
@@ -60,7 +61,8 @@ def isolate_state(root: Path) -> None:
 def write_profile(root: Path, *, speed: float, port: int, site: Path, status: Path, story: str = "crash") -> Path:
     """The demo's launch profile: the simulated server, its log dir and /health URL, all in `root`.
 
-    The hang story's server hangs its first launch (rank TP5 in NCCL init) and comes up on the next.
+    The hang story's server hangs its first launch (rank TP5 in NCCL init) and comes up on the next. The fix
+    story's server dies in DeepGEMM (KeyError: '120a') until the profile sets SGLANG_ENABLE_JIT_DEEPGEMM=0.
     """
     server_speed = BASE_SPEED * speed
     command = [
@@ -72,6 +74,8 @@ def write_profile(root: Path, *, speed: float, port: int, site: Path, status: Pa
     ]
     if story == "hang":
         command += ["--hang-rank", str(HANG_RANK), "--hang-once", str(root / "hung-once")]
+    elif story == "fix":
+        command += ["--deepgemm-sm120"]
     else:
         command += ["--sandbox", str(site), "--capability", str(CAPABILITY)]
     stall = max(2.0, HANG_STALL / speed) if story == "hang" else max(30.0, DEFAULT_STALL / speed)
@@ -153,10 +157,12 @@ class Demo:
 
 def build_demo(speed: float = 1.0, *, root: Path | None = None, isolate: bool = True, story: str = "crash") -> Demo:
     """Set up the temp dir, the sandbox tables, the profile, the stand-in and its driver."""
-    if not speed > 0:
-        from symmtui.errors import UserError
+    from symmtui.errors import UserError
 
+    if not speed > 0:
         raise UserError(f"--speed must be a positive number, got {speed!r} (1 = a load of about a minute)")
+    if story not in STORIES:
+        raise UserError(f"no demo story {story!r}: pick one of {', '.join(STORIES)}")
     root = Path(tempfile.mkdtemp(prefix="symmtui-demo-")) if root is None else root
     if isolate:
         isolate_state(root)

@@ -157,7 +157,8 @@ def open_demo(speed: float, story: str = "crash") -> tuple[Session, Demo]:
     """`symmtui demo`: temp dir, sandbox, stand-in NVML, the simulated server's first launch, followed.
 
     ``story``: "crash" (KeyError: 12, patch, relaunch) or "hang" (one rank stops in NCCL init, STALLED,
-    the stacks panel names it, a relaunch recovers).
+    the stacks panel names it, a relaunch recovers) or "fix" (DeepGEMM's KeyError: '120a'; the catalogue's
+    env action applied to the demo's profile, a relaunch with it comes up).
     """
     from symmtui.demo.story import HOST_NAME, PROFILE_NAME, build_demo
 

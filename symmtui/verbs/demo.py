@@ -14,9 +14,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="timeline factor: 1 loads in about a minute, 10 in about 6 s (default 1)")
     parser.add_argument("--theme", default=None, metavar="NAME",
                         help="colour theme: symmtui-dark (default), symmtui-light, symmtui-contrast")
-    parser.add_argument("--story", choices=("crash", "hang"), default="crash",
+    parser.add_argument("--story", choices=("crash", "hang", "fix"), default="crash",
                         help="crash (default): KeyError: 12, patch, relaunch, ready; hang: rank TP5 stops in NCCL "
-                        "init, STALLED, the stacks panel names it, relaunch (r) recovers")
+                        "init, STALLED, the stacks panel names it, relaunch (r) recovers; fix: DeepGEMM's "
+                        "KeyError: '120a', p shows the profile change (SGLANG_ENABLE_JIT_DEEPGEMM=0), y applies it "
+                        "and relaunches, ready")
 
 
 def run(args: argparse.Namespace) -> int:
