@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -17,11 +18,11 @@ from tests.launch.helpers import demo_argv, free_port, wait_until
 RANK = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d TP(\d+)\] ")
 
 
-def _run(tmp_path: Path, *args: str, timeout: float = 60) -> tuple[int, str]:
+def _run(tmp_path: Path, *args: str, timeout: float = 60, env: dict[str, str] | None = None) -> tuple[int, str]:
     log = tmp_path / "server.log"
     with open(log, "wb") as fh:
         rc = subprocess.run(demo_argv("--speed", "1000", "--shards", "6", *args), stdout=fh,
-                            stderr=subprocess.STDOUT, timeout=timeout).returncode
+                            stderr=subprocess.STDOUT, timeout=timeout, env=env).returncode
     return rc, log.read_bytes().decode()  # bytes: read_text() would turn \r into \n
 
 
@@ -107,6 +108,28 @@ def test_crash_keyerror_shape(tmp_path: Path) -> None:
     assert "torch_symm_mem.py\", line 83, in __init__" in text
     assert text.rstrip().endswith("Received sigquit from a child process. It usually means the child failed.")
     assert "Load weight begin" not in text  # it dies during distributed init, before weights
+
+
+def test_deepgemm_crash_unless_the_env_turns_jit_deepgemm_off(tmp_path: Path) -> None:
+    """--deepgemm-sm120: the sglang#7227 traceback at CUDA-graph capture; SGLANG_ENABLE_JIT_DEEPGEMM=0 comes up."""
+    env = {k: v for k, v in os.environ.items() if k != "SGLANG_ENABLE_JIT_DEEPGEMM"}
+    rc, text = _run(tmp_path, "--port", str(free_port()), "--deepgemm-sm120", env=env)
+    assert rc == 1
+    lines = text.rstrip().splitlines()
+    assert lines[-2] == "KeyError: '120a'"
+    assert lines[-1].endswith("Received sigquit from a child process. It usually means the child failed.")
+    assert 'deep_gemm/dispatch.py", line 23, in must_be_k_major' in text
+    assert text.index("Capture cuda graph begin") < text.index("KeyError: '120a'")
+    assert "Capturing batches" not in text
+    for value in ("1", ""):  # only "0" turns it off
+        rc, _ = _run(tmp_path, "--port", str(free_port()), "--deepgemm-sm120",
+                     env=env | {"SGLANG_ENABLE_JIT_DEEPGEMM": value})
+        assert rc == 1
+    rc, text = _run(tmp_path, "--port", str(free_port()), "--deepgemm-sm120", "--ready-for", "0",
+                    env=env | {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"})
+    assert rc == 0
+    assert "KeyError" not in text
+    assert text.rstrip().endswith("The server is fired up and ready to roll!")
 
 
 def test_crash_segfault_no_traceback(tmp_path: Path) -> None:

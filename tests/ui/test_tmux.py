@@ -1,4 +1,5 @@
-"""Smoke test in a real terminal: `symmtui demo` in tmux, exactly the README's keys (p, y, r, y), to READY."""
+"""Smoke test in a real terminal: `symmtui demo` in tmux, exactly the documented keys (p, y, r, y; the fix
+story's p, y, y), to READY."""
 
 from __future__ import annotations
 
@@ -67,13 +68,14 @@ def _demo_pids(marker: str) -> list[int]:
 
 
 @pytest.fixture
-def session(tmp_path: Path) -> Iterator[tuple[Pane, Path, str]]:
+def session(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Pane, Path, str]]:
+    story = getattr(request, "param", "crash")  # parametrize indirectly for another story
     name = f"symmtui-test-{uuid.uuid4().hex[:8]}"
     marker = f"SYMMTUI_TMUX_TEST={name}"
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     env_prefix = f"env {marker} TMPDIR={tmpdir} TERM=tmux-256color"
-    command = f"{env_prefix} {sys.executable} -m symmtui demo --speed 40"
+    command = f"{env_prefix} {sys.executable} -m symmtui demo --speed 40 --story {story}"
     _tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", command)
     try:
         yield Pane(name), tmpdir, marker
@@ -102,6 +104,28 @@ def test_demo_in_tmux_crash_patch_relaunch_ready(session: tuple[Pane, Path, str]
     pane.wait(r"Relaunch\?", 15)
     pane.keys("y")
     pane.wait(r"STARTING|READY", 60)
+    screen = pane.wait(r"✔ READY", 120)
+    assert "KeyError" not in screen.splitlines()[0]
+    pane.keys("q")
+    deadline = time.monotonic() + 30
+    while _demo_pids(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _demo_pids(marker), "the demo left processes behind"
+    assert not any(tmpdir.iterdir()), f"the demo left files: {list(tmpdir.iterdir())}"
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("session", ["fix"], indirect=True)
+def test_demo_fix_story_in_tmux_profile_env_relaunch_ready(session: tuple[Pane, Path, str]) -> None:
+    """docs/dashboard.md's fix story keys: p shows the profile diff, y applies it, y relaunches, READY."""
+    pane, tmpdir, marker = session
+    pane.wait(r"CRASHED", 60)
+    pane.wait(r"SGLANG_ENABLE_JIT_DEEPGEMM=0", 30)  # the diagnosis' next step
+    pane.keys("p")
+    pane.wait(r'\+SGLANG_ENABLE_JIT_DEEPGEMM = "0"', 30)  # the profile's diff
+    pane.keys("y")
+    pane.wait(r"Relaunch\?", 15)
+    pane.keys("y")
     screen = pane.wait(r"✔ READY", 120)
     assert "KeyError" not in screen.splitlines()[0]
     pane.keys("q")
