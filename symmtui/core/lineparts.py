@@ -5,6 +5,7 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -41,17 +42,40 @@ _VLLM_HEAD = re.compile(
 _TP_TAG = re.compile(r"\bTP(\d+)\b")
 
 
-def _timegm(m: re.Match[str]) -> float | None:
-    y, mo, d, hh, mi, ss = (int(m.group(i)) for i in range(1, 7))
-    frac = m.group(7) if (m.re.groups or 0) >= 7 else None
+@lru_cache(maxsize=4096)
+def _seconds(stamp: tuple[str, ...]) -> int | None:
+    """Epoch seconds of a (year, month, day, hour, minute, second) stamp (cached: a log repeats its
+    seconds thousands of times in a burst)."""
     try:
-        return calendar.timegm((y, mo, d, hh, mi, ss, 0, 0, 0)) + (float("0." + frac) if frac else 0.0)
+        return calendar.timegm((*(int(x) for x in stamp), 0, 0, 0))
     except (ValueError, OverflowError):
         return None
 
 
+def _timegm(m: re.Match[str]) -> float | None:
+    whole = _seconds(m.group(1, 2, 3, 4, 5, 6))
+    if whole is None:
+        return None
+    frac = m.group(7) if (m.re.groups or 0) >= 7 else None
+    return whole + (float("0." + frac) if frac else 0.0)
+
+
+# The last line split: the engine splits a matched line more than once (the rule match, then its event).
+_last: tuple[str, Prefix] = ("", Prefix(None, None, None, "", None))
+
+
 def split_prefix(plain: str) -> Prefix:
     """Split known rank/timestamp prefixes off a line (SGLang, torchrun, vLLM, CI and compose shapes; they stack)."""
+    global _last
+    last = _last  # one read: another thread may replace it meanwhile (Prefix is immutable)
+    if last[0] == plain:
+        return last[1]
+    pre = _split(plain)
+    _last = (plain, pre)
+    return pre
+
+
+def _split(plain: str) -> Prefix:
     key: str | None = None
     rank: int | None = None
     ts: float | None = None
