@@ -23,6 +23,11 @@ def _wrapper(event: Event) -> bool:
     return "wrapper" in event.roles
 
 
+# How a server ends when asked to: exit 0, SIGTERM/SIGINT, or a shell's report of a child ended by
+# them (128 + the signal: a server launched through `sh -c` / `bash -c`).
+_STOP_CODES = frozenset({0, -signal.SIGTERM, -signal.SIGINT, 128 + signal.SIGTERM, 128 + signal.SIGINT})
+
+
 class State(StrEnum):
     """Where the bring-up stands."""
 
@@ -239,7 +244,7 @@ class Readiness:
         self._process_detail = text
         if self._state in (State.CRASHED, State.TIMED_OUT, State.STOPPED):
             return
-        if self._state is State.READY and returncode in (0, -signal.SIGTERM, -signal.SIGINT):
+        if self._state is State.READY and returncode in _STOP_CODES:
             self._state = State.STOPPED
             self._detail = text
             return

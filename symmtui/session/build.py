@@ -140,16 +140,18 @@ def open_dashboard(config: str | None, log: str | None, url: str | None) -> Sess
     record = sup.current()
     pid = None
     log_path = log
+    recorded = False
     if record is not None and sup.is_alive(record):
         pid = record.pid
         log_path = log_path or record.log_path
-        if History().has(record.launch_id):
-            record = None  # its outcome is in the history already (e.g. `symmtui launch` waited for it)
+        # its outcome may be in the history already (`symmtui launch` waited for it): not written
+        # again, but still its record, so a stop we ask for (a relaunch) ends it as STOPPED
+        recorded = History().has(record.launch_id)
     else:
         record = None
     if log_path is None and profile.log_path is not None:
         log_path = str(profile.log_path)
-    session.follow(log_path, pid=pid, tail_lines=ATTACH_TAIL_LINES, record=record)
+    session.follow(log_path, pid=pid, tail_lines=ATTACH_TAIL_LINES, record=record, recorded=recorded)
     return session
 
 

@@ -93,6 +93,9 @@ class Session:
         self._closed = threading.Event()
         self._generation = 0  # the engine generation posted last (a relaunch starts a new one)
         self._record: LaunchRecord | None = None  # the launch being watched (for the history)
+        # The engine generation that watches _record: a verdict of another generation (the server a
+        # relaunch just stopped) is never written as this launch's outcome.
+        self._record_gen = 0
         self._patch_note: str | None = None
         self._finished: str | None = None  # launch_id already written to the history
         self._history_lock = threading.Lock()
@@ -163,12 +166,17 @@ class Session:
         tail_lines: int | None = None,
         probe_timeout: float = 2.0,
         record: LaunchRecord | None = None,
+        recorded: bool = False,
     ) -> Bringup:
-        """Start judging a bring-up (the log, ``self.url``, ``pid``); ``record``: the launch it is (history)."""
+        """Start judging a bring-up (the log, ``self.url``, ``pid``); ``record``: the launch it is (history);
+        ``recorded``: its outcome is in the history already (kept to know a stop we asked for)."""
         if self.engine is not None:
             raise RuntimeError("this session already follows a bring-up; use launch() to start over")
         self.log_path = self._batch_log_path = str(log_path) if log_path is not None else None
-        self._record = record
+        with self._history_lock:
+            self._record, self._record_gen = record, 0
+            if recorded and record is not None:
+                self._finished = record.launch_id
         self._pid = pid
         self.engine = Bringup(
             log_path, ruleset=self.settings.ruleset, config=self.settings.readiness, url=self.url, pid=pid,
@@ -198,7 +206,7 @@ class Session:
         if restarted:
             self._batch_log_path = self.log_path  # set by the relaunch before the engine restarted
         if update.snapshot.state in RECORDED:
-            self._finish(update.snapshot)
+            self._finish(update.snapshot, update.generation)
         stalled = update.snapshot.state is State.STALLED
         if stalled and not self._stalled and self.auto_stacks:
             self.request_stacks(auto=True)  # once per stall: again only after it moved and stalled anew
@@ -215,13 +223,12 @@ class Session:
 
     # ---- the history (one writer, whatever the front end) ------------------------------------
 
-    def _finish(self, snap: Snapshot) -> None:
-        """Append the watched launch's outcome to the launch history, once per launch."""
-        sup, record = self.supervisor, self._record
-        if sup is None or record is None:
-            return
+    def _finish(self, snap: Snapshot, generation: int) -> None:
+        """Append the watched launch's outcome (``snap`` of engine ``generation``) to the launch history, once per launch."""
+        sup = self.supervisor
         with self._history_lock:
-            if record.launch_id == self._finished:
+            record = self._record
+            if sup is None or record is None or generation != self._record_gen or record.launch_id == self._finished:
                 return
             self._finished = record.launch_id
         out = outcome_of(snap)
@@ -414,7 +421,8 @@ class Session:
             self.follow(record.log_path, pid=record.pid, record=record)
             return
         self.log_path = record.log_path
-        self._record = record
+        with self._history_lock:
+            self._record, self._record_gen = record, self.engine.generation + 1  # restart() starts that one
         self.engine.restart(log_path=record.log_path, pid=record.pid)
 
     def stop(self, on_progress: Callable[[Progress], None] | None = None) -> StopReport:

@@ -163,6 +163,22 @@ def test_clean_exit_after_ready_is_stopped() -> None:
     assert r.snapshot(5.0).state is State.STOPPED
 
 
+@pytest.mark.parametrize("code", [143, 130])
+def test_shell_reported_sigterm_after_ready_is_stopped(code: int) -> None:
+    # a server launched through `sh -c`: the shell reports its SIGTERM'd child as 128 + 15
+    r = Readiness(ReadinessConfig(has_pid=True), 0.0)
+    r.feed(ev(Kind.READY, "sglang_ready"), 1.0)
+    r.feed_process(False, code, 5.0)
+    assert r.snapshot(5.0).state is State.STOPPED
+
+
+def test_exit_143_before_ready_is_a_crash() -> None:
+    r = Readiness(ReadinessConfig(has_pid=True), 0.0)
+    r.feed_process(False, 143, 5.0)
+    s = r.snapshot(5.0)
+    assert s.state is State.CRASHED and s.cause is not None and "code 143 before it was ready" in s.cause.summary
+
+
 def test_stall_and_recovery() -> None:
     r = Readiness(ReadinessConfig(stall=300, timeout=900), 0.0)
     r.feed_activity(10.0, ["x"])
