@@ -129,8 +129,9 @@ async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) 
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("p")
-        assert isinstance(app.screen, PatchScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, PatchScreen), "the patch modal")
         modal = app.screen
+        assert isinstance(modal, PatchScreen)
         await wait_for(pilot, lambda: modal.view is not None, "the patch check")
         await wait_for(pilot, lambda: "+    12: {" in text(app), "the diff on screen")
         screen = text(app)
@@ -143,30 +144,35 @@ async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) 
         await pilot.press("pagedown")
         await wait_for(pilot, lambda: scroll.scroll_y > 0 or scroll.max_scroll_y == 0, "pagedown to scroll the diff")
         await pilot.press("n")  # cancel: nothing changed
-        assert not isinstance(app.screen, PatchScreen)
+        await wait_for(pilot, lambda: not isinstance(app.screen, PatchScreen), "the modal closed on n")
         assert not sandbox_has_capability(sandbox.site, 12)
 
         await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, PatchScreen), "the patch modal again")
         modal = app.screen
         assert isinstance(modal, PatchScreen)
         await wait_for(pilot, lambda: modal.view is not None, "the patch check")
+        await wait_for(pilot, lambda: "Apply (y)" in text(app), "the apply button")
         await pilot.press("y")
         await wait_for(pilot, lambda: modal.result is not None, "the apply")
         assert sandbox_has_capability(sandbox.site, 12)
         await wait_for(pilot, lambda: "applied" in text(app), "the apply result")
         # the modal checks again and shows the tables as they are now, with one way out
-        await wait_for(pilot, lambda: "has key in TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES" in text(app), "the re-check")
+        await wait_for(pilot, lambda: "has key in TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES" in text(app)
+                       and "Close (y)" in text(app), "the re-check and its close button")
         screen = text(app)
         assert "lacks key" not in screen and "Close (y)" in screen and "Close (n)" not in screen, screen
         await pilot.press("enter")
-        assert not isinstance(app.screen, PatchScreen)
-        await settle(pilot)
+        await wait_for(pilot, lambda: not isinstance(app.screen, PatchScreen), "the modal closed on enter")
         assert app.patch_applied
-        # the diagnosis now points at the next step
-        items = app.query_one(DiagnosisView).items
-        assert items and items[0][1].action == PATCHED_ACTION and "press r to relaunch" in PATCHED_ACTION
+        # the diagnosis now points at the next step (the app redraws it when it handles PatchChanged)
+        view = app.query_one(DiagnosisView)
+        await wait_for(pilot, lambda: bool(view.items) and view.items[0][1].action == PATCHED_ACTION,
+                       "the diagnosis to point at the relaunch")
+        assert "press r to relaunch" in PATCHED_ACTION
 
         await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, PatchScreen), "the patch modal a third time")
         modal = app.screen
         assert isinstance(modal, PatchScreen)
         await wait_for(pilot, lambda: modal.view is not None, "the second check")
@@ -176,7 +182,7 @@ async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) 
         await wait_for(pilot, lambda: modal.result is not None, "the revert")
         assert not sandbox_has_capability(sandbox.site, 12)
         await pilot.press("escape")
-        assert not isinstance(app.screen, PatchScreen)
+        await wait_for(pilot, lambda: not isinstance(app.screen, PatchScreen), "the modal closed on escape")
 
 
 async def test_patch_without_target_says_why() -> None:
