@@ -232,11 +232,7 @@ def _one(
     if args.action == "revert":
         reverted = engine.revert(site, pkg, python=python, force=args.force, follow_symlinks=args.follow_symlinks)
         if not args.json:
-            clitext.emit(f"{pkg}: {reverted.message}")
-            for f in reverted.files:
-                clitext.emit(f"  restored {f}")
-            for link, real in reverted.symlinks:
-                clitext.emit(f"  ({real} through the symlink {link})")
+            _print_files(pkg, reverted.message, "restored", reverted.files, reverted.symlinks)
         return 0, reverted.to_json()
     if cap is None:  # run() resolves it for every action but revert
         raise UserError("pass --capability 12 (SGLang) or 12.0 (vLLM)")
@@ -256,11 +252,7 @@ def _one(
     if args.action == "apply":
         result = engine.apply(site, pkg, cap, python=python, nvlink=nvlink, follow_symlinks=args.follow_symlinks)
         if not args.json:
-            clitext.emit(f"{pkg}: {result.message}")
-            for f in result.files:
-                clitext.emit(f"  changed {f}")
-            for link, real in result.symlinks:
-                clitext.emit(f"  ({real} through the symlink {link})")
+            _print_files(pkg, result.message, "changed", result.files, result.symlinks)
             if result.record_dir:
                 undo = f"symmtui patch revert{_where(site, python)} --package {pkg}"
                 clitext.emit(f"  originals saved in {result.record_dir} (undo: {undo})")
@@ -268,3 +260,14 @@ def _one(
                 clitext.emit(f"  caveat: {caveat}")
         return 0, result.to_json()
     raise UserError(f"unknown action {args.action!r}: use check, diff, apply or revert")
+
+
+def _print_files(
+    pkg: str, message: str, verb: str, files: tuple[Path, ...], symlinks: tuple[tuple[Path, Path], ...]
+) -> None:
+    """An apply/revert result: its message, each file it wrote, and the real file behind each symlink."""
+    clitext.emit(f"{pkg}: {message}")
+    for f in files:
+        clitext.emit(f"  {verb} {f}")
+    for link, real in symlinks:
+        clitext.emit(f"  ({real} through the symlink {link})")
