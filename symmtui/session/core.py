@@ -194,8 +194,9 @@ class Session:
         return sup.stop_reason(record)
 
     def snapshot_now(self) -> Snapshot | None:
-        """A fresh readiness snapshot (elapsed, time left), e.g. for a once-a-second redraw."""
-        return self.engine.snapshot() if self.engine is not None else None
+        """A fresh readiness snapshot (elapsed, time left) for a once-a-second redraw; None when there
+        is no engine or it is busy with a batch (never blocks the caller's loop)."""
+        return self.engine.snapshot_if_free() if self.engine is not None else None
 
     def _on_engine_update(self, update: EngineUpdate) -> None:
         """Bringup's callback (its dispatcher thread): write the history at the verdict, post the batch."""
