@@ -15,6 +15,7 @@ KEY_PACKAGES = ("sglang", "vllm", "torch")
 _SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
 _STDLIB = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\]")
 HEADLINE_FRAMES = 3
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 
 def package_of(frame: Frame) -> str | None:
@@ -89,8 +90,12 @@ def fold(frames: Sequence[Frame]) -> tuple[str, ...]:
 
 
 def signature(frames: Sequence[Frame]) -> tuple[tuple[str, str], ...]:
-    """What makes two stacks "identical": the functions and files, not the exact lines (a spinning loop moves)."""
-    return tuple((f.filename, f.name) for f in frames)
+    """What makes two stacks "identical": the functions and files, not the exact lines (a spinning loop moves).
+
+    A native frame with no symbol is named by its address, which differs between processes (ASLR): it
+    counts as the same unnamed frame of the same library.
+    """
+    return tuple((f.filename, "?" if f.native and _ADDRESS.fullmatch(f.name) else f.name) for f in frames)
 
 
 def collapse(dumps: Iterable[ProcDump], log_phase: str | None = None) -> list[Group]:
