@@ -105,7 +105,9 @@ def find_candidates(path: str, start: int, end: int, rules: tuple[Rule, ...], sa
                     chunk_size: int = CHUNK) -> tuple[list[tuple[int, int]], int]:
     """Phase one (in a worker process for big files): the lines of ``[start, end)`` some rule may
     match, as (file offset, line index in the range), and the number of lines in the range."""
-    scanner = ByteScanner(RuleSet(rules), sample)
+    serving = tuple(r for r in rules if "serving" in r.roles)
+    scanner = ByteScanner(RuleSet(r for r in rules if "serving" not in r.roles) if serving else RuleSet(rules), sample)
+    collapse = _ServingRuns(ByteScanner(RuleSet(serving), sample)) if serving else None
     out: list[tuple[int, int]] = []
     lines = 0
     with open(path, "rb", buffering=0) as fh:
@@ -134,7 +136,11 @@ def find_candidates(path: str, start: int, end: int, rules: tuple[Rule, ...], sa
                 cut = len(buf)
             if cut == 0:
                 if len(buf) > MAX_LINE:
-                    if scanner.candidate_starts(buf[:MAX_LINE] + b"\n", MAX_LINE + 1):
+                    head = buf[:MAX_LINE] + b"\n"
+                    if scanner.candidate_starts(head, MAX_LINE + 1) or (
+                            collapse is not None and collapse.scanner.candidate_starts(head, MAX_LINE + 1)):
+                        if collapse is not None:
+                            collapse.other(out)
                         out.append((pos, lines))
                     lines += 1
                     pos += len(buf)
@@ -144,7 +150,24 @@ def find_candidates(path: str, start: int, end: int, rules: tuple[Rule, ...], sa
                     carry = buf
                 continue
             starts = scanner.candidate_starts(buf, cut)
-            if starts:
+            served = collapse.scanner.candidate_starts(buf, cut) if collapse is not None else []
+            if served:
+                assert collapse is not None
+                plain = set(starts)
+                count = buf.count
+                prev = 0
+                for s in sorted(plain.union(served)):
+                    lines += count(b"\n", prev, s)
+                    prev = s
+                    if s in plain:
+                        collapse.other(out)
+                        out.append((pos + s, lines))
+                    else:
+                        collapse.serving(out, pos + s, lines, buf, s)
+                lines += count(b"\n", prev, cut)
+            elif starts:
+                if collapse is not None:
+                    collapse.other(out)
                 count = buf.count
                 prev = 0
                 for s in starts:
@@ -156,7 +179,47 @@ def find_candidates(path: str, start: int, end: int, rules: tuple[Rule, ...], sa
                 lines += newlines(buf if cut == len(buf) else buf[:cut])
             pos += cut
             carry = buf[cut:]
+    if collapse is not None:
+        collapse.other(out)
     return out, lines
+
+
+class _ServingRuns:
+    """Thins the lines only a "serving" rule may match (every decode line of a serving log) to the
+    first and the last real one of each run of such candidates with no other candidate between.
+
+    Between two other candidates the event builder's state (dialect, started, the run) does not
+    change, so the first serving line there decides what every later one would (READY, or dropped
+    as SGLang's warm-up request), and a repeated READY changes no phase, error or warning; the last
+    one is kept for its timestamp (the log's span, the readiness clock). Chunks thin their own runs:
+    a run cut by a chunk border keeps a few more lines, to the same outcome.
+    """
+
+    def __init__(self, scanner: ByteScanner) -> None:
+        self.scanner = scanner
+        self.rules = RuleSet(scanner.ruleset.rules)
+        self.first = False  # the current run has its first real serving line in ``out``
+        self.last: tuple[int, int, bytes] | None = None  # the run's latest candidate, checked when the run ends
+
+    def _real(self, raw: bytes) -> bool:
+        return self.rules.match(_decode(1, raw[:MAX_LINE]).plain) is not None
+
+    def serving(self, out: list[tuple[int, int]], off: int, idx: int, buf: bytes, s: int) -> None:
+        """A candidate only serving rules may match, at ``buf[s:]`` (file offset ``off``, line ``idx``)."""
+        nl = buf.find(b"\n", s)
+        raw = buf[s : nl if nl >= 0 else len(buf)]
+        if self.first:
+            self.last = (off, idx, raw)
+        elif self._real(raw):  # a literal without its line makes no event either way
+            self.first = True
+            out.append((off, idx))
+
+    def other(self, out: list[tuple[int, int]]) -> None:
+        """Any other candidate ends the run of serving lines."""
+        if self.last is not None and self._real(self.last[2]):
+            out.append(self.last[:2])
+        self.first = False
+        self.last = None
 
 
 def _cpus() -> int:

@@ -1,0 +1,85 @@
+"""`scan` thins a serving log's decode/200 lines to a few per run: the report equals judging every line."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.engine import READY, STARTUP, serving_block
+from symmtui.core.events import split_prefix
+from symmtui.core.readiness import State
+from symmtui.core.rules import RuleSet
+from symmtui.core.scan import ScanReport, _decode, _Scan, report_json, scan_file
+
+from .engine_kit import KEYERROR_LOG
+
+
+def _every_line(path: Path) -> dict[str, Any]:
+    """The report of feeding every line of ``path`` to the event builder and the readiness machine."""
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    scan = _Scan(RuleSet())
+    scan.first_ts = split_prefix(_decode(1, lines[0][:4096]).plain).ts
+    for no, raw in enumerate(lines, 1):
+        scan.line(no, raw)
+    for ev in scan.builder.flush():
+        scan.event(ev)
+    ts = split_prefix(_decode(0, lines[-1]).plain).ts
+    if ts is not None:
+        scan.last_ts = ts if scan.last_ts is None else max(scan.last_ts, ts)
+    snap = scan.readiness.snapshot(scan.t)
+    rep = ScanReport(
+        path=str(path), size=len(data), lines=len(lines),
+        verdict={State.READY: "ready", State.CRASHED: "crashed"}.get(snap.state, "none"), cause=snap.cause,
+        phases=snap.phases, errors=snap.errors, warnings=snap.warnings, first_ts=scan.first_ts,
+        last_ts=scan.last_ts, last_phase=snap.phase, progress=snap.progress_counts, seconds=0.0, runs=snap.run)
+    out = report_json(rep)
+    out.pop("scan_seconds")
+    return out
+
+
+def _serving(rng: random.Random, n: int) -> bytes:
+    block = serving_block(rng).splitlines(keepends=True)
+    start = rng.randrange(len(block) - n)
+    return b"".join(block[start : start + n])
+
+
+@pytest.fixture(scope="module")
+def serving_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Runs appended to each other: a log whose start is gone (decode lines only prove ready); a
+    launch whose warm-up 200 comes before its "fired up" line; a crash between decode lines; a last
+    launch that never prints its marker (its serving lines are not one)."""
+    rng = random.Random(7)
+    crash = KEYERROR_LOG.read_bytes().splitlines(keepends=True)
+    warmup = b'[2026-11-29 09:48:03] INFO:     127.0.0.1:40000 - "POST /generate HTTP/1.1" 200 OK\n'
+    parts = [
+        _serving(rng, 3000),
+        STARTUP.encode(), warmup, READY.encode(), _serving(rng, 5000),
+        b"".join(crash[9:121]), _serving(rng, 2000),
+        STARTUP.encode(), _serving(rng, 4000), warmup, _serving(rng, 3000),
+    ]
+    path = tmp_path_factory.mktemp("serving") / "server.log"
+    path.write_bytes(b"".join(parts))
+    return path
+
+
+@pytest.mark.parametrize(("workers", "chunk"), [(1, 1 << 18), (1, 4096), (2, 1 << 16), (5, 1 << 14)])
+def test_thinned_scan_equals_judging_every_line(serving_log: Path, workers: int, chunk: int) -> None:
+    ref = _every_line(serving_log)
+    assert ref["runs"] == 3 and ref["verdict"] == "none"  # the premise: serving after start-up phases is not the marker
+    got = report_json(scan_file(serving_log, workers=workers, chunk_size=chunk))
+    got.pop("scan_seconds")
+    assert got == ref
+
+
+def test_scan_skips_most_serving_lines(serving_log: Path) -> None:
+    """The thinning itself: phase one hands on far fewer lines than the log has decode lines."""
+    from symmtui.core.scan import find_candidates
+    size = serving_log.stat().st_size
+    cands, lines = find_candidates(str(serving_log), 0, size, RuleSet().rules, serving_log.read_bytes()[:1 << 20])
+    assert lines > 17_000 and len(cands) < 400, len(cands)
