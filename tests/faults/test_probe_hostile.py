@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from symmtui.core.probe import HttpProbe
+from symmtui.core.probe import HttpProbe, ProbeResult
 from tests.core.engine_kit import Health, http_server
 
 Handler = Callable[[socket.socket, threading.Event], None]
@@ -86,18 +86,25 @@ def endless_body(server_box: list[RawServer]) -> Handler:
     return handle
 
 
+def second_check_peak(url: str) -> tuple[ProbeResult, int]:
+    """One check's answer and its peak traced memory, measured on a second check: the first one imports
+    httpx's transport (httpcore, anyio, h11), which is not the request's memory."""
+    probe = HttpProbe(url, timeout=5)
+    probe.check()
+    tracemalloc.start()
+    try:
+        res = probe.check()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return res, peak
+
+
 def test_a_200_whose_body_never_ends_is_read_no_further_than_its_headers() -> None:
     box: list[RawServer] = []
     with raw_server(endless_body(box)) as server:
         box.append(server)
-        probe = HttpProbe(server.url, timeout=5)
-        probe.check()  # the first check imports httpx's transport (httpcore, anyio, h11): not the request's memory
-        tracemalloc.start()
-        try:
-            res = probe.check()
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        res, peak = second_check_peak(server.url)
         assert server.client_gone.wait(10)  # the probe closed the connection: the server's send failed
     assert res.ok and res.kind == "up" and res.status == 200
     assert peak < 1 << 20, f"the probe held {peak} bytes"
@@ -111,14 +118,7 @@ def test_a_header_section_that_never_ends_is_refused_with_bounded_memory() -> No
             conn.sendall(block)
 
     with raw_server(endless_header) as server:
-        probe = HttpProbe(server.url, timeout=5)
-        probe.check()  # imports, as above
-        tracemalloc.start()
-        try:
-            res = probe.check()
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        res, peak = second_check_peak(server.url)
     assert not res.ok and res.kind == "error" and "headers exceed 100 KiB" in res.detail, res.detail
     assert peak < 1 << 20, f"the probe held {peak} bytes"
 

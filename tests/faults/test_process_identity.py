@@ -44,6 +44,14 @@ def _history_lines() -> list[dict[str, object]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+def _launched(key: str) -> state.LaunchRecord:
+    """The first launch's record, once its state file is written."""
+    wait_until(lambda: state.load(key) is not None, what="the first launch's state file")
+    rec = state.load(key)
+    assert rec is not None
+    return rec
+
+
 def _tree(tmp_path: Path) -> dict[str, bytes]:
     return {str(p.relative_to(tmp_path)): (p.read_bytes() if p.is_file() else b"")
             for p in sorted((tmp_path / "logs").rglob("*")) if not p.is_symlink()}
@@ -54,9 +62,7 @@ def test_stop_during_a_launch_wait_is_stopped_with_one_history_entry(tmp_path: P
     key = load_profile(cfg).key
     first = _cli_popen("launch", "--config", str(cfg), "--no-preflight")
     try:
-        wait_until(lambda: state.load(key) is not None, what="the first launch's state file")
-        rec = state.load(key)
-        assert rec is not None
+        rec = _launched(key)
         stop = run_cli("stop", "--config", str(cfg), "--grace", "2", "--port-timeout", "2")
         assert stop.returncode == 0, stop.stderr
         out, err = first.communicate(timeout=60)
@@ -76,9 +82,7 @@ def test_a_second_launch_while_the_first_waits_exits_4_and_touches_nothing(tmp_p
     key = load_profile(cfg).key
     first = _cli_popen("launch", "--config", str(cfg), "--no-preflight")
     try:
-        wait_until(lambda: state.load(key) is not None, what="the first launch's state file")
-        rec = state.load(key)
-        assert rec is not None
+        rec = _launched(key)
         before_state, before_logs, before_hist = state.state_path(key).read_bytes(), _tree(tmp_path), _history_lines()
         second = run_cli("launch", "--config", str(cfg), "--no-preflight")
         assert second.returncode == 4, second.stdout + second.stderr
@@ -242,9 +246,7 @@ def test_crash_lines_printed_while_being_stopped_are_still_stopped(tmp_path: Pat
     key = load_profile(cfg).key
     first = _cli_popen("launch", "--config", str(cfg), "--no-preflight")
     try:
-        wait_until(lambda: state.load(key) is not None, what="the launch's state file")
-        rec = state.load(key)
-        assert rec is not None
+        rec = _launched(key)
         wait_until(lambda: "Init torch distributed begin" in Path(rec.log_path).read_text(), what="the first lines")
         assert run_cli("stop", "--config", str(cfg), "--grace", "5", "--port-timeout", "1").returncode == 0
         out, err = first.communicate(timeout=60)
@@ -264,9 +266,7 @@ def test_a_launch_killed_mid_wait_does_not_hold_the_profile(tmp_path: Path) -> N
     key = load_profile(cfg).key
     first = _cli_popen("launch", "--config", str(cfg), "--no-preflight")
     try:
-        wait_until(lambda: state.load(key) is not None, what="the first launch's state file")
-        old = state.load(key)
-        assert old is not None
+        old = _launched(key)
         first.kill()
         first.communicate()
         again = run_cli("launch", "--config", str(cfg), "--no-preflight", "--timeout", "2")
