@@ -91,6 +91,17 @@ def session(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Pa
                 pass
 
 
+def _quit_and_check_nothing_is_left(pane: Pane, tmpdir: Path, marker: str) -> None:
+    """q, then no demo process and no file of the demo's temp dir may be left."""
+    pane.keys("q")
+    deadline = time.monotonic() + 30
+    while _demo_pids(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _demo_pids(marker), "the demo left processes behind"
+    assert not any(tmpdir.iterdir()), f"the demo left files: {list(tmpdir.iterdir())}"
+
+
+
 @pytest.mark.timeout(240)
 def test_demo_in_tmux_crash_patch_relaunch_ready(session: tuple[Pane, Path, str]) -> None:
     pane, tmpdir, marker = session
@@ -106,12 +117,7 @@ def test_demo_in_tmux_crash_patch_relaunch_ready(session: tuple[Pane, Path, str]
     pane.wait(r"STARTING|READY", 60)
     screen = pane.wait(r"✔ READY", 120)
     assert "KeyError" not in screen.splitlines()[0]
-    pane.keys("q")
-    deadline = time.monotonic() + 30
-    while _demo_pids(marker) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _demo_pids(marker), "the demo left processes behind"
-    assert not any(tmpdir.iterdir()), f"the demo left files: {list(tmpdir.iterdir())}"
+    _quit_and_check_nothing_is_left(pane, tmpdir, marker)
 
 
 @pytest.mark.timeout(240)
@@ -128,12 +134,7 @@ def test_demo_fix_story_in_tmux_profile_env_relaunch_ready(session: tuple[Pane, 
     pane.keys("y")
     screen = pane.wait(r"✔ READY", 120)
     assert "KeyError" not in screen.splitlines()[0]
-    pane.keys("q")
-    deadline = time.monotonic() + 30
-    while _demo_pids(marker) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _demo_pids(marker), "the demo left processes behind"
-    assert not any(tmpdir.iterdir()), f"the demo left files: {list(tmpdir.iterdir())}"
+    _quit_and_check_nothing_is_left(pane, tmpdir, marker)
 
 
 @pytest.mark.timeout(120)
