@@ -19,13 +19,14 @@ if TYPE_CHECKING:
         PatchState,
         SessionMessage,
         TopologyRead,
+        VerdictReached,
     )
     from symmtui.session.settings import BringupSettings, bringup_settings
 
 _WHERE = {
     "AttachSpec": "build", "for_attach": "build", "for_profile": "build", "open_dashboard": "build",
     "open_demo": "build", "Session": "core", "EngineBatch": "messages", "GpuSample": "messages",
-    "Notice": "messages", "PatchState": "messages", "SessionMessage": "messages", "TopologyRead": "messages",
+    "Notice": "messages", "PatchState": "messages", "SessionMessage": "messages", "TopologyRead": "messages", "VerdictReached": "messages",
     "BringupSettings": "settings", "bringup_settings": "settings",
 }
 
@@ -39,6 +40,7 @@ __all__ = [
     "Session",
     "SessionMessage",
     "TopologyRead",
+    "VerdictReached",
     "bringup_settings",
     "for_attach",
     "for_profile",

@@ -28,6 +28,7 @@ from symmtui.session.messages import (
     SessionMessage,
     StacksTaken,
     TopologyRead,
+    VerdictReached,
 )
 from symmtui.session.outcome import RECORDED, outcome_of, patch_note
 from symmtui.session.settings import BringupSettings, bringup_settings
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from symmtui.session.patching import Patcher, PatchView
 
 Post = Callable[[SessionMessage], object]
+VERDICTS = (State.READY, State.CRASHED, State.STALLED, State.TIMED_OUT, State.STOPPED)
+"""States an observer hears of as a VerdictReached (STALLED too: it is what a user walking away wants to know)."""
 OURS_REFRESH = 5.0  # seconds between walks of the process table when the GPU process list is unchanged
 _STALE = object()  # "compute our pids at the next sample"
 ACK_POLL = 0.1  # how often a batch waiting for the front end checks whether the session closed
@@ -88,6 +91,8 @@ class Session:
         self.estimate: Estimate | None = None
         self.on_close: list[Callable[[], None]] = []
         self._post: Post | None = None
+        self._observers: list[Callable[[SessionMessage], None]] = []
+        self._verdict_seen: tuple[int, State] | None = None  # (generation, state) last posted as VerdictReached
         self._acks = False
         self._gate = threading.Event()  # set: the front end may take the next engine batch
         self._closed = threading.Event()
@@ -128,10 +133,21 @@ class Session:
         """The front end finished with the last EngineBatch: the next one may come."""
         self._gate.set()
 
+    def observe(self, observer: Callable[[SessionMessage], None]) -> None:
+        """Also hand every message to ``observer`` (notifications, the bundle recorder, the metrics
+        endpoint), on the sending thread, before the front end gets it. An observer must return at once
+        (hand slow work to its own thread) and must not raise (catch what it expects and turn it into a
+        Notice through :meth:`notify`)."""
+        self._observers.append(observer)
+
     def send(self, message: SessionMessage) -> None:
-        """Post a message to the front end (any thread); dropped once closed or before attach."""
+        """Post a message to the observers and the front end (any thread); dropped once closed or before attach."""
+        if self._closed.is_set():
+            return
+        for observer in tuple(self._observers):
+            observer(message)
         post = self._post
-        if post is not None and not self._closed.is_set():
+        if post is not None:
             post(message)
 
     def notify(self, text: str, severity: str = "information") -> None:
@@ -208,6 +224,7 @@ class Session:
             self._batch_log_path = self.log_path  # set by the relaunch before the engine restarted
         if update.snapshot.state in RECORDED:
             self._finish(update.snapshot, update.generation)
+        verdict = self._verdict_change(update)
         stalled = update.snapshot.state is State.STALLED
         if stalled and not self._stalled and self.auto_stacks:
             self.request_stacks(auto=True)  # once per stall: again only after it moved and stalled anew
@@ -221,6 +238,24 @@ class Session:
         if self._acks:
             self._gate.clear()
         self.send(batch)
+        if verdict is not None:
+            self.send(verdict)
+
+    def _verdict_change(self, update: EngineUpdate) -> VerdictReached | None:
+        """A VerdictReached when this update's state is a verdict the last one was not (once per change)."""
+        state = update.snapshot.state
+        key = (update.generation, state)
+        if state not in VERDICTS:
+            if self._verdict_seen is not None and self._verdict_seen[0] == update.generation:
+                self._verdict_seen = None  # moved on (a STALLED that resumed): the next verdict is news
+            return None
+        if key == self._verdict_seen:
+            return None
+        self._verdict_seen = key
+        with self._history_lock:
+            record = self._record if update.generation == self._record_gen else None
+        return VerdictReached(update.snapshot, update.generation,
+                              record.launch_id if record is not None else None, self._batch_log_path)
 
     # ---- the history (one writer, whatever the front end) ------------------------------------
 

@@ -82,4 +82,16 @@ class StacksTaken:
     saved: str | None = None
 
 
-SessionMessage = EngineBatch | GpuSample | TopologyRead | Notice | StacksTaken
+@dataclass(frozen=True)
+class VerdictReached:
+    """The bring-up of engine ``generation`` entered ``snapshot.state`` (READY, CRASHED, STALLED, TIMED OUT,
+    STOPPED): posted once per state change, after the history is written, for observers (notify, record,
+    metrics). ``launch_id``: the launch it judged (None for an attach)."""
+
+    snapshot: Snapshot
+    generation: int
+    launch_id: str | None
+    log_path: str | None
+
+
+SessionMessage = EngineBatch | GpuSample | TopologyRead | Notice | StacksTaken | VerdictReached

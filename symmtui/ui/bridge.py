@@ -11,7 +11,15 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from symmtui.session.messages import EngineBatch, GpuSample, Notice, SessionMessage, StacksTaken, TopologyRead
+from symmtui.session.messages import (
+    EngineBatch,
+    GpuSample,
+    Notice,
+    SessionMessage,
+    StacksTaken,
+    TopologyRead,
+    VerdictReached,
+)
 
 
 @dataclass
@@ -52,6 +60,13 @@ class StacksPosted(Message):
     taken: StacksTaken
 
 
+@dataclass
+class VerdictPosted(Message):
+    """The bring-up reached a verdict (the screen shows it from the batch; observers act on it)."""
+
+    verdict: VerdictReached
+
+
 def to_textual(message: SessionMessage) -> Message:
     """The Textual message that carries ``message``."""
     if isinstance(message, EngineBatch):
@@ -62,6 +77,8 @@ def to_textual(message: SessionMessage) -> Message:
         return TopologyPosted(message)
     if isinstance(message, StacksTaken):
         return StacksPosted(message)
+    if isinstance(message, VerdictReached):
+        return VerdictPosted(message)
     return NoticePosted(message)
 
 

@@ -100,3 +100,27 @@ def test_settings_one_place_for_defaults_profile_and_command_line(tmp_path: Path
     overridden = bringup_settings(profile, timeout=5.0, ready=["EXTRA"])
     assert overridden.readiness.timeout == 5.0
     assert overridden.ruleset.match("ALL GOOD") is not None and overridden.ruleset.match("EXTRA") is not None
+
+
+def test_an_observer_hears_each_verdict_once_with_the_log_it_judged(tmp_path: Path) -> None:
+    """Observers (notify, bundle, metrics) get every message before the front end, and one
+    VerdictReached per state change: a log that reaches READY yields exactly one."""
+    from symmtui.session import VerdictReached
+
+    log = tmp_path / "server.log"
+    log.write_bytes(READY_LOG.read_bytes())
+    seen: list[SessionMessage] = []
+    front: list[SessionMessage] = []
+    session = for_attach(AttachSpec(log=log))
+    session.observe(seen.append)
+    session.attach(front.append)
+    session.follow(log)
+    try:
+        _wait(lambda: any(isinstance(m, VerdictReached) for m in seen), "a verdict")
+        time.sleep(0.3)  # later batches (none should repeat the verdict)
+    finally:
+        session.close()
+    verdicts = [m for m in seen if isinstance(m, VerdictReached)]
+    assert [v.snapshot.state for v in verdicts] == [State.READY]
+    assert verdicts[0].log_path == str(log) and verdicts[0].launch_id is None
+    assert [type(m) for m in front] == [type(m) for m in seen]
