@@ -1,0 +1,116 @@
+"""The one redaction of secrets (tokens, keys, passwords) for everything symmtui writes to share: bundles, reports.
+
+Three entry points over one set of rules, so a bundle, its report and the environment capture hide
+the same things the same way:
+
+- :func:`redact` for free text (log lines, command text, values): known token shapes (Hugging Face
+  ``hf_...``, OpenAI-style ``sk-...``, GitHub ``ghp_...``/``github_pat_...``, Slack ``xox?-...``, AWS
+  access key ids, JWTs), ``Authorization:``/``Bearer`` credentials, passwords in URLs
+  (``https://user:PASS@host``), and the value of any ``name=value`` / ``name: value`` / ``--name value``
+  whose name ends in a secret word (token, key, secret, password, passwd, credential(s), auth).
+- :func:`redact_env` for one environment variable: a secret-named variable's value is replaced whole.
+- :func:`redact_argv` for a command's words: the word after a secret-named flag is replaced whole.
+
+What is replaced becomes :data:`MASK`. Values that carry nothing (``None``, ``null``, ``false``,
+``true``, empty) are left as they are so a report still says "no api key was set", and so are plain
+numbers after a secret-looking name in free text (``#new-token: 7`` is a count).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+MASK = "[REDACTED]"
+
+_SECRET_WORD = r"(?:token|key|secret|password|passwd|credentials?|auth)"
+# A name that ends in a secret word: HF_TOKEN, api_key, --api-key, "client_secret", X-Api-Key, hf-token.
+_SECRET_NAME = re.compile(rf"(?:^|[\W_]){_SECRET_WORD}$", re.IGNORECASE)
+_NUMBER = re.compile(r"[0-9][0-9.,]*")
+_NOTHING = frozenset({"", "none", "null", "false", "true", "''", '""', "0", "unset", "n/a"})
+
+_SHAPES = re.compile(
+    r"\bhf_[A-Za-z0-9]{16,}"  # Hugging Face
+    r"|\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"  # OpenAI / Anthropic style
+    r"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"  # GitHub
+    r"|\bxox[abposr]-[A-Za-z0-9-]{10,}"  # Slack
+    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"  # AWS access key id
+    r"|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # a JWT
+)
+# "Authorization: Bearer abc", "authorization=Basic abc"; and "Bearer abc" on its own.
+_AUTH_HEADER = re.compile(r"(?i)(\b(?:proxy-)?authorization\b['\"]?\s*[:=]\s*['\"]?)([^\s'\",;]+(?:\s+[^\s'\",;]+)?)")
+_BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})")
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(@)", re.IGNORECASE)
+# name=value, name: value, name='value', "name": "value" (JSON), --name value, --name=value.
+_ASSIGN = re.compile(
+    rf"""(?ix)
+    (?P<name>[A-Za-z0-9_.-]*{_SECRET_WORD})   # ends in a secret word
+    (?P<sep>['"]?\s*[=:]\s*|\s+(?=\S))        # = or : (a JSON key's closing quote first), or a space (flags)
+    (?P<q>['"]?)
+    (?P<value>[^\s'",;)}}\]]+)
+    """
+)
+
+
+def _keep(value: str) -> bool:
+    return value.strip().lower() in _NOTHING
+
+
+def _counts(value: str) -> bool:
+    """A plain number (``#new-token: 7``, ``max_tokens=512``): a count, not a secret."""
+    return bool(_NUMBER.fullmatch(value))
+
+
+def _assign(match: re.Match[str]) -> str:
+    name, sep, value = match.group("name"), match.group("sep"), match.group("value")
+    if not _SECRET_NAME.search(name) or _keep(value) or _counts(value) or value == MASK:
+        return match.group(0)
+    if not sep.strip() and not name.startswith("-"):
+        return match.group(0)  # "key value" in prose is not an assignment; "--api-key value" is
+    return f"{name}{sep}{match.group('q')}{MASK}"
+
+
+def redact(text: str) -> str:
+    """``text`` with every secret it seems to hold replaced by :data:`MASK` (see the module's rules)."""
+    if not text:
+        return text
+    out = _SHAPES.sub(MASK, text)
+    out = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, out)
+    out = _BEARER.sub(lambda m: m.group(0) if m.group(2) == MASK else m.group(1) + MASK, out)
+    out = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + m.group(3), out)
+    return _ASSIGN.sub(_assign, out)
+
+
+def secret_name(name: str) -> bool:
+    """True for a variable or flag name that says it holds a secret (HF_TOKEN, --api-key, AWS_SECRET_ACCESS_KEY)."""
+    return bool(_SECRET_NAME.search(name.strip().lstrip("-")) or _SECRET_NAME.search(name))
+
+
+def redact_env(name: str, value: str) -> str:
+    """One environment variable's value as it may be shown: whole-masked when the name says secret."""
+    if secret_name(name) and not _keep(value):
+        return MASK
+    return redact(value)
+
+
+def redact_argv(argv: Sequence[str]) -> tuple[str, ...]:
+    """A command's words with the value of every secret-named flag (``--api-key X``, ``--hf-token=X``) masked."""
+    out: list[str] = []
+    mask_next = False
+    for word in argv:
+        if mask_next:
+            mask_next = False
+            if not word.startswith("-"):
+                out.append(MASK)
+                continue
+        if word.startswith("-"):
+            name, eq, value = word.partition("=")
+            if secret_name(name):
+                if eq:
+                    out.append(f"{name}={MASK}" if not _keep(value) else word)
+                else:
+                    out.append(word)
+                    mask_next = True
+                continue
+        out.append(redact(word))
+    return tuple(out)
