@@ -51,6 +51,10 @@ def _gpus(args: argparse.Namespace) -> int:
     if args.watch and not args.json:  # a table redrawn in place: into a pipe it would never end usefully
         boundary.require_terminal("gpus --watch", stdin=False,
                                   hint="run it in a terminal, or use --watch --json in a pipe (one JSON line per sample)")
+    if getattr(args, "source", None):
+        from symmtui.gpu.remote import sources_main
+
+        return sources_main(args)
     standin = args.standin or os.environ.get(STANDIN_ENV) or None
     try:
         nvml = nvml_from_env(args.standin)

@@ -21,6 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--interval", type=boundary.seconds(minimum=0.05, maximum=3600.0, zero=None), default=1.0, metavar="S",
                         help="seconds between refreshes with --watch (default 1)")
     parser.add_argument("--debug", action="store_true", help="also show what one sample costs")
+    parser.add_argument("--source", metavar="URL", action="append", default=None,
+                        help="read the GPUs from an exporter instead of NVML (repeatable; rows grouped by host): "
+                             "dcgm-exporter or nvitop-exporter /metrics, or a Prometheus server's /api/v1/query")
+    parser.add_argument("--source-timeout", metavar="S", type=boundary.seconds(minimum=0.1, maximum=300.0, zero=None),
+                        default=5.0, help="seconds one --source may take to answer (default 5)")
     parser.add_argument("--standin", metavar="SCENARIO", type=boundary.path,
                         help="use a simulated host instead of NVML (also $SYMMTUI_NVML_STANDIN); "
                              "scenarios: rtx-pro-6000-x8-pcie, h200-x2-nvswitch, or a recording .json")

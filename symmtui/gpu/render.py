@@ -34,6 +34,10 @@ def short_name(name: object) -> str:
 def gpu_table(snap: GpuSnapshot, title: str | None = None) -> Table:
     """One row per GPU, memory as nvidia-smi shows it (used excludes the driver's reservation)."""
     table = Table(title=title, title_justify="left", expand=False, pad_edge=False, box=box.SIMPLE_HEAD)
+    hosts = any(info.host is not None for info in snap.infos)  # GPUs from exporters: grouped by host
+    xid = any(not isinstance(s.last_xid, NAType) for s in snap.samples)
+    if hosts:
+        table.add_column("Host", justify="left", no_wrap=True)
     columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("GPU", "right"),
         ("Name", "left"),
@@ -49,19 +53,34 @@ def gpu_table(snap: GpuSnapshot, title: str | None = None) -> Table:
     )
     for col, just in columns:
         table.add_column(col, justify=just, no_wrap=True)
+    if xid:
+        table.add_column("Xid", justify="right", no_wrap=True)
     samples = {s.index: s for s in snap.samples}
+    last_host: str | None = None
     for info in snap.infos:
         s = samples.get(info.index)
         cap = info.capability
         cap_text = "n/a" if isinstance(cap, NAType) else f"{cap[0]}.{cap[1]}"
+        lead: list[str] = []
+        if hosts:
+            host = info.host if info.host is not None else "(this machine)"
+            lead.append(visible(host) if host != last_host else "")
+            last_host = host
+        number = str(info.host_index if info.host is not None and info.host_index is not None else info.index)
         if info.lost or s is None or s.lost:
-            table.add_row(str(info.index), short_name(info.name), cap_text, _na(info.pci_bus_id),
-                          Text("GPU is lost", "bold red"), "", "", "", "", "", "")
+            why = dict((s.errors if s is not None else ()) + info.errors).get("source")
+            lost = Text("unreachable" if why else "GPU is lost", "bold red")
+            table.add_row(*lead, number, short_name(info.name), cap_text, _na(info.pci_bus_id),
+                          lost, "", "", "", "", "", "", *([""] if xid else []))
             continue
         power = f"{_na(s.power_w, '{:.0f}')}/{_na(info.power_limit_w, '{:.0f}')}W"
         pcie = f"g{_na(s.pcie_gen)}x{_na(s.pcie_width)}/g{_na(info.pcie_max_gen)}x{_na(info.pcie_max_width)}"
+        if info.host is not None:  # an exporter's row: no PCIe link, and often no power limit
+            power = _na(s.power_w, "{:.0f}W") if isinstance(info.power_limit_w, NAType) else power
+            pcie = "n/a"
         table.add_row(
-            str(info.index),
+            *lead,
+            number,
             short_name(info.name),
             cap_text,
             _na(info.pci_bus_id),
@@ -72,6 +91,7 @@ def gpu_table(snap: GpuSnapshot, title: str | None = None) -> Table:
             power,
             pcie,
             _na(info.mig_mode, "{:.3}"),
+            *([_na(s.last_xid)] if xid else []),
         )
     return table
 
@@ -82,6 +102,9 @@ def _n(value: object) -> str:
 
 def process_table(snap: GpuSnapshot, width: int = 60) -> Table | Text:
     """Processes holding GPU memory (pid, type, name, memory, command line)."""
+    if snap.samples and all(i.host is not None for i in snap.infos) and all(
+            isinstance(s.processes, NAType) for s in snap.samples):
+        return Text("Processes: n/a (exporters do not publish them; run symmtui gpus on the node)")
     rows = []
     for s in snap.samples:
         if isinstance(s.processes, NAType):

@@ -37,6 +37,8 @@ def gpu_json(info: GpuInfo, sample: GpuSample | None) -> dict[str, Any]:
     cap = info.capability
     out: dict[str, Any] = {
         "index": info.index,
+        "host": info.host,
+        "host_index": info.host_index,
         "name": _j(info.name),
         "uuid": _j(info.uuid),
         "pci_bus_id": _j(info.pci_bus_id),
@@ -63,6 +65,7 @@ def gpu_json(info: GpuInfo, sample: GpuSample | None) -> dict[str, Any]:
         "temperature_c": None,
         "power_w": None,
         "processes": None,
+        "last_xid": None,
         "na": dict(info.errors),
     }
     if sample is not None:
@@ -81,6 +84,7 @@ def gpu_json(info: GpuInfo, sample: GpuSample | None) -> dict[str, Any]:
         out["temperature_c"] = _j(sample.temperature_c)
         out["power_w"] = None if isinstance(sample.power_w, NAType) else round(sample.power_w, 3)
         out["processes"] = None if isinstance(sample.processes, NAType) else [process_json(p) for p in sample.processes]
+        out["last_xid"] = _j(sample.last_xid)
         out["na"].update(dict(sample.errors))
     return out
 
@@ -133,8 +137,9 @@ def report_json(
     cuda: str | None,
     standin: str | None,
     debug: dict[str, Any] | None = None,
+    sources: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The whole `symmtui gpus --json` document."""
+    """The whole `symmtui gpus --json` document (``sources``: the exporters read, with ``--source``)."""
     samples = {s.index: s for s in snap.samples}
     out: dict[str, Any] = {
         "schema": SCHEMA,
@@ -147,6 +152,8 @@ def report_json(
         "gpus": [gpu_json(info, samples.get(info.index)) for info in snap.infos],
         "topology": None if topo is None else topology_json(topo),
     }
+    if sources is not None:
+        out["sources"] = sources
     if debug is not None:
         out["debug"] = debug
     return out

@@ -1,4 +1,4 @@
-"""What the NVML layer answers with: NA for a value NVML could not give, frozen GPU info/sample/process/link records."""
+"""What a GPU source (NVML or an exporter) answers with: NA for a value NVML could not give, frozen GPU info/sample/process/link records."""
 
 from __future__ import annotations
 
@@ -77,6 +77,8 @@ class GpuInfo:
     persistence_mode: str | NAType
     lost: bool = False
     errors: tuple[tuple[str, str], ...] = ()  # (field, NVML's reason) for each NA
+    host: str | None = None  # the node an exporter reported it from (None: this machine, through NVML)
+    host_index: int | None = None  # the GPU's number on that node (``index`` numbers all GPUs shown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,7 @@ class GpuSample:
     processes: tuple[GpuProcess, ...] | NAType
     lost: bool = False
     errors: tuple[tuple[str, str], ...] = ()
+    last_xid: int | NAType = NA  # the last Xid error an exporter saw (dcgm-exporter); 0 = none; NVML: NA
 
     @property
     def memory_fraction(self) -> float | NAType:

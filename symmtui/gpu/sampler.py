@@ -12,6 +12,7 @@ from typing import TypeVar
 
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.results import GpuInfo, GpuSample, NAType
+from symmtui.gpu.source import GpuSource, as_source
 
 T = TypeVar("T")
 
@@ -25,7 +26,7 @@ class GpuSnapshot:
     samples: tuple[GpuSample, ...]
     cost_seconds: float  # wall time of the round (NVML calls + process lookups)
     unavailable_reason: str | None = None
-    calls: int = 0  # NVML calls in the round
+    calls: int = 0  # NVML calls (an exporter: HTTP requests) in the round
     slowest_call: str = ""  # the slowest NVML function of the round
     slowest_call_seconds: float = 0.0
     seq: int = 0  # 1, 2, 3... per sampler
@@ -60,14 +61,15 @@ class GpuSampler:
 
     def __init__(
         self,
-        nvml: Nvml,
+        nvml: Nvml | GpuSource,
         interval: float = 1.0,
         history_seconds: float = 600.0,
         on_sample: Callable[[GpuSnapshot], None] | None = None,
     ) -> None:
         if not interval > 0 or not math.isfinite(interval):
             raise ValueError(f"sampling interval must be a positive number of seconds, got {interval!r}")
-        self.nvml = nvml
+        self.source = as_source(nvml)
+        """Where the GPUs are read: local NVML (``symmtui.gpu.source.NvmlSource``) or an exporter."""
         self.interval = float(interval)
         self.history_len = max(1, math.ceil(history_seconds / self.interval))
         self.on_sample = on_sample
@@ -136,15 +138,11 @@ class GpuSampler:
         t0 = time.perf_counter()
         self._round_started = t0
         try:
-            reason = self.nvml.unavailable_reason
-            self.nvml.take_stats()
-            infos = self.nvml.infos() if reason is None else ()
-            samples = self.nvml.sample_all() if reason is None else ()
-            infos = self.nvml.infos() if reason is None and any(s.lost for s in samples) else infos
-            stats = self.nvml.take_stats()
+            reading = self.source.read()
         finally:
             self._round_started = None
         cost = time.perf_counter() - t0
+        infos, samples, stats = reading.infos, reading.samples, reading.stats
         with self._lock:
             self._seq += 1
             snap = GpuSnapshot(
@@ -152,10 +150,10 @@ class GpuSampler:
                 infos=infos,
                 samples=samples,
                 cost_seconds=cost,
-                unavailable_reason=reason,
-                calls=stats.calls,
-                slowest_call=stats.slowest,
-                slowest_call_seconds=stats.slowest_s,
+                unavailable_reason=reading.unavailable_reason,
+                calls=stats.calls if stats is not None else 0,
+                slowest_call=stats.slowest if stats is not None else "",
+                slowest_call_seconds=stats.slowest_s if stats is not None else 0.0,
                 seq=self._seq,
             )
             for s in samples:

@@ -1,0 +1,417 @@
+"""GPUs read from an exporter's URL: dcgm-exporter or nvitop-exporter text, or a Prometheus server's query API.
+
+The exposition is parsed by prometheus_client's parser; the series are mapped to the same GpuInfo /
+GpuSample records NVML gives. A metric the exporter does not publish is NA ("n/a"), never zero; what no
+exporter can say (processes, capability, topology, PCIe link) is NA too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+import httpx
+
+from symmtui.errors import UserError
+from symmtui.gpu.results import MIB, NA, CallStats, GpuInfo, GpuSample, NAType
+from symmtui.gpu.source import Reading
+from symmtui.textsafe import visible
+
+MAX_BODY: Final = 32 * 1024 * 1024
+"""An exposition larger than this is refused (dcgm-exporter on 8 GPUs is ~60 KiB)."""
+DCGM_BLANK: Final = 0x7FFFFFF0
+"""DCGM's "blank" sentinels (DCGM_INT32_BLANK and above, DCGM_FP64_BLANK) mean no value: NA."""
+EXIT_UNREACHABLE: Final = 3
+PROMETHEUS_PATH: Final = "/api/v1/query"
+
+# Our field -> the series names that carry it, in MiB / % / C / W as each exporter publishes them.
+DCGM: Final[dict[str, str]] = {
+    "used": "DCGM_FI_DEV_FB_USED",
+    "free": "DCGM_FI_DEV_FB_FREE",
+    "reserved": "DCGM_FI_DEV_FB_RESERVED",
+    "total": "DCGM_FI_DEV_FB_TOTAL",
+    "util": "DCGM_FI_DEV_GPU_UTIL",
+    "mem_util": "DCGM_FI_DEV_MEM_COPY_UTIL",
+    "temp": "DCGM_FI_DEV_GPU_TEMP",
+    "power": "DCGM_FI_DEV_POWER_USAGE",
+    "power_limit": "DCGM_FI_DEV_POWER_MGMT_LIMIT",
+    "xid": "DCGM_FI_DEV_XID_ERRORS",
+}
+# nvitop-exporter's gauges carry a unit, which prometheus_client appends to the name (gpu_memory_used_MiB).
+NVITOP: Final[dict[str, str]] = {
+    "used": "gpu_memory_used_MiB",
+    "free": "gpu_memory_free_MiB",
+    "total": "gpu_memory_total_MiB",
+    "util": "gpu_utilization_Percentage",
+    "mem_util": "gpu_memory_utilization_Percentage",
+    "temp": "gpu_temperature_C",
+    "power": "gpu_power_usage_W",
+    "power_limit": "gpu_power_limit_W",
+}
+NVITOP_INFO: Final = "nvitop_info"
+_BY_NAME: Final[dict[str, tuple[str, str]]] = {
+    **{name: ("dcgm-exporter", f) for f, name in DCGM.items()},
+    **{name: ("nvitop-exporter", f) for f, name in NVITOP.items()},
+}
+WANTED: Final = frozenset(_BY_NAME) | {NVITOP_INFO}
+NOT_PUBLISHED: Final = "not published by the exporter"
+
+
+class ExporterError(UserError):
+    """An exporter URL that cannot be read: one line saying what to do."""
+
+    exit_code = EXIT_UNREACHABLE
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One sample of one metric: its name, labels and value."""
+
+    name: str
+    labels: Mapping[str, str]
+    value: float
+
+
+@dataclass
+class _Gpu:
+    """The values gathered for one GPU (or MIG instance) from the series that name it."""
+
+    host: str
+    key: str  # the exporter's GPU number ("0"), a MIG instance's "0/3", nvitop's "0:1"
+    name: str | None = None
+    uuid: str | None = None
+    bus: str | None = None
+    values: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Scrape:
+    """What one read of an exporter gave: its GPUs, which exporter it is, the driver it names."""
+
+    infos: tuple[GpuInfo, ...]
+    samples: tuple[GpuSample, ...]
+    kind: str  # "dcgm-exporter", "nvitop-exporter", or both joined by "+"
+    driver: str | None
+    hosts: tuple[str, ...]
+    seconds: float
+
+
+def check_source_url(url: str) -> str:
+    """The URL to fetch (``/metrics`` added to a bare host:port); UserError for anything but http(s)://host."""
+    parts = urlsplit(url.strip())
+    hint = "give the exporter's metrics URL, e.g. http://node1:9400/metrics (dcgm-exporter)"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(f"--source {visible(url)!r} is not an http(s) URL: {hint}")
+    try:
+        parts.port  # noqa: B018  (raises on a bad port)
+    except ValueError as exc:
+        raise UserError(f"--source {visible(url)!r}: {exc}: {hint}") from None
+    if parts.path in ("", "/"):
+        parts = parts._replace(path="/metrics")
+    return urlunsplit(parts)
+
+
+def is_prometheus(url: str) -> bool:
+    """A Prometheus server's query API (``.../api/v1/query``), not an exporter's exposition."""
+    return urlsplit(url).path.rstrip("/").endswith(PROMETHEUS_PATH)
+
+
+def parse_exposition(text: str) -> list[Series]:
+    """The samples of the metrics symmtui reads, through prometheus_client's parser; ValueError if the
+    text is not the Prometheus text format."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: list[Series] = []
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name in WANTED:
+                out.append(Series(s.name, s.labels, float(s.value)))
+    return out
+
+
+def prometheus_query() -> str:
+    """The one PromQL query that selects every series symmtui reads."""
+    names = "|".join(sorted(WANTED))
+    return '{__name__=~"' + names + '"}'
+
+
+def parse_prometheus(doc: object) -> list[Series]:
+    """The series of a Prometheus ``/api/v1/query`` answer (an instant vector); ValueError if it is not one."""
+    if not isinstance(doc, dict):
+        raise ValueError("the answer is not a JSON object")
+    if doc.get("status") != "success":
+        raise ValueError(f"Prometheus said {doc.get('errorType', 'error')}: {doc.get('error', doc.get('status'))}")
+    data = doc.get("data")
+    if not isinstance(data, dict) or data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
+        raise ValueError("the answer is not an instant vector")
+    out: list[Series] = []
+    for item in data["result"]:
+        metric, value = item.get("metric"), item.get("value")
+        if not isinstance(metric, dict) or not isinstance(value, list) or len(value) != 2:
+            raise ValueError("a result without metric and value")
+        labels = {str(k): str(v) for k, v in metric.items() if k != "__name__"}
+        out.append(Series(str(metric.get("__name__", "")), labels, float(value[1])))
+    return out
+
+
+def _host_of(labels: Mapping[str, str], fallback: str) -> str:
+    for key in ("Hostname", "hostname"):
+        if labels.get(key):
+            return labels[key]
+    instance = labels.get("instance")
+    if instance:
+        return urlsplit("//" + instance).hostname or instance
+    return fallback
+
+
+def _value(v: float) -> float | None:
+    """None for NaN (nvitop's N/A) and DCGM's blank sentinels."""
+    if math.isnan(v) or math.isinf(v) or v >= DCGM_BLANK:
+        return None
+    return v
+
+
+def gpus_from_series(series: Iterable[Series], *, fallback_host: str, now: float | None = None) -> Scrape:
+    """GPU records from the series (dcgm-exporter and nvitop-exporter names); ``fallback_host`` names
+    the node when no ``Hostname`` / ``hostname`` / ``instance`` label does. Indices number the GPUs
+    in host, then exporter order; ``host_index`` keeps the exporter's own number."""
+    gpus: dict[tuple[str, str], _Gpu] = {}
+    kinds: set[str] = set()
+    driver: str | None = None
+    for s in series:
+        if s.name == NVITOP_INFO:
+            driver = s.labels.get("driver_version") or driver
+            continue
+        kind, fld = _BY_NAME[s.name]
+        lab = s.labels
+        host = _host_of(lab, fallback_host)
+        if kind == "dcgm-exporter":
+            key = lab.get("gpu", "")
+            if lab.get("GPU_I_ID"):
+                key = f"{key}/{lab['GPU_I_ID']}"
+            name = lab.get("modelName")
+            if name and lab.get("GPU_I_PROFILE"):
+                name = f"{name} MIG {lab['GPU_I_PROFILE']}"
+            uuid = lab.get("UUID") or lab.get("uuid")
+            bus = lab.get("pci_bus_id") or None
+            driver = lab.get("DCGM_FI_DRIVER_VERSION") or driver
+        else:
+            key, name, uuid, bus = lab.get("index", ""), lab.get("devicename"), lab.get("uuid"), None
+        kinds.add(kind)
+        gpu = gpus.get((host, key))
+        if gpu is None:
+            gpu = gpus[(host, key)] = _Gpu(host, key, name, uuid, bus)
+        v = _value(s.value)
+        if v is not None:
+            gpu.values.setdefault(fld, v)  # the first series wins (dcgm repeats a GPU per pod label set)
+    ordered = sorted(gpus.values(), key=lambda g: (g.host, _order(g.key)))
+    wall = time.time() if now is None else now
+    infos = tuple(_info(i, g) for i, g in enumerate(ordered))
+    samples = tuple(_sample(i, g, wall) for i, g in enumerate(ordered))
+    hosts = tuple(dict.fromkeys(g.host for g in ordered))
+    return Scrape(infos, samples, "+".join(sorted(kinds)), driver, hosts, 0.0)
+
+
+def _order(key: str) -> tuple[int, ...]:
+    parts = key.replace(":", "/").split("/")
+    return tuple(int(p) if p.isdigit() else 1 << 30 for p in parts)
+
+
+def _mib(v: float | None) -> int | NAType:
+    return NA if v is None else int(round(v * MIB))
+
+
+def _int(v: float | None) -> int | NAType:
+    return NA if v is None else int(round(v))
+
+
+def _float(v: float | None) -> float | NAType:
+    return NA if v is None else float(v)
+
+
+def _missing(values: Mapping[str, float], fields: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    return tuple((f, NOT_PUBLISHED) for f in fields if f not in values)
+
+
+def _info(index: int, g: _Gpu) -> GpuInfo:
+    v = g.values
+    host_index = int(g.key) if g.key.isdigit() else None
+    return GpuInfo(
+        index=index, name=g.name or NA, uuid=g.uuid or NA, pci_bus_id=g.bus or NA,
+        capability=NA, family=NA, sm=NA, memory_total=_total(v), pcie_max_gen=NA, pcie_max_width=NA,
+        mig_mode=NA, power_limit_w=_float(v.get("power_limit")), persistence_mode=NA,
+        errors=(("capability", "not published by exporters"),) + _missing(v, ("power_limit",)),
+        host=g.host, host_index=host_index,
+    )
+
+
+def _total(v: Mapping[str, float]) -> int | NAType:
+    """Total memory: the exporter's total, else used + free (+ reserved when published)."""
+    if "total" in v:
+        return _mib(v["total"])
+    if "used" in v and "free" in v:
+        return _mib(v["used"] + v["free"] + v.get("reserved", 0.0))
+    return NA
+
+
+def _sample(index: int, g: _Gpu, wall: float) -> GpuSample:
+    v = g.values
+    total = _total(v)
+    used = _mib(v.get("used"))
+    free = _mib(v.get("free"))
+    reserved: int | NAType
+    if "reserved" in v:
+        reserved = _mib(v["reserved"])
+    elif "total" in v and "used" in v and "free" in v:  # nvitop: total - used - free is the driver's share
+        reserved = max(0, _mib(v["total"]) - _mib(v["used"]) - _mib(v["free"]))  # type: ignore[operator]
+    else:
+        reserved = NA
+    return GpuSample(
+        index=index, time=wall, memory_used=used, memory_reserved=reserved, memory_free=free,
+        memory_total=total, utilization_gpu=_int(v.get("util")), utilization_memory=_int(v.get("mem_util")),
+        temperature_c=_int(v.get("temp")), power_w=_float(v.get("power")), pcie_gen=NA, pcie_width=NA,
+        processes=NA, last_xid=_int(v.get("xid")),
+        errors=(("processes", "not published by exporters"),)
+        + _missing(v, ("used", "free", "util", "mem_util", "temp", "power", "xid")),
+    )
+
+
+class ExporterSource:
+    """One exporter URL (or Prometheus query API) as a GPU source, read over HTTP with ``timeout`` seconds
+    for the whole request. ``scrape()`` raises ExporterError; ``read()`` (the sampler's) never does."""
+
+    def __init__(self, url: str, *, timeout: float = 2.0) -> None:
+        self.url = check_source_url(url)
+        self.prometheus = is_prometheus(self.url)
+        self.timeout = float(timeout)
+        self.host = urlsplit(self.url).hostname or self.url
+        self.kind: str | None = None
+        """"dcgm-exporter" / "nvitop-exporter" once read (None before)."""
+        self.driver: str | None = None
+        self.hosts: tuple[str, ...] = ()
+        self.last_error: ExporterError | None = None
+        """Why the last ``read()`` failed (None: it answered)."""
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
+        self._last: Scrape | None = None
+
+    @property
+    def label(self) -> str:
+        return self.url
+
+    def _http(self) -> httpx.Client:
+        if self._client is None:
+            # No proxy from the environment (a node's exporter is reached directly, as the probe does).
+            self._client = httpx.Client(timeout=self.timeout, trust_env=False, follow_redirects=False)
+        return self._client
+
+    def _get(self) -> str:
+        url = self.url
+        params = {"query": prometheus_query()} if self.prometheus else None
+        if params:
+            url = f"{url}?{urlencode(params)}"
+        deadline = time.monotonic() + self.timeout
+        shown = visible(self.url)
+        try:
+            with self._http().stream("GET", url, headers={"Accept": "text/plain;version=0.0.4, application/json"}) as resp:
+                if resp.status_code != 200:
+                    raise ExporterError(f"--source {shown} answered HTTP {resp.status_code} {visible(resp.reason_phrase)}: "
+                                        f"give the exporter's metrics URL (e.g. http://node1:9400/metrics) "
+                                        f"or a Prometheus server's {PROMETHEUS_PATH}")
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in resp.iter_bytes():
+                    size += len(chunk)
+                    if size > MAX_BODY:
+                        raise ExporterError(f"--source {shown} sent more than {MAX_BODY // MIB} MiB: "
+                                            f"that is no GPU exporter's page; check the URL")
+                    if time.monotonic() > deadline:
+                        raise httpx.ReadTimeout("the answer did not end in time")
+                    chunks.append(chunk)
+        except httpx.TimeoutException:
+            raise ExporterError(f"--source {shown}: no answer within {self.timeout:g} s: "
+                                f"is the exporter up and reachable from here?") from None
+        except httpx.ConnectError as exc:
+            raise ExporterError(f"--source {shown}: cannot connect ({_why(exc)}): is the exporter running there? "
+                                f"(dcgm-exporter listens on :9400, nvitop-exporter on :8000 by default)") from None
+        except httpx.HTTPError as exc:
+            raise ExporterError(f"--source {shown}: {type(exc).__name__}: {_why(exc)}: check the URL and the exporter") from None
+        body = b"".join(chunks)
+        try:
+            return body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ExporterError(f"--source {shown} did not answer with text (not UTF-8): "
+                                f"give dcgm-exporter's or nvitop-exporter's /metrics URL") from None
+
+    def scrape(self) -> Scrape:
+        """Fetch and parse once (blocking up to ``timeout``); ExporterError with what to do if it fails."""
+        t0 = time.perf_counter()
+        text = self._get()
+        shown = visible(self.url)
+        try:
+            series = parse_prometheus(json.loads(text)) if self.prometheus else parse_exposition(text)
+        except ValueError as exc:  # json.JSONDecodeError is one
+            what = "a Prometheus query answer" if self.prometheus else "a Prometheus exposition"
+            raise ExporterError(f"--source {shown} did not answer with {what} ({visible(str(exc))[:120]}): "
+                                f"give dcgm-exporter's or nvitop-exporter's /metrics URL, "
+                                f"or a Prometheus server's {PROMETHEUS_PATH}") from None
+        scrape = gpus_from_series(series, fallback_host=self.host)
+        if not scrape.infos:
+            raise ExporterError(f"--source {shown} publishes no GPU metrics (no DCGM_FI_DEV_* or nvitop-exporter "
+                                f"gpu_* series): point it at dcgm-exporter or nvitop-exporter")
+        scrape = Scrape(scrape.infos, scrape.samples, scrape.kind, scrape.driver, scrape.hosts,
+                        time.perf_counter() - t0)
+        self.kind, self.driver, self.hosts = scrape.kind, scrape.driver, scrape.hosts
+        self._last = scrape
+        return scrape
+
+    def read(self) -> Reading:
+        """The sampler's round: a scrape, or the reason there is none (the last GPUs, marked lost)."""
+        with self._lock:
+            t0 = time.perf_counter()
+            try:
+                s = self.scrape()
+            except ExporterError as exc:
+                self.last_error = exc
+                return self._lost(str(exc), time.perf_counter() - t0)
+            self.last_error = None
+            return Reading(s.infos, s.samples, None, CallStats(1, s.seconds, "GET " + self.url, s.seconds))
+
+    def _lost(self, reason: str, seconds: float) -> Reading:
+        stats = CallStats(1, seconds, "GET " + self.url, seconds, {"GET": 1})
+        last = self._last
+        if last is None:
+            return Reading((), (), reason, stats)
+        infos = tuple(_replace_lost(i, reason) for i in last.infos)
+        wall = time.time()
+        samples = tuple(GpuSample(index=s.index, time=wall, memory_used=NA, memory_reserved=NA, memory_free=NA,
+                                  memory_total=s.memory_total, utilization_gpu=NA, utilization_memory=NA,
+                                  temperature_c=NA, power_w=NA, pcie_gen=NA, pcie_width=NA, processes=NA,
+                                  lost=True, errors=(("source", reason),)) for s in last.samples)
+        return Reading(infos, samples, None, stats)
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+
+def _replace_lost(info: GpuInfo, reason: str) -> GpuInfo:
+    from dataclasses import replace
+
+    return replace(info, lost=True, errors=(("source", reason),))
+
+
+def _why(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    for known, said in (("Connection refused", "connection refused"), ("Name or service not known", "unknown host"),
+                        ("nodename nor servname", "unknown host"), ("No route to host", "no route to host")):
+        if known in text:
+            return said
+    return visible(text)[:120]

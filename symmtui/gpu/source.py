@@ -1,0 +1,104 @@
+"""Where GPU readings come from: local NVML or an exporter's URL, behind one small interface the sampler reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from symmtui.gpu.results import CallStats, GpuInfo, GpuSample
+
+if TYPE_CHECKING:
+    from symmtui.gpu.nvml import Nvml
+
+NVML = "nvml"
+"""The source spec of this machine's GPUs through NVML (a profile's ``gpus = "nvml"``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One round of one source: what it knows of its GPUs now.
+
+    ``unavailable_reason``: why there is nothing (NVML missing, exporter unreachable); the GPUs are then
+    empty or, for a source that answered before, its last GPUs marked lost.
+    """
+
+    infos: tuple[GpuInfo, ...]
+    samples: tuple[GpuSample, ...]
+    unavailable_reason: str | None = None
+    stats: CallStats | None = None
+
+
+@runtime_checkable
+class GpuSource(Protocol):
+    """What the sampler reads GPUs from. ``read`` never raises for a fault of the source (it says it in
+    ``Reading.unavailable_reason``); it runs on the sampler's thread and may block up to its timeout."""
+
+    @property
+    def label(self) -> str:
+        """How the user names it: "nvml" or the URL."""
+        ...
+
+    def read(self) -> Reading:
+        """One round: every GPU's static facts and a fresh sample."""
+        ...
+
+    def close(self) -> None:
+        """Release connections (idempotent)."""
+        ...
+
+
+class NvmlSource:
+    """Local NVML as a source (the sampler's round, unchanged: infos, samples, infos again if one was lost)."""
+
+    def __init__(self, nvml: Nvml) -> None:
+        self.nvml = nvml
+
+    @property
+    def label(self) -> str:
+        return NVML
+
+    def read(self) -> Reading:
+        nvml = self.nvml
+        reason = nvml.unavailable_reason
+        nvml.take_stats()
+        infos = nvml.infos() if reason is None else ()
+        samples = nvml.sample_all() if reason is None else ()
+        infos = nvml.infos() if reason is None and any(s.lost for s in samples) else infos
+        return Reading(infos, samples, reason, nvml.take_stats())
+
+    def close(self) -> None:
+        """NVML stays initialised: its owner shuts it down."""
+
+
+def as_source(source: Nvml | GpuSource) -> GpuSource:
+    """A GpuSource for either an ``Nvml`` or a source already."""
+    from symmtui.gpu.nvml import Nvml
+
+    return NvmlSource(source) if isinstance(source, Nvml) else source
+
+
+def open_source(spec: str, *, nvml: Nvml | None = None, timeout: float = 2.0) -> GpuSource:
+    """The source a spec names: ``"nvml"`` (this machine; ``nvml`` or a new ``Nvml()``) or an exporter's
+    URL (dcgm-exporter, nvitop-exporter, or a Prometheus server's ``/api/v1/query``).
+
+    A malformed URL is a UserError (one line, exit 2); an unreachable one is not (the source reads as
+    unavailable until it answers: :func:`symmtui.gpu.exporter.ExporterSource.scrape` raises instead).
+    """
+    if spec.strip().lower() == NVML:
+        from symmtui.gpu.nvml import Nvml
+
+        return NvmlSource(nvml if nvml is not None else Nvml())
+    from symmtui.gpu.exporter import ExporterSource
+
+    return ExporterSource(spec, timeout=timeout)
+
+
+def open_sources(specs: list[str] | tuple[str, ...], *, nvml: Nvml | None = None, timeout: float = 2.0) -> GpuSource:
+    """One source for several specs: the one itself, or a :class:`symmtui.gpu.multi.MultiSource` that
+    reads them all and groups the GPUs by host."""
+    sources = [open_source(s, nvml=nvml, timeout=timeout) for s in specs]
+    if len(sources) == 1:
+        return sources[0]
+    from symmtui.gpu.multi import MultiSource
+
+    return MultiSource(sources)
