@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+
+# Bytecode is cached (in the gitignored __pycache__ dirs) even where the environment says not to
+# (PYTHONDONTWRITEBYTECODE=1): otherwise every `symmtui` child process the tests start compiles the
+# whole package again (~0.15 CPU-s each, several hundred children), and every xdist worker re-runs
+# pytest's assertion rewriting of every test module (~3 CPU-s each).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 # A pytest plugin (pytest-textual-snapshot) imports Textual before this file runs, and Textual reads
 # TEXTUAL_ANIMATIONS at import: set the constant too, so every App in the tests starts without animations.
