@@ -46,6 +46,11 @@ inside NCCL init while the others wait for it at a barrier (``symmtui stacks`` s
 (the traceback tail quoted in sgl-project/sglang#7227) unless ``SGLANG_ENABLE_JIT_DEEPGEMM=0`` is in
 its environment (the demo's fix story: the catalogue's env action, applied to the profile, fixes it).
 
+Several nodes: ``--nnodes 2 --node-rank R`` prints only this node's ranks (TP8..TP15 for node 1 of
+``--tp 16``), SGLang's "CustomAllreduce is disabled because this process group spans across nodes."
+and the node fields of ``server_args``; only node 0 serves HTTP (a worker node goes quiet after its
+CUDA graphs, as SGLang's does).
+
 ``--status-file PATH``: after every step the server atomically rewrites PATH with one JSON
 object ``{"pid", "state": "loading"|"ready"|"crashed", "phase", "progress": 0..1,
 "memory_fraction": 0..1, "time"}``; ``memory_fraction`` is how full each GPU would be (the demo's
@@ -68,6 +73,12 @@ class _Server:
         self.args = args
         self.speed: float = max(1e-6, float(args.speed))
         self.tp: int = int(args.tp)
+        self.nnodes: int = int(args.nnodes)
+        self.node_rank: int = int(args.node_rank)
+        per = self.tp // self.nnodes
+        self.my_ranks = range(self.node_rank * per, (self.node_rank + 1) * per)
+        """The ranks this node runs (all of them on one node; TP8-TP15 on node 1 of a TP16 pair)."""
+        self.head = self.node_rank == 0
         self.ready = threading.Event()
         self.httpd: http.server.ThreadingHTTPServer | None = None
         self.t0 = time.monotonic()
@@ -88,7 +99,7 @@ class _Server:
         return f"[{now} TP{rank}]" if rank is not None else f"[{now}]"
 
     def ranks(self, text: str) -> None:
-        for r in range(self.tp):
+        for r in self.my_ranks:
             self.out(f"{self.stamp(r)} {text}")
 
     def sleep(self, real_seconds: float) -> None:
@@ -178,13 +189,20 @@ class _Server:
             f"{self.stamp()} server_args=ServerArgs(model_path='/models/GLM-5-NVFP4', "
             f"tokenizer_path='/models/GLM-5-NVFP4', tp_size={self.tp}, host='0.0.0.0', port={a.port}, "
             "mem_fraction_static=0.88, speculative_algorithm='EAGLE3', speculative_num_steps=3, "
-            "cuda_graph_max_bs=160, enable_torch_symm_mem=True, enable_flashinfer_allreduce_fusion=True)"
+            "cuda_graph_max_bs=160, enable_torch_symm_mem=True, enable_flashinfer_allreduce_fusion=True"
+            + (f", nnodes={self.nnodes}, node_rank={self.node_rank}, dist_init_addr={a.dist_init_addr!r}"
+               if self.nnodes > 1 else "")
+            + ")"
         )
         self.sleep(6)
         self.status("init_distributed", 0.0, _MEM_INIT)
         if a.hang_rank is not None and self._hang_now():
             return self.hang(a.hang_rank)
         self.ranks("Init torch distributed begin.")
+        if self.nnodes > 1:
+            # SGLang's line for a TP group over several nodes, as quoted in
+            # MiaAI-Lab/Qwen3.8-Flash-Next-Dual-DGX-Sparks#3 (a 2-node SGLang bring-up).
+            self.ranks("CustomAllreduce is disabled because this process group spans across nodes.")
         if self._should_crash_keyerror():
             self.sleep(8)
             return self.keyerror()
@@ -238,6 +256,11 @@ class _Server:
         self.ranks("Capture cuda graph end. Time elapsed: 31.84 s. mem usage=1.21 GB. avail mem=8.34 GB.")
         self.status(progress=1.0, memory=_MEM_GRAPHS)
         self.sleep(2)
+        if not self.head:  # a worker node (--node-rank > 0) serves no HTTP: its schedulers wait for work
+            self.ready.set()
+            self.state = "ready"
+            self.status("ready", 1.0)
+            return self.idle()
         self.out(
             f"{self.stamp(0)} max_total_num_tokens=612352, chunked_prefill_size=8192, max_prefill_tokens=16384, "
             "max_running_requests=512, context_len=202752, available_gpu_mem=8.34 GB"
@@ -262,6 +285,11 @@ class _Server:
         self.state = "ready"
         self.status("ready", 1.0)
         self.out(f"{self.stamp()} The server is fired up and ready to roll!")
+        return self.idle()
+
+    def idle(self) -> int:
+        """Serve until stopped (or ``--ready-for`` seconds)."""
+        a = self.args
         deadline = None if a.ready_for is None else time.monotonic() + a.ready_for
         while deadline is None or time.monotonic() < deadline:
             time.sleep(0.5)
@@ -283,7 +311,7 @@ class _Server:
         rank ``hang_rank`` never leaves NCCL init, the others wait for it at a barrier. Runs until stopped."""
         worker = str(Path(__file__).with_name("rankworker.py"))
         procs = []
-        for r in range(self.tp):
+        for r in self.my_ranks:
             procs.append(subprocess.Popen(  # noqa: S603 - our own script, argv[0] is the process title
                 [f"sglang::scheduler_TP{r}", worker, str(r), str(hang_rank), "1" if r % 2 == 0 else "0"],
                 executable=sys.executable, stdin=subprocess.DEVNULL))
@@ -302,7 +330,7 @@ class _Server:
     def keyerror(self) -> int:
         self.state = "crashed"
         self.status("init_distributed")
-        for r in range(self.tp):
+        for r in self.my_ranks:
             self.out(f"{self.stamp(r)} Scheduler hit an exception: {_TRACEBACK}")
         self.sleep(1)
         self.out(f"{self.stamp()} Received sigquit from a child process. It usually means the child failed.")
@@ -398,6 +426,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address to serve /health on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=30000, help="port to serve /health on (default 30000)")
     p.add_argument("--tp", type=int, default=8, help="tensor-parallel ranks (log prefixes TP0..TPn-1)")
+    p.add_argument("--nnodes", type=int, default=1, help="nodes the TP group spans (--tp is over all of them)")
+    p.add_argument("--node-rank", type=int, default=0,
+                   help="this node's rank: its ranks are TP(r*tp/nnodes)..; only rank 0 serves HTTP")
+    p.add_argument("--dist-init-addr", default="127.0.0.1:50000", help="shown in server_args (nothing listens)")
     p.add_argument("--shards", type=int, default=83, help="checkpoint shards to load (default 83)")
     p.add_argument("--crash", choices=("keyerror", "segfault", "exit"), help="crash on purpose (see above)")
     p.add_argument("--sandbox", help="sandbox dir whose tables decide the KeyError (with --capability)")
@@ -422,6 +454,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.tp < 1 or args.shards < 1 or args.speed <= 0:
         print("symmtui.demo.server: --tp, --shards and --speed must be positive", file=sys.stderr)
+        return 2
+    if args.nnodes < 1 or args.tp % args.nnodes or not 0 <= args.node_rank < args.nnodes:
+        print("symmtui.demo.server: --nnodes must divide --tp and --node-rank be below it", file=sys.stderr)
         return 2
     if args.grandchildren:
         _grandchildren(args.grandchildren, args.ignore_sigterm, args.worker_lifetime)

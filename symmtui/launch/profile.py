@@ -25,7 +25,10 @@ DEFAULT_GRACE = 30.0
 
 _SERVER_KEYS = ("command", "cwd", "log_dir", "log", "url", "timeout", "stall", "shell", "env", "grace")
 _RULES_KEYS = ("ready", "crash", "entry")
-_TOP_KEYS = ("server", "rules")
+_TOP_KEYS = ("server", "rules", "nodes")
+_NODE_KEYS = ("name", "log", "log_cmd", "gpus", "launch", "stop")
+NODE_RANK = "{node_rank}"
+"""Filled in with the node's rank (its place in the [[nodes]] list, from 0) in launch and stop."""
 
 
 class ProfileError(UserError):
@@ -34,6 +37,27 @@ class ProfileError(UserError):
     def __init__(self, message: str, *, exit_code: int | None = None) -> None:
         one_line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
         super().__init__(one_line, exit_code=exit_code)
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node of a multi-node server (``[[nodes]]``): where its log comes from, its GPUs, its launch/stop.
+
+    ``rank`` is its place in the list (0: the head, which serves ``server.url``). ``launch`` and ``stop``
+    are argv with ``{node_rank}`` filled in (``/bin/sh -c`` when ``server.shell``). Without ``log`` or
+    ``log_cmd`` the node's log is its launch command's own output (ssh forwards the remote server's).
+    """
+
+    name: str
+    rank: int
+    log: Path | None = None
+    log_cmd: tuple[str, ...] | None = None
+    log_cmd_text: str = ""
+    gpus: str = "nvml"
+    launch: tuple[str, ...] | None = None
+    launch_text: str = ""
+    stop: tuple[str, ...] | None = None
+    stop_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -59,6 +83,7 @@ class Profile:
     ready: tuple[str, ...] = ()
     crash: tuple[str, ...] = ()
     entries: tuple[Rule, ...] = ()  # the profile's own catalogue entries ([[rules.entry]])
+    nodes: tuple[NodeSpec, ...] = ()  # a multi-node server ([[nodes]]); empty: one local server
 
     @property
     def attach_only(self) -> bool:
@@ -204,7 +229,16 @@ class _Locator:
         self.path = path
         self._lines: dict[str, int] = {}
         table = ""
+        arrays: dict[str, int] = {}  # [[name]] tables seen so far: name -> count
         for no, line in enumerate(text.splitlines(), start=1):
+            am = re.match(r"\s*\[\[\s*([^\[\]]+?)\s*\]\]", line)
+            if am:
+                name = am.group(1).replace('"', "").replace("'", "")
+                index = arrays.get(name, 0)
+                arrays[name] = index + 1
+                table = f"{name}[{index}]"
+                self._lines.setdefault(table, no)
+                continue
             hm = re.match(r"\s*\[\s*([^\[\]]+?)\s*\]", line)
             if hm:
                 table = hm.group(1).replace('"', "").replace("'", "")
@@ -340,7 +374,15 @@ def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
         if port == 0:
             raise loc.fail("server.url", f"bad port in {url!r} (port 0 is not a server's port)")
 
-    if argv is None:
+    nodes = _nodes(loc, data.get("nodes"), shell, base)
+    if nodes:
+        for key in ("command", "log"):
+            if key in server:
+                raise loc.fail(f"server.{key}", "with [[nodes]], each node has its own launch and log; "
+                               f"remove server.{key} (server.url is the head node's /health)")
+        if log_dir is None:
+            log_dir = paths.state_dir("logs") / hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    elif argv is None:
         if log is None:
             raise loc.fail("server", "needs either command (to launch) or log (to attach to a running server)")
         if log_dir is not None:
@@ -370,7 +412,61 @@ def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
         ready=_patterns(loc, "rules.ready", rules.get("ready")),
         crash=_patterns(loc, "rules.crash", rules.get("crash")),
         entries=_entries(path, rules.get("entry")),
+        nodes=nodes,
     )
+
+
+def _nodes(loc: _Locator, value: Any, shell: bool, base: Path) -> tuple[NodeSpec, ...]:
+    """The ``[[nodes]]`` list: each a name, a log source, its GPUs, and optionally launch/stop commands."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not value or not all(isinstance(v, dict) for v in value):
+        raise loc.fail("nodes", "must be a list of tables: one [[nodes]] per node, each with name and log, "
+                       "log_cmd or launch")
+    out: list[NodeSpec] = []
+    seen: set[str] = set()
+    for rank, node in enumerate(value):
+        table = f"nodes[{rank}]"
+        _unknown(loc, table, node, _NODE_KEYS)
+        name = _string(loc, f"{table}.name", node.get("name"))
+        if name is None:
+            raise loc.fail(table, "needs name = \"...\" (how the node is shown: node0, gpu-a1, ...)")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}", name):
+            raise loc.fail(f"{table}.name", f"must be letters, digits, '.', '_' or '-' (at most 63), got {name!r}")
+        if name in seen:
+            raise loc.fail(f"{table}.name", f"{name!r} names two nodes; give each node its own name")
+        seen.add(name)
+        log = _path(loc, f"{table}.log", node.get("log"), base)
+        log_cmd, log_cmd_text = _node_command(loc, f"{table}.log_cmd", node.get("log_cmd"), shell, rank)
+        launch, launch_text = _node_command(loc, f"{table}.launch", node.get("launch"), shell, rank)
+        stop, stop_text = _node_command(loc, f"{table}.stop", node.get("stop"), shell, rank)
+        if log is not None and log_cmd is not None:
+            raise loc.fail(f"{table}.log_cmd", "give log (a file) or log_cmd (a command), not both")
+        if log is None and log_cmd is None and launch is None:
+            raise loc.fail(table, "needs log (a file), log_cmd (a command printing the log) or launch "
+                           "(its output is the log)")
+        gpus = _string(loc, f"{table}.gpus", node.get("gpus")) or "nvml"
+        if gpus != "nvml":
+            try:
+                parts = urlsplit(gpus)
+            except ValueError as exc:
+                raise loc.fail(f"{table}.gpus", f"is not a valid URL ({exc}): {gpus!r}") from exc
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise loc.fail(f"{table}.gpus", f'must be "nvml" or an exporter\'s http:// URL, got {gpus!r}')
+        out.append(NodeSpec(name, rank, log, log_cmd, log_cmd_text, gpus, launch, launch_text, stop, stop_text))
+    return tuple(out)
+
+
+def _node_command(loc: _Locator, dotted: str, value: Any, shell: bool,
+                  rank: int) -> tuple[tuple[str, ...] | None, str]:
+    """A node's command: like server.command, with ``{node_rank}`` replaced by the node's rank."""
+    if value is None:
+        return None, ""
+    if isinstance(value, str):
+        value = value.replace(NODE_RANK, str(rank))
+    elif isinstance(value, list):
+        value = [v.replace(NODE_RANK, str(rank)) if isinstance(v, str) else v for v in value]
+    return _command(loc, value, shell, dotted)
 
 
 def _entries(path: Path, value: Any) -> tuple[Rule, ...]:
@@ -381,33 +477,34 @@ def _entries(path: Path, value: Any) -> tuple[Rule, ...]:
     return parse_entries(value, str(path), user=True, key="rules.entry")
 
 
-def _command(loc: _Locator, value: Any, shell: bool) -> tuple[tuple[str, ...] | None, str]:
+def _command(loc: _Locator, value: Any, shell: bool,
+             dotted: str = "server.command") -> tuple[tuple[str, ...] | None, str]:
     if value is None:
         return None, ""
     parts = [value] if isinstance(value, str) else value if isinstance(value, list) else []
     size = sum(len(v) + 1 for v in parts if isinstance(v, str))
     if size > boundary.MAX_COMMAND_CHARS:
-        raise loc.fail("server.command", f"is {size} characters long (at most {boundary.MAX_COMMAND_CHARS}); "
+        raise loc.fail(dotted, f"is {size} characters long (at most {boundary.MAX_COMMAND_CHARS}); "
                        "put long arguments in a file the server reads")
     if isinstance(value, list):
         if not value or not all(isinstance(v, str) for v in value):
-            raise loc.fail("server.command", "must be a non-empty list of strings (or one string)")
+            raise loc.fail(dotted, "must be a non-empty list of strings (or one string)")
         if any("\0" in v for v in value):
-            raise loc.fail("server.command", "must not contain NUL characters")
+            raise loc.fail(dotted, "must not contain NUL characters")
         if not value[0].strip():
-            raise loc.fail("server.command", "the program name (first item) is empty")
+            raise loc.fail(dotted, "the program name (first item) is empty")
         text = shlex.join(value)
         if shell:
             return ("/bin/sh", "-c", text), text
         return tuple(value), text
-    s = _string(loc, "server.command", value)
+    s = _string(loc, dotted, value)
     assert s is not None
     if shell:
         return ("/bin/sh", "-c", s), s
     try:
         argv = shlex.split(s)
     except ValueError as exc:
-        raise loc.fail("server.command", f"cannot split into arguments ({exc}); check the quoting") from exc
+        raise loc.fail(dotted, f"cannot split into arguments ({exc}); check the quoting") from exc
     if not argv:
-        raise loc.fail("server.command", "is empty")
+        raise loc.fail(dotted, "is empty")
     return tuple(argv), s

@@ -424,8 +424,11 @@ class Session:
         preflight: bool = True,
         block_on_prediction: bool = False,
         capability: tuple[int, int] | None = None,
+        watch_log: str | None = None,
     ) -> RelaunchResult:
-        """Stop what this profile launched, check the patch, launch again; follow the new log and pid."""
+        """Stop what this profile launched, check the patch, launch again; follow the new log and pid.
+
+        ``watch_log``: follow this file instead of the launch's own log (a node whose log is elsewhere)."""
         sup = self.supervisor
         if sup is None:
             raise UserError(self.can_relaunch or "nothing to launch")
@@ -437,7 +440,7 @@ class Session:
         result = sup.relaunch(on_progress, preflight=preflight, capability=cap,
                               block_on_prediction=block_on_prediction)
         self._patch_note = patch_note(result.prediction, preflight_ran=preflight and cap is not None)
-        self._start_watching(result.record)
+        self._start_watching(result.record, watch_log)
         return result
 
     relaunch = launch
@@ -451,15 +454,16 @@ class Session:
         self._start_watching(record)
         return record
 
-    def _start_watching(self, record: LaunchRecord) -> None:
+    def _start_watching(self, record: LaunchRecord, watch_log: str | None = None) -> None:
         self._ours_key = _STALE  # new processes: walk the table at the next sample
+        log_path = watch_log if watch_log is not None else record.log_path
         if self.engine is None:
-            self.follow(record.log_path, pid=record.pid, record=record)
+            self.follow(log_path, pid=record.pid, record=record, new_only=watch_log is not None)
             return
-        self.log_path = record.log_path
+        self.log_path = log_path
         with self._history_lock:
             self._record, self._record_gen = record, self.engine.generation + 1  # restart() starts that one
-        self.engine.restart(log_path=record.log_path, pid=record.pid)
+        self.engine.restart(log_path=log_path, pid=record.pid, new_only=True if watch_log is not None else None)
 
     def stop(self, on_progress: Callable[[Progress], None] | None = None) -> StopReport:
         """Stop what this profile launched (the whole tree), then wait for GPU memory and the port."""

@@ -38,6 +38,11 @@ def run(args: argparse.Namespace) -> int:
     from symmtui.launch.claim import claim
 
     profile = load_profile(args.config)
+    if profile.nodes:
+        from symmtui.verbs import nodes
+
+        with claim(profile.key, f" --config {shlex.quote(args.config)}" if args.config else ""):
+            return nodes.launch(args, profile)
     if profile.attach_only:
         raise UserError(f"cannot launch: {profile.attach_reason}")
     # One `symmtui launch` of a profile at a time, from before the stop until the verdict: a second

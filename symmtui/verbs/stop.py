@@ -34,6 +34,10 @@ def run(args: argparse.Namespace) -> int:
     from symmtui.session import for_profile
 
     profile = load_profile(args.config)
+    if profile.nodes:
+        from symmtui.verbs import nodes
+
+        return nodes.stop(args, profile)
     session = for_profile(profile, nvml=open_nvml(), grace=args.grace, gpu_timeout=args.gpu_timeout,
                           port_timeout=args.port_timeout)
     sup = session.supervisor

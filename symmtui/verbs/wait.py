@@ -44,6 +44,10 @@ def run(args: argparse.Namespace) -> int:
         from symmtui.launch.profile import load_profile
 
         profile = load_profile(args.config)
+        if profile.nodes:
+            from symmtui.verbs import nodes
+
+            return nodes.wait(args, profile)
         log = log if log is not None else profile.log_path
         url = url if url is not None else profile.url
     if log is None and url is None:

@@ -1,0 +1,153 @@
+"""Multi-node profiles: the [[nodes]] schema, the aggregate verdict, and launch/wait/stop of two simulated
+server processes as two nodes reached through real ssh (a throwaway sshd on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from symmtui.core.events import Event
+from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
+from symmtui.core.rules import PHASE_INIT_DIST, PHASE_LOADING, Kind
+from symmtui.launch.profile import ProfileError, parse_profile
+from symmtui.session.nodes import NodeView, aggregate
+from tests.launch.helpers import free_port, run_cli
+from tests.launch.sshd import LocalSshd, start_sshd
+
+STOP_STATUS = Path(__file__).resolve().parents[1] / "fixtures" / "stop_status.py"
+
+
+# ---- the schema ---------------------------------------------------------------------------------
+
+def _parse(text: str, tmp_path: Path) -> object:
+    return parse_profile(text, tmp_path / "nodes.toml")
+
+
+def test_nodes_schema_fills_node_rank_and_defaults(tmp_path: Path) -> None:
+    p = parse_profile(
+        '[server]\nurl = "http://127.0.0.1:30000/health"\n'
+        '[[nodes]]\nname = "gpu-a"\nlaunch = "ssh gpu-a python -m sglang.launch_server --node-rank {node_rank}"\n'
+        '[[nodes]]\nname = "gpu-b"\nlog = "/var/log/b.log"\ngpus = "http://gpu-b:9400/metrics"\n',
+        tmp_path / "nodes.toml")
+    a, b = p.nodes
+    assert (a.name, a.rank, a.gpus, a.log) == ("gpu-a", 0, "nvml", None)
+    assert a.launch is not None and a.launch[-2:] == ("--node-rank", "0")
+    assert (b.rank, b.log, b.gpus, b.launch) == (1, Path("/var/log/b.log"), "http://gpu-b:9400/metrics", None)
+
+
+@pytest.mark.parametrize(("body", "where", "says"), [
+    ('[[nodes]]\nname = "a"\nlog = "/x"\n[[nodes]]\nname = "b"\nlgo = "/y"\n', ":8: nodes[1].lgo:", "did you mean 'log'"),
+    ('[[nodes]]\nname = "a"\n', ":3: nodes[0]:", "needs log"),
+    ('[[nodes]]\nname = "a"\nlog = "/x"\n[[nodes]]\nname = "a"\nlog = "/y"\n', ":7: nodes[1].name:", "names two nodes"),
+    ('[[nodes]]\nname = "a"\nlog = "/x"\ngpus = "dcgm"\n', ":6: nodes[0].gpus:", "exporter"),
+    ('[[nodes]]\nname = "a"\nlog = "/x"\nlog_cmd = "ssh a tail -F /x"\n', ":6: nodes[0].log_cmd:", "not both"),
+    ('[[nodes]]\nname = "a b"\nlog = "/x"\n', ":4: nodes[0].name:", "letters"),
+])
+def test_bad_nodes_table_is_one_line_naming_file_line_and_key(tmp_path: Path, body: str, where: str,
+                                                               says: str) -> None:
+    with pytest.raises(ProfileError) as err:
+        parse_profile('[server]\nurl = "http://127.0.0.1:1/health"\n' + body, tmp_path / "nodes.toml")
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(str(tmp_path / "nodes.toml"))
+    assert where in msg and says in msg, msg
+
+
+def test_server_command_beside_nodes_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ProfileError, match=r"nodes.toml:2: server.command: with \[\[nodes\]\]"):
+        parse_profile('[server]\ncommand = "x"\n[[nodes]]\nname = "a"\nlog = "/x"\n', tmp_path / "nodes.toml")
+
+
+# ---- the aggregate (pure) -----------------------------------------------------------------------
+
+def _snap(state: State, phase: str | None = PHASE_LOADING, **kw: object) -> Snapshot:
+    base = Readiness(ReadinessConfig(), 0.0).snapshot(1.0)
+    return replace(base, state=state, phase=phase, **kw)  # type: ignore[arg-type]
+
+
+def _crash(text: str) -> Event:
+    return Event(kind=Kind.CRASH, rule_id="r", summary=text, line_no=3, text=text, phase=None)
+
+
+def test_aggregate_ready_only_when_the_head_answers_and_no_node_crashed() -> None:
+    ready = _snap(State.READY, "ready", detail="GET /health: 200")
+    assert aggregate([NodeView("n0", 0, ready), NodeView("n1", 1, _snap(State.STARTING))]).state is State.READY
+    assert aggregate([NodeView("n0", 0, _snap(State.STARTING)), NodeView("n1", 1, ready)]).state is State.STARTING
+    crashed = _snap(State.CRASHED, cause=_crash("RuntimeError: NCCL error"))
+    v = aggregate([NodeView("n0", 0, ready), NodeView("n1", 1, crashed)])
+    assert (v.state, v.node) == (State.CRASHED, "n1")
+    assert v.text.startswith("CRASHED on n1: RuntimeError: NCCL error")
+
+
+def test_aggregate_stalled_names_the_node_behind() -> None:
+    ahead = _snap(State.STALLED, PHASE_LOADING, since_activity=50.0)
+    behind = _snap(State.STALLED, PHASE_INIT_DIST, since_activity=40.0)
+    v = aggregate([NodeView("n0", 0, ahead), NodeView("n1", 1, behind)])
+    assert (v.state, v.node) == (State.STALLED, "n1")
+    assert "n1 is behind (init distributed" in v.text and "n0 stalled in loading weights" in v.text
+    # one node still moving, the other silent: still STALLED, naming the silent one's lag
+    v = aggregate([NodeView("n0", 0, _snap(State.STARTING, PHASE_LOADING)), NodeView("n1", 1, behind)])
+    assert (v.state, v.node) == (State.STALLED, "n1")
+
+
+# ---- two nodes over real ssh --------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSshd]:
+    daemon = start_sshd(tmp_path_factory.mktemp("sshd"))
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
+
+
+def _node_toml(sshd: LocalSshd, tmp: Path, port: int, *, dead: str | None = None, stall: int = 60) -> Path:
+    """A 2-node profile: each node's launch is `ssh node python -m symmtui.demo.server ... --node-rank N`."""
+    server = shlex.join([sys.executable, "-m", "symmtui.demo.server", "--speed", "400", "--shards", "3",
+                         "--tp", "4", "--nnodes", "2", "--port", str(port), "--dist-init-addr", "127.0.0.1:5000"])
+    lines = ["[server]", f'url = "http://127.0.0.1:{port}/health"', f"log_dir = {json.dumps(str(tmp / 'logs'))}",
+             "timeout = 60", f"stall = {stall}", "grace = 2"]
+    for rank, name in enumerate(("node0", "node1")):
+        host = dead if dead is not None and rank == 1 else "node"
+        status = tmp / f"status-{rank}.json"
+        ssh = sshd.ssh_text(host)
+        lines += ["[[nodes]]", f'name = "{name}"',
+                  "launch = " + json.dumps(f"{ssh} {server} --node-rank {{node_rank}} --status-file {status}"),
+                  "stop = " + json.dumps(f"{ssh} {shlex.quote(sys.executable)} {STOP_STATUS} {status}")]
+    path = tmp / "symmtui.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_two_nodes_launch_ready_and_stop_over_ssh(sshd: LocalSshd, tmp_path: Path) -> None:
+    cfg = _node_toml(sshd, tmp_path, free_port())
+    launched = run_cli("launch", "--config", str(cfg), timeout=60)
+    assert launched.returncode == 0, launched.stdout + launched.stderr
+    out = launched.stdout
+    assert "node0 [" in out and "node1 [" in out, out  # per-node phase lines, named
+    assert out.count("READY") == 1 and "nodes: node0 ready, node1" in out, out
+    # node1's log came through ssh: its ranks are TP2, TP3 (the second half of --tp 4), and no HTTP
+    log1 = (tmp_path / "logs" / "node1" / "latest.log").read_text()
+    assert "TP3] Capture cuda graph end" in log1 and "TP0]" not in log1 and "fired up" not in log1
+    stopped = run_cli("stop", "--config", str(cfg))
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert "node0: stop command done" in stopped.stdout and "node1: stop command done" in stopped.stdout
+
+
+def test_an_unreachable_node_crashes_the_launch_and_is_reported_by_stop(sshd: LocalSshd, tmp_path: Path) -> None:
+    cfg = _node_toml(sshd, tmp_path, free_port(), dead="deadnode")
+    launched = run_cli("launch", "--config", str(cfg), timeout=60)
+    assert launched.returncode == 1, launched.stdout + launched.stderr
+    assert "CRASHED on node1" in launched.stdout, launched.stdout
+    assert "Connection refused" in launched.stdout  # ssh's own words, from node1's log
+    stopped = run_cli("stop", "--config", str(cfg))
+    assert stopped.returncode == 5, stopped.stdout + stopped.stderr
+    assert "node0: stop command done" in stopped.stdout  # the reachable node is stopped all the same
+    line = next(ln for ln in stopped.stdout.splitlines() if ln.startswith("node1: not stopped"))
+    assert "exited 255" in line and "Connection refused" in line
+    assert "symmtui: error: not every node was stopped (node1)" in stopped.stderr
