@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
+    from symmtui.gpu.source import GpuSource
     from symmtui.gpu.topology import Topology
     from symmtui.launch.history import Estimate
     from symmtui.launch.proctree import ProcInfo
@@ -69,6 +70,7 @@ class Session:
         url: str | None = None,
         port_owner: Callable[[int], str | None] | None = None,
         sample_interval: float = 1.0,
+        gpus: GpuSource | None = None,
     ) -> None:
         self.host = host
         self.name = name
@@ -80,6 +82,8 @@ class Session:
         self.port_owner = port_owner
         """Names the process holding a port, for "Address already in use" (``diagnose(port_owner=)``)."""
         self.sample_interval = sample_interval
+        self.gpus = gpus
+        """Where the GPU sampler reads (``symmtui.gpu.source``: exporters, several nodes); None: ``nvml``."""
         self.engine: Bringup | None = None
         self.sampler: GpuSampler | None = None
         self.topology: Topology | None = None
@@ -123,7 +127,7 @@ class Session:
         """
         self._post = post
         self._acks = acks
-        if self.nvml is not None and sample_gpus:
+        if (self.nvml is not None or self.gpus is not None) and sample_gpus:
             self._start_gpu()
         if self.supervisor is not None:
             threading.Thread(target=self._load_estimate, name="symmtui-history", daemon=True).start()
@@ -162,6 +166,8 @@ class Session:
         self._gate.set()  # a batch waiting for an acknowledgement gives up
         if self.sampler is not None:
             self.sampler.stop()
+        if self.gpus is not None:
+            self.gpus.close()
         if self.engine is not None:
             self.engine.stop()
         for hook in reversed(self.on_close):
@@ -300,9 +306,12 @@ class Session:
     def _start_gpu(self) -> None:
         from symmtui.gpu.sampler import GpuSampler
 
-        assert self.nvml is not None
-        self.sampler = GpuSampler(self.nvml, interval=self.sample_interval, on_sample=self._on_gpu_sample)
+        source = self.gpus if self.gpus is not None else self.nvml
+        assert source is not None
+        self.sampler = GpuSampler(source, interval=self.sample_interval, on_sample=self._on_gpu_sample)
         self.sampler.start()
+        if self.nvml is None:
+            return  # exporters publish no topology
         threading.Thread(target=self._read_topology, name="symmtui-topology", daemon=True).start()
 
     def _read_topology(self) -> None:

@@ -76,7 +76,7 @@ def server() -> Iterator[str]:
         "/flaky/metrics": (200, "text/plain", NVITOP),
     }
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread = threading.Thread(target=lambda: srv.serve_forever(poll_interval=0.05), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{srv.server_address[1]}"
     srv.shutdown()
@@ -195,3 +195,22 @@ def test_nvml_and_an_exporter_in_one_round(server: str) -> None:
     assert [(i.index, i.host, i.host_index) for i in r.infos] == [(0, None, 0), (1, None, 1), (2, "gpu1-wl8sg", 0)]
     assert [s.index for s in r.samples] == [0, 1, 2]
     assert r.samples[2].memory_free == 45459 * MIB and r.samples[0].processes == ()
+
+
+def test_a_session_samples_an_exporter_like_nvml(server: str) -> None:
+    import queue
+
+    from symmtui.session import Session
+    from symmtui.session.messages import GpuSample as Posted
+    from symmtui.session.messages import SessionMessage
+
+    got: queue.Queue[SessionMessage] = queue.Queue()
+    session = Session(host="h", name="p", gpus=open_source(f"{server}/nvitop/metrics"), sample_interval=0.05)
+    session.attach(got.put)
+    try:
+        msg = got.get(timeout=10)
+    finally:
+        session.close()
+    assert isinstance(msg, Posted)  # the only message: no topology read without NVML
+    assert msg.snapshot.infos[0].host == "gpu-node-1" and msg.snapshot.samples[0].utilization_gpu == 100
+    assert msg.capability is None and msg.our_pids == frozenset()

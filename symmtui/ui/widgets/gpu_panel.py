@@ -140,7 +140,9 @@ class GpuTable(Widget, can_focus=True):
             fit(short_gpu_name("n/a" if is_na(info.name) else str(info.name)), cols.name) + " ",
             (f"{cap_text:>4} ", "$muted"),
         ]
-        if sample.lost:
+        if sample.lost and info.host is not None:  # an exporter's GPU: its node stopped answering
+            parts.append((f"{info.host}: exporter unreachable", "bold $gpu-lost"))
+        elif sample.lost:
             parts.append(("GPU LOST (fell off the bus or driver reset)", "bold $gpu-lost"))
         else:
             high = bool(total) and (used + reserved) / total >= HIGH_MEMORY
