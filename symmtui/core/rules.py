@@ -429,10 +429,10 @@ class ByteScanner:
                     break
                 i = find(data, nl + 1, end)
         if self.regexes:
-            starts.update(self._regex_starts(buf, end))
+            starts.update(self.regex_starts(buf, end))
         return sorted(starts)
 
-    def _regex_starts(self, buf: bytes, end: int) -> set[int]:
+    def regex_starts(self, buf: bytes, end: int) -> set[int]:
         """Line starts where a literal-free rule matches (decoded text: same newlines as the bytes)."""
         text = buf[:end].decode("utf-8", "replace")
         idx: set[int] = set()

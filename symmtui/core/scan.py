@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
 import os
+import pickle
+import signal
 import stat
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from symmtui import boundary, clitext
+from symmtui.core import litscan
 from symmtui.core.decode import LogLine, clean_raw, make_line, newlines
 from symmtui.core.diagnose import diagnose
 from symmtui.core.events import Event, EventBuilder, split_prefix
 from symmtui.core.readiness import PhaseSpan, Readiness, ReadinessConfig, State
-from symmtui.core.rules import ByteScanner, Rule, RuleSet
+from symmtui.core.rules import Rule, RuleSet
 from symmtui.errors import UserError
 
 CHUNK = 256 << 10  # phase one reads this much at a time: several passes over it stay in L2 cache
@@ -102,12 +104,16 @@ def _split_ranges(fd: int, size: int, parts: int) -> list[tuple[int, int]]:
 
 
 def find_candidates(path: str, start: int, end: int, rules: tuple[Rule, ...], sample: bytes,
-                    chunk_size: int = CHUNK) -> tuple[list[tuple[int, int]], int]:
+                    chunk_size: int = CHUNK, *, fast: bool = True) -> tuple[list[tuple[int, int]], int]:
     """Phase one (in a worker process for big files): the lines of ``[start, end)`` some rule may
-    match, as (file offset, line index in the range), and the number of lines in the range."""
-    serving = tuple(r for r in rules if "serving" in r.roles)
-    scanner = ByteScanner(RuleSet(r for r in rules if "serving" not in r.roles) if serving else RuleSet(rules), sample)
-    collapse = _ServingRuns(ByteScanner(RuleSet(serving), sample)) if serving else None
+    match, as (file offset, line index in the range), and the number of lines in the range.
+
+    One multi-literal search per chunk finds the lines of the non-serving rules (``litscan``); the
+    serving lines between two of them are thinned by ``_ServingRuns`` with a few ``find`` calls, so
+    a decode-heavy log costs no Python per decode line. ``fast=False``: the pure-Python finder.
+    """
+    thin = _ServingRuns.make(tuple(r for r in rules if "serving" in r.roles))
+    finder = litscan.finder(RuleSet(r for r in rules if thin is None or "serving" not in r.roles), sample, fast=fast)
     out: list[tuple[int, int]] = []
     lines = 0
     with open(path, "rb", buffering=0) as fh:
@@ -137,10 +143,9 @@ def find_candidates(path: str, start: int, end: int, rules: tuple[Rule, ...], sa
             if cut == 0:
                 if len(buf) > MAX_LINE:
                     head = buf[:MAX_LINE] + b"\n"
-                    if scanner.candidate_starts(head, MAX_LINE + 1) or (
-                            collapse is not None and collapse.scanner.candidate_starts(head, MAX_LINE + 1)):
-                        if collapse is not None:
-                            collapse.other(out)
+                    if finder.candidate_starts(head, MAX_LINE + 1) or (thin is not None and thin.holds(head)):
+                        if thin is not None:
+                            thin.other(out)
                         out.append((pos, lines))
                     lines += 1
                     pos += len(buf)
@@ -149,75 +154,147 @@ def find_candidates(path: str, start: int, end: int, rules: tuple[Rule, ...], sa
                 else:
                     carry = buf
                 continue
-            starts = scanner.candidate_starts(buf, cut)
-            served = collapse.scanner.candidate_starts(buf, cut) if collapse is not None else []
-            if served:
-                assert collapse is not None
-                plain = set(starts)
-                count = buf.count
-                prev = 0
-                for s in sorted(plain.union(served)):
-                    lines += count(b"\n", prev, s)
-                    prev = s
-                    if s in plain:
-                        collapse.other(out)
-                        out.append((pos + s, lines))
-                    else:
-                        collapse.serving(out, pos + s, lines, buf, s)
-                lines += count(b"\n", prev, cut)
+            starts = finder.candidate_starts(buf, cut)
+            total = newlines(buf) - (buf.count(b"\n", cut) if cut < len(buf) else 0)
+            if thin is not None:
+                thin.chunk(out, buf, cut, pos, lines, starts, total)
             elif starts:
-                if collapse is not None:
-                    collapse.other(out)
-                count = buf.count
-                prev = 0
-                for s in starts:
-                    lines += count(b"\n", prev, s)
-                    prev = s
-                    out.append((pos + s, lines))
-                lines += count(b"\n", prev, cut)
-            else:  # most chunks: no candidate, only the newlines to count
-                lines += newlines(buf if cut == len(buf) else buf[:cut])
+                out.extend((pos + s, lines + i) for s, i in zip(starts, _line_indexes(buf, starts, cut, total), strict=True))
+            lines += total
             pos += cut
             carry = buf[cut:]
-    if collapse is not None:
-        collapse.other(out)
+    if thin is not None:
+        thin.other(out)
     return out, lines
+
+
+def _line_indexes(buf: bytes, offs: list[int], cut: int, total: int) -> list[int]:
+    """The line index (newlines before it) of each of the sorted offsets ``offs`` in ``buf[:cut]``,
+    which holds ``total`` newlines: the longest stretch between them is not counted but deduced."""
+    bounds = [0, *offs, cut]
+    spans = [bounds[i + 1] - bounds[i] for i in range(len(bounds) - 1)]
+    skip = max(range(len(spans)), key=spans.__getitem__)
+    count = buf.count
+    counts = [0 if i == skip else count(b"\n", bounds[i], bounds[i + 1]) for i in range(len(spans))]
+    counts[skip] = total - sum(counts)
+    out: list[int] = []
+    acc = 0
+    for c in counts[:-1]:
+        acc += c
+        out.append(acc)
+    return out
 
 
 class _ServingRuns:
     """Thins the lines only a "serving" rule may match (every decode line of a serving log) to the
-    first and the last real one of each run of such candidates with no other candidate between.
+    first and the last real one of each run of such lines with no other candidate between.
 
     Between two other candidates the event builder's state (dialect, started, the run) does not
     change, so the first serving line there decides what every later one would (READY, or dropped
     as SGLang's warm-up request), and a repeated READY changes no phase, error or warning; the last
-    one is kept for its timestamp (the log's span, the readiness clock). Chunks thin their own runs:
-    a run cut by a chunk border keeps a few more lines, to the same outcome.
+    one is kept for its timestamp (the log's span, the readiness clock). Each worker thins its own
+    range: a run cut by a range border keeps a few more lines, to the same outcome. The lines are
+    found with ``find``/``rfind`` from the ends of each gap between other candidates, so the cost
+    does not grow with the number of serving lines.
     """
 
-    def __init__(self, scanner: ByteScanner) -> None:
-        self.scanner = scanner
-        self.rules = RuleSet(scanner.ruleset.rules)
-        self.first = False  # the current run has its first real serving line in ``out``
-        self.last: tuple[int, int, bytes] | None = None  # the run's latest candidate, checked when the run ends
+    def __init__(self, rules: RuleSet) -> None:
+        self.rules = rules
+        self.lits = tuple(x.encode("utf-8") for x in rules.literals)
+        self.first = False  # the current run has its first real serving line in the output
+        self.last: tuple[int, int] | None = None  # the run's latest real serving line, emitted when it ends
+
+    @classmethod
+    def make(cls, rules: tuple[Rule, ...]) -> _ServingRuns | None:
+        """None when there is nothing to thin, or a serving rule has no literal to find its lines by."""
+        if not rules:
+            return None
+        rs = RuleSet(rules)
+        return None if rs.unanchored or not rs.literals else cls(rs)
+
+    def holds(self, buf: bytes) -> bool:
+        """Whether ``buf`` holds a serving literal."""
+        return any(lit in buf for lit in self.lits)
 
     def _real(self, raw: bytes) -> bool:
         return self.rules.match(_decode(1, raw[:MAX_LINE]).plain) is not None
 
-    def serving(self, out: list[tuple[int, int]], off: int, idx: int, buf: bytes, s: int) -> None:
-        """A candidate only serving rules may match, at ``buf[s:]`` (file offset ``off``, line ``idx``)."""
-        nl = buf.find(b"\n", s)
-        raw = buf[s : nl if nl >= 0 else len(buf)]
-        if self.first:
-            self.last = (off, idx, raw)
-        elif self._real(raw):  # a literal without its line makes no event either way
-            self.first = True
-            out.append((off, idx))
+    def _first_real(self, buf: bytes, a: int, b: int) -> tuple[int, int] | None:
+        """(start, end + 1) of the first line in ``buf[a:b]`` (whole lines) a serving rule matches."""
+        while a < b:
+            at = -1
+            for lit in self.lits:  # the nearest hit of any literal; each search stops at the best so far
+                i = buf.find(lit, a, b if at < 0 else min(b, at + len(lit) - 1))
+                if i >= 0:
+                    at = i
+            if at < 0:
+                return None
+            ls = buf.rfind(b"\n", a, at) + 1 or a
+            le = buf.find(b"\n", at, b)
+            if self._real(buf[ls:le]):
+                return ls, le + 1
+            a = le + 1
+        return None
+
+    def _last_real(self, buf: bytes, a: int, b: int) -> int | None:
+        """The start of the last line in ``buf[a:b]`` (whole lines) a serving rule matches."""
+        while a < b:
+            at = -1
+            for lit in self.lits:
+                i = buf.rfind(lit, a if at < 0 else max(a, at + 1), b)
+                if i >= 0:
+                    at = i
+            if at < 0:
+                return None
+            ls = buf.rfind(b"\n", a, at) + 1 or a
+            if self._real(buf[ls : buf.find(b"\n", at, b)]):
+                return ls
+            b = ls
+        return None
+
+    def chunk(self, out: list[tuple[int, int]], buf: bytes, cut: int, pos: int, base: int, starts: list[int],
+              total: int) -> None:
+        """Add to ``out`` the candidates ``starts`` of ``buf[:cut]`` (file offset ``pos``, line index
+        ``base``, ``total`` lines) and the serving lines kept around them."""
+        plan: list[tuple[int, int]] = []  # (0 first of a run, 1 last so far, 2 another candidate; offset)
+        first = self.first
+        a = 0
+        for s in (*starts, cut):
+            if a < s:  # the gap [a, s) holds serving lines and plain ones only
+                lo = a
+                if not first:
+                    f = self._first_real(buf, a, s)
+                    if f is not None:
+                        plan.append((0, f[0]))
+                        first = True
+                        lo = f[1]
+                if first:
+                    last = self._last_real(buf, lo, s)
+                    if last is not None:
+                        plan.append((1, last))
+            if s == cut:
+                break
+            plan.append((2, s))
+            first = False
+            a = buf.find(b"\n", s, cut) + 1
+        if not plan:
+            return
+        idxs = _line_indexes(buf, [o for _, o in plan], cut, total)
+        for (kind, off), idx in zip(plan, idxs, strict=True):
+            at = (pos + off, base + idx)
+            if kind == 0:
+                out.append(at)
+                self.first = True
+            elif kind == 1:
+                self.last = at
+            else:
+                self.other(out)
+                out.append(at)
 
     def other(self, out: list[tuple[int, int]]) -> None:
-        """Any other candidate ends the run of serving lines."""
-        if self.last is not None and self._real(self.last[2]):
-            out.append(self.last[:2])
+        """Any other candidate (or the range's end) ends the run of serving lines."""
+        if self.last is not None:
+            out.append(self.last)
         self.first = False
         self.last = None
 
@@ -260,11 +337,11 @@ def _nonblocking(path: str, flags: int) -> int:
 
 
 def scan_file(path: str | os.PathLike[str], ruleset: RuleSet | None = None, *, chunk_size: int = CHUNK,
-              workers: int | None = None) -> ScanReport:
+              workers: int | None = None, fast: bool = True) -> ScanReport:
     """Read ``path`` once and judge every line; memory does not grow with its size.
 
-    Phase one finds the few lines any rule could match (literal prefilter, see ByteScanner), split
-    over ``workers`` processes for big files; phase two reads just those lines (and every line of
+    Phase one finds the few lines any rule could match (literal prefilter, see ``litscan``; ``fast=False``
+    uses the pure-Python one), split over ``workers`` processes for big files; phase two reads just those lines (and every line of
     a traceback) in order and runs the rules, the traceback grouper and the readiness machine.
     """
     t0 = time.perf_counter()
@@ -287,7 +364,7 @@ def scan_file(path: str | os.PathLike[str], ruleset: RuleSet | None = None, *, c
         head = os.pread(fd, 4096, 0)
         n = workers if workers is not None else _workers(size)
         ranges = _split_ranges(fd, size, max(1, n))
-        results = _phase_one(str(p), ranges, rs.rules, _sample(fd, size), chunk_size)
+        results = _phase_one(str(p), ranges, rs.rules, _sample(fd, size), chunk_size, fast)
         scan = _Scan(rs)
         first_nl = head.find(b"\n")
         first_line = head[: first_nl if first_nl >= 0 else len(head)]
@@ -318,21 +395,70 @@ def scan_file(path: str | os.PathLike[str], ruleset: RuleSet | None = None, *, c
 
 
 def _phase_one(path: str, ranges: list[tuple[int, int]], rules: tuple[Rule, ...], sample: bytes,
-               chunk_size: int) -> list[tuple[list[tuple[int, int]], int]]:
+               chunk_size: int, fast: bool = True) -> list[tuple[list[tuple[int, int]], int]]:
     if len(ranges) == 1:
-        return [find_candidates(path, ranges[0][0], ranges[0][1], rules, sample, chunk_size)]
+        return [find_candidates(path, ranges[0][0], ranges[0][1], rules, sample, chunk_size, fast=fast)]
+    # A plain fork starts a worker in ~1 ms and shares the parent's compiled rules; it is safe only
+    # while this process runs one thread (the CLI), so a threaded caller gets a forkserver pool.
+    if hasattr(os, "fork") and threading.active_count() == 1:
+        return _forked(path, ranges, rules, sample, chunk_size, fast)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     methods = multiprocessing.get_all_start_methods()
-    # fork starts a worker in a few ms (forkserver/spawn: 0.1-0.3 s, a import of symmtui each); it is
-    # safe only while this process runs one thread (the CLI), so a threaded caller gets forkserver.
-    if "fork" in methods and threading.active_count() == 1:
-        method = "fork"
-    else:
-        method = "forkserver" if "forkserver" in methods else "spawn"
-    ctx = multiprocessing.get_context(method)
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     with ProcessPoolExecutor(max_workers=len(ranges) - 1, mp_context=ctx) as pool:
-        futures = [pool.submit(find_candidates, path, a, b, rules, sample, chunk_size) for a, b in ranges[1:]]
-        first = find_candidates(path, ranges[0][0], ranges[0][1], rules, sample, chunk_size)
+        futures = [pool.submit(find_candidates, path, a, b, rules, sample, chunk_size, fast=fast)
+                   for a, b in ranges[1:]]
+        first = find_candidates(path, ranges[0][0], ranges[0][1], rules, sample, chunk_size, fast=fast)
         return [first, *(f.result() for f in futures)]
+
+
+def _forked(path: str, ranges: list[tuple[int, int]], rules: tuple[Rule, ...], sample: bytes, chunk_size: int,
+            fast: bool) -> list[tuple[list[tuple[int, int]], int]]:
+    """Ranges after the first in forked children (each answers on a pipe), the first one here."""
+    kids: list[tuple[int, int]] = []
+    try:
+        for a, b in ranges[1:]:
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: never returns into the caller's code
+                code = 0
+                try:
+                    os.close(r)
+                    reply = pickle.dumps((True, find_candidates(path, a, b, rules, sample, chunk_size, fast=fast)))
+                except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it
+                    reply = pickle.dumps((False, f"{type(exc).__name__}: {exc}"))
+                    code = 1
+                try:
+                    with os.fdopen(w, "wb") as fh:
+                        fh.write(reply)
+                finally:
+                    os._exit(code)
+            os.close(w)
+            kids.append((pid, r))
+        results = [find_candidates(path, ranges[0][0], ranges[0][1], rules, sample, chunk_size, fast=fast)]
+        while kids:
+            pid, r = kids[0]
+            with os.fdopen(r, "rb") as fh:
+                reply = fh.read()
+            kids.pop(0)
+            os.waitpid(pid, 0)
+            if not reply:
+                raise UserError(f"cannot scan {path}: a worker process died without an answer")
+            ok, value = pickle.loads(reply)
+            if not ok:
+                raise RuntimeError(f"scan worker failed: {value}")
+            results.append(value)
+        return results
+    finally:
+        for pid, r in kids:  # only after an error here: end the others
+            with contextlib.suppress(OSError):
+                os.close(r)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
 
 
 def _feed_from(fh: BinaryIO, off: int, no: int, scan: _Scan) -> int:

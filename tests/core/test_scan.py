@@ -105,11 +105,11 @@ def big_log_and_ref(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dic
     return log, ref
 
 
-@pytest.mark.parametrize("chunk", [4096, 65536, 1 << 23])
+@pytest.mark.parametrize(("chunk", "fast"), [(4096, True), (65536, True), (1 << 23, True), (65536, False)])
 def test_chunk_size_and_workers_do_not_change_the_result(big_log_and_ref: tuple[Path, dict[str, Any]],
-                                                         chunk: int) -> None:
+                                                         chunk: int, fast: bool) -> None:
     log, ref = big_log_and_ref
-    got = report_json(scan_file(log, chunk_size=chunk, workers=3))
+    got = report_json(scan_file(log, chunk_size=chunk, workers=3, fast=fast))
     got.pop("scan_seconds")
     assert got == ref
     assert ref["lines"] == sum(1 for _ in log.open("rb"))
@@ -195,7 +195,7 @@ def test_scan_judges_odd_lines_as_the_follower_does(tmp_path: Path) -> None:
 
 
 def test_parallel_scan_equals_sequential_on_a_written_log_with_crashes_at_the_cuts(tmp_path: Path) -> None:
-    """A separate writer process builds a 4 MB log: tracebacks of 8 ranks between serving lines, over
+    """A separate writer process builds a 256 KB log: tracebacks of 8 ranks between serving lines, over
     and over; for 2, 5 and 8 processes a cut falls inside one; the reports are identical."""
     import json
     import subprocess
@@ -210,7 +210,7 @@ def test_parallel_scan_equals_sequential_on_a_written_log_with_crashes_at_the_cu
     log = tmp_path / "server.log"
     writer = Path(__file__).resolve().parent.parent / "fixtures" / "big_log_writer.py"
     r = subprocess.run([sys.executable, str(writer), str(log), f"file:{READY_LOG}",
-                        f"fill:{unit}:1:232:{4 << 20}", f"file:{KEYERROR_LOG}"],
+                        f"fill:{unit}:1:232:{1 << 18}", f"file:{KEYERROR_LOG}"],
                        capture_output=True, text=True, timeout=120, check=True)
     size = json.loads(r.stdout)["size"]
     data = log.read_bytes()
@@ -227,3 +227,21 @@ def test_parallel_scan_equals_sequential_on_a_written_log_with_crashes_at_the_cu
         got = report_json(scan_file(log, workers=n, chunk_size=1 << 16))
         got.pop("scan_seconds")
         assert got == ref, n
+
+
+def test_a_failing_worker_fails_the_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forked worker's error reaches the caller with its message (no half report, no hang)."""
+    from symmtui.core import scan
+
+    log = tmp_path / "x.log"
+    log.write_bytes(b"[2026-11-29 09:40:00] filler\n" * 2000)
+    real = scan.find_candidates
+
+    def broken(path: str, start: int, end: int, *args: Any, **kw: Any) -> tuple[list[tuple[int, int]], int]:
+        if start > 0:
+            raise OSError(5, "Input/output error")
+        return real(path, start, end, *args, **kw)
+
+    monkeypatch.setattr(scan, "find_candidates", broken)
+    with pytest.raises(RuntimeError, match="scan worker failed: OSError.*Input/output error"):
+        scan_file(log, workers=3)

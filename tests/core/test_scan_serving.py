@@ -68,11 +68,19 @@ def serving_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("workers", "chunk"), [(1, 1 << 18), (1, 4096), (2, 1 << 16), (5, 1 << 14)])
-def test_thinned_scan_equals_judging_every_line(serving_log: Path, workers: int, chunk: int) -> None:
-    ref = _every_line(serving_log)
+@pytest.fixture(scope="module")
+def every_line(serving_log: Path) -> dict[str, Any]:
+    return _every_line(serving_log)
+
+
+@pytest.mark.parametrize(("workers", "chunk", "fast"), [(1, 1 << 18, True), (1, 4096, True), (2, 1 << 16, True),
+                                                        (5, 1 << 14, True), (1, 1 << 18, False), (3, 4096, False)])
+def test_thinned_scan_equals_judging_every_line(serving_log: Path, every_line: dict[str, Any], workers: int,
+                                                chunk: int, fast: bool) -> None:
+    """Both line finders (Hyperscan, the pure-Python one), runs cut by chunks and by worker ranges."""
+    ref = every_line
     assert ref["runs"] == 3 and ref["verdict"] == "none"  # the premise: serving after start-up phases is not the marker
-    got = report_json(scan_file(serving_log, workers=workers, chunk_size=chunk))
+    got = report_json(scan_file(serving_log, workers=workers, chunk_size=chunk, fast=fast))
     got.pop("scan_seconds")
     assert got == ref
 

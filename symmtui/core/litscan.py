@@ -1,0 +1,71 @@
+"""The line starts of a big buffer that hold a rule's literal: Hyperscan's multi-literal search, else ByteScanner."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from symmtui.core.rules import ByteScanner, RuleSet
+
+_hs: Any
+try:  # a C multi-literal matcher (SIMD), ~0.4 ns/byte for the whole catalogue's literals at once
+    import hyperscan
+
+    _hs = hyperscan
+except ImportError:  # no wheel for this platform: the pure-Python scanner gives the same lines, slower
+    _hs = None
+
+# Lines holding a NUL or an escape byte are always candidates: the decoder drops them, so a marker
+# may be split by one (the same rule as ByteScanner's).
+ALWAYS = ("\x00", "\x1b")
+
+
+class LineFinder(Protocol):
+    """What phase one of ``scan`` needs: sorted start offsets of the lines of ``buf[:end]`` a rule may match."""
+
+    def candidate_starts(self, buf: bytes, end: int) -> list[int]: ...
+
+
+class HyperscanFinder:
+    """Every literal of the rule set (and NUL, ESC) in one Hyperscan block scan; rules without a
+    literal are searched with their regex, as ByteScanner does."""
+
+    def __init__(self, ruleset: RuleSet, sample: bytes = b"") -> None:
+        assert _hs is not None
+        lits = [lit.encode("utf-8") for lit in (*ruleset.literals, *ALWAYS)]
+        self._lens = [len(x) for x in lits]
+        self._db: Any = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+        # Hex escapes: every byte is a literal, and a NUL cannot end the pattern early.
+        pats = [b"".join(b"\\x%02x" % c for c in lit) for lit in lits]
+        self._db.compile(expressions=pats, ids=list(range(len(pats))), elements=len(pats), flags=0)
+        self._regex = ByteScanner(ruleset, sample) if ruleset.unanchored else None
+
+    def candidate_starts(self, buf: bytes, end: int) -> list[int]:
+        """Sorted start offsets of the lines of ``buf[:end]`` that hold a literal (or match a free regex)."""
+        hits: list[int] = []
+        lens = self._lens
+        add = hits.append
+
+        def on_match(pid: int, _start: int, stop: int, _flags: int, _ctx: object) -> None:
+            add(stop - lens[pid])
+
+        self._db.scan(buf if end == len(buf) else memoryview(buf)[:end], match_event_handler=on_match)
+        rfind = buf.rfind
+        starts = {rfind(b"\n", 0, at) + 1 for at in hits}
+        if self._regex is not None:
+            starts.update(self._regex.regex_starts(buf, end))
+        return sorted(starts)
+
+
+def available() -> bool:
+    """Whether the Hyperscan matcher can be used here (the package is installed)."""
+    return _hs is not None
+
+
+def finder(ruleset: RuleSet, sample: bytes, *, fast: bool = True) -> LineFinder:
+    """The fastest finder this host has for ``ruleset`` (``fast=False``: the pure-Python one)."""
+    if fast and _hs is not None:
+        try:
+            return HyperscanFinder(ruleset, sample)
+        except _hs.error:  # a CPU Hyperscan does not support (it needs SSSE3): the same lines, slower
+            return ByteScanner(ruleset, sample)
+    return ByteScanner(ruleset, sample)
