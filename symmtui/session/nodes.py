@@ -106,7 +106,7 @@ def aggregate(views: Sequence[NodeView]) -> NodesVerdict:
                             f"READY: {head.name} {head.snapshot.detail}{_others(nodes, head.name)}", nodes)
     timed = [v for v in nodes if v.snapshot.state is State.TIMED_OUT]
     if timed:
-        late = _behind(timed)
+        late = _behind(nodes)  # the node behind, timed out or not: the others waited for it
         text = f"TIMED OUT: {late.name} in {late.snapshot.phase or 'no phase seen'}{_others(nodes, late.name)}"
         return NodesVerdict(State.TIMED_OUT, late.name, least, text, nodes)
     if any(v.snapshot.state is State.STALLED for v in nodes):

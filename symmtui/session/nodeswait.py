@@ -6,6 +6,7 @@ import queue
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TextIO
 
 from symmtui import clitext
@@ -63,7 +64,10 @@ class _NodesPrinter:
         """The aggregate verdict block: the deciding node's own block, named, then every node's phase."""
         about = verdict.view(verdict.node) if verdict.node is not None else verdict.view(nodes.head.spec.name)
         assert about is not None
-        lines = clitext.verdict_lines(about.snapshot, diagnose=lambda ev: diagnose(ev),
+        shown = about.snapshot
+        if shown.state is not verdict.state:  # the node behind, still STALLED when another timed out
+            shown = replace(shown, state=verdict.state)
+        lines = clitext.verdict_lines(shown, diagnose=lambda ev: diagnose(ev),
                                       ranks=about.ranks.text if about.ranks is not None and about.ranks.text else None)
         if lines and verdict.node is not None:
             word = verdict.state.value.upper()

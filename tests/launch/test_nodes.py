@@ -151,3 +151,25 @@ def test_an_unreachable_node_crashes_the_launch_and_is_reported_by_stop(sshd: Lo
     line = next(ln for ln in stopped.stdout.splitlines() if ln.startswith("node1: not stopped"))
     assert "exited 255" in line and "Connection refused" in line
     assert "symmtui: error: not every node was stopped (node1)" in stopped.stderr
+
+
+# ---- the 2-node story (symmtui.demo.nodes): node 1 hangs in NCCL init, the relaunch comes up ---------
+
+def test_two_node_story_stalls_naming_node1_then_the_relaunch_is_ready(tmp_path: Path) -> None:
+    from symmtui.demo.nodes import write_nodes_profile
+
+    cfg = write_nodes_profile(tmp_path, speed=50, stall=2, timeout=5)
+    try:
+        hung = run_cli("launch", "--config", str(cfg), timeout=60)
+        assert hung.returncode == 124, hung.stdout + hung.stderr
+        stalled = [ln for ln in hung.stdout.splitlines() if "STALLED" in ln][-1]  # the last word on who is behind
+        assert stalled.startswith("nodes [") and "node1 is behind (init distributed" in stalled, hung.stdout
+        assert "TP13 still init distributed" in stalled  # the rank on node 1 that never left NCCL init
+        assert "TIMED OUT on node1" in hung.stdout, hung.stdout
+        log1 = (tmp_path / "logs" / "node1" / "latest.log").read_text()
+        assert "nnodes=2, node_rank=1" in log1 and "TP13] Init torch distributed begin." in log1
+        again = run_cli("launch", "--config", str(cfg), timeout=60)  # stops both nodes, relaunches: no hang now
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert "READY after" in again.stdout and "nodes: node0 ready, node1" in again.stdout
+    finally:
+        assert run_cli("stop", "--config", str(cfg)).returncode == 0
