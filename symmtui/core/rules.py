@@ -455,25 +455,32 @@ class ByteScanner:
 def _find_cost(needle: bytes, classes: list[float]) -> float:
     """Estimated ns per haystack byte of ``bytes.find(needle)`` (two-way search, 64 byte classes)."""
     m = len(needle)
-    shift = dict.fromkeys(range(64), m)
+    shift: dict[int, int] = {}  # the classes the needle holds; every other class shifts by m
     for i, c in enumerate(needle):
         shift[c & 63] = m - 1 - i
-    avg = sum(classes[c] * shift[c] for c in range(64)) or float(m)
+    avg = sum(classes) * m - sum(classes[c] * (m - s) for c, s in shift.items()) or float(m)
     return 1.0 / (0.32 * max(avg, 0.5))
 
 
 def _merge_needles(needles: list[bytes], min_common: int = 14) -> list[bytes]:
     """Needles that share a long common piece are searched once, by that piece."""
     out: list[bytes] = []
+    pieces: list[set[bytes]] = []  # each kept needle's pieces of min_common bytes
     for n in sorted(set(needles), key=len, reverse=True):
+        mine = _pieces(n, min_common)
         for i, o in enumerate(out):
-            common = _longest_common(n, o)
-            if len(common) >= min_common:
-                out[i] = common
+            if mine & pieces[i]:  # a common piece this long exists: find the longest one
+                out[i] = _longest_common(n, o)
+                pieces[i] = _pieces(out[i], min_common)
                 break
         else:
             out.append(n)
+            pieces.append(mine)
     return out
+
+
+def _pieces(data: bytes, size: int) -> set[bytes]:
+    return {data[i:i + size] for i in range(len(data) - size + 1)}
 
 
 def _longest_common(a: bytes, b: bytes) -> bytes:
