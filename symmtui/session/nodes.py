@@ -26,6 +26,7 @@ from symmtui.session.settings import bringup_settings
 if TYPE_CHECKING:
     from symmtui.core.ranks import RankSummary
     from symmtui.gpu.nvml import Nvml
+    from symmtui.gpu.source import GpuSource
     from symmtui.launch.nodes import StopCommandResult
     from symmtui.launch.profile import NodeSpec, Profile
     from symmtui.launch.report import OnProgress, StopReport
@@ -323,12 +324,14 @@ def for_nodes(
     crash: Sequence[str] = (),
     grace: float | None = None,
     url: str | None = None,
-    nvml_for: Callable[[NodeSpec], Nvml | None] | None = None,
+    gpus: bool = False,
+    nvml: Nvml | None = None,
 ) -> NodeSet:
     """A NodeSet for a ``[[nodes]]`` profile: per node, a Session with its rules, limits and supervisor.
 
-    ``url`` (else ``server.url``) is probed by the head node's Session only. ``nvml_for`` gives a node's
-    GPU back end (None: no GPUs sampled for it).
+    ``url`` (else ``server.url``) is probed by the head node's Session only. ``gpus``: the head's Session
+    also samples every node's GPUs (each node's ``gpus``: NVML through ``nvml``, or an exporter's URL),
+    shown under the node's name (:func:`gpu_source`).
     """
     from symmtui.launch.nodes import node_profile, watched_log
     from symmtui.launch.supervisor import Supervisor
@@ -344,10 +347,19 @@ def for_nodes(
         settings = bringup_settings(nprof, ready=ready, crash=crash, timeout=timeout, stall=stall)
         sup = Supervisor(nprof, grace=grace) if spec.launch is not None else None
         session = Session(host=spec.name, name=f"{_stem(profile)} {spec.name}", settings=settings, supervisor=sup,
-                          nvml=nvml_for(spec) if nvml_for is not None else None,
-                          url=probe if spec.rank == 0 else None)
+                          url=probe if spec.rank == 0 else None,
+                          gpus=gpu_source(profile, nvml=nvml) if gpus and spec.rank == 0 else None)
         nodes.append(Node(spec, session, watched_log(profile, spec)))
     return NodeSet(profile, nodes)
+
+
+def gpu_source(profile: Profile, *, nvml: Nvml | None = None, timeout: float = 2.0) -> GpuSource:
+    """Every node's GPUs as one source, each GPU's ``host`` the node's name (rows grouped by node)."""
+    from symmtui.gpu.multi import MultiSource
+    from symmtui.gpu.named import NamedSource
+    from symmtui.gpu.source import open_source
+
+    return MultiSource([NamedSource(open_source(n.gpus, nvml=nvml, timeout=timeout), n.name) for n in profile.nodes])
 
 
 def _stem(profile: Profile) -> str:

@@ -173,3 +173,33 @@ def test_two_node_story_stalls_naming_node1_then_the_relaunch_is_ready(tmp_path:
         assert "READY after" in again.stdout and "nodes: node0 ready, node1" in again.stdout
     finally:
         assert run_cli("stop", "--config", str(cfg)).returncode == 0
+
+
+# ---- GPUs of two nodes from two real HTTP exposition endpoints ---------------------------------------
+
+def test_gpus_of_two_nodes_read_from_two_exposition_endpoints_grouped_by_node(tmp_path: Path) -> None:
+    import os
+
+    from symmtui.demo.exposition import TOTAL_MIB, ExpositionServer
+    from symmtui.session.nodes import gpu_source
+
+    status0 = tmp_path / "status-0.json"
+    status0.write_text(json.dumps({"pid": os.getpid(), "state": "loading", "memory_fraction": 0.44}))
+    ends = [ExpositionServer("gpu-a", status0, gpus=2), ExpositionServer("gpu-b", tmp_path / "none.json", gpus=2)]
+    try:
+        text = "".join(f'[[nodes]]\nname = "{n}"\nlog = "/x/{n}.log"\ngpus = "{e.url}"\n'
+                       for n, e in zip(("node0", "node1"), ends, strict=True))
+        profile = parse_profile('[server]\nurl = "http://127.0.0.1:1/health"\n' + text, tmp_path / "p.toml")
+        source = gpu_source(profile)
+        try:
+            reading = source.read()
+        finally:
+            source.close()
+    finally:
+        for e in ends:
+            e.close()
+    assert reading.unavailable_reason is None
+    assert [(i.host, i.host_index, i.index) for i in reading.infos] == [
+        ("node0", 0, 0), ("node0", 1, 1), ("node1", 0, 2), ("node1", 1, 3)]  # the node's name, not the exporter's
+    used = [s.memory_used for s in reading.samples]
+    assert used[:2] == [int(TOTAL_MIB * 0.44) * 2**20] * 2 and used[2:] == [0, 0]  # node1's server is not running
