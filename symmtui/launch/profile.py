@@ -19,13 +19,14 @@ from symmtui import boundary, paths
 from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
 from symmtui.core.rules import Rule
 from symmtui.errors import UserError
+from symmtui.notify.config import NotifyConfig, parse_notify
 
 PROFILE_NAME = "symmtui.toml"
 DEFAULT_GRACE = 30.0
 
 _SERVER_KEYS = ("command", "cwd", "log_dir", "log", "url", "timeout", "stall", "shell", "env", "grace")
 _RULES_KEYS = ("ready", "crash", "entry")
-_TOP_KEYS = ("server", "rules", "nodes")
+_TOP_KEYS = ("server", "rules", "nodes", "notify")
 _NODE_KEYS = ("name", "log", "log_cmd", "gpus", "launch", "stop")
 NODE_RANK = "{node_rank}"
 """Filled in with the node's rank (its place in the [[nodes]] list, from 0) in launch and stop."""
@@ -84,6 +85,7 @@ class Profile:
     crash: tuple[str, ...] = ()
     entries: tuple[Rule, ...] = ()  # the profile's own catalogue entries ([[rules.entry]])
     nodes: tuple[NodeSpec, ...] = ()  # a multi-node server ([[nodes]]); empty: one local server
+    notify: NotifyConfig | None = None  # the [notify] table (None: none; symmtui.notify.config)
 
     @property
     def attach_only(self) -> bool:
@@ -413,6 +415,7 @@ def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
         crash=_patterns(loc, "rules.crash", rules.get("crash")),
         entries=_entries(path, rules.get("entry")),
         nodes=nodes,
+        notify=parse_notify(data["notify"], loc.fail) if "notify" in data else None,
     )
 
 

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from typing import TYPE_CHECKING
 
 from symmtui import boundary
 from symmtui.errors import UserError
 from symmtui.ui.themes import DEFAULT_THEME, load_themes
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from symmtui.notify.notifier import Notifier
+    from symmtui.session import Session
 
 
 def check_theme(name: str | None) -> str:
@@ -39,16 +46,45 @@ def run_demo(speed: float, theme: str | None, story: str = "crash") -> int:
 
 
 def run_dashboard(config: str | None, log: str | None, url: str | None, theme: str | None,
-                  auto_stacks: bool = True) -> int:
-    """The no-verb dashboard."""
+                  auto_stacks: bool = True, notify: bool = False) -> int:
+    """The no-verb dashboard; ``notify``: notify each verdict (also when the profile has [notify])."""
     from symmtui.session import open_dashboard
     from symmtui.ui.app import SymmApp
 
     chosen = check_theme(theme)
     session = open_dashboard(config, log, url)
+    notifier = None
     try:
         boundary.require_terminal("the dashboard")  # after the profile's and options' own errors
-        result = SymmApp(session, theme=chosen, auto_stacks=auto_stacks).run()
+        app = SymmApp(session, theme=chosen, auto_stacks=auto_stacks)
+        notifier = _notifier(session, app, notify)
+        result = app.run()
     finally:
         session.close()
+        if notifier is not None:  # webhooks still in flight: a bounded wait, warnings on stderr now
+            from symmtui import clitext
+
+            notifier.warn = lambda text: clitext.note(f"warning: {text}", sys.stderr)
+            notifier.finish()
     return result or 0
+
+
+def _notifier(session: Session, app: App[int], asked: bool) -> Notifier | None:
+    """A Notifier on the dashboard's Session when asked or the profile has [notify]; it rings through the
+    app's own screen (a BEL written past Textual could land inside one of its escape sequences)."""
+    sup = session.supervisor
+    config = sup.profile.notify if sup is not None else None
+    if not asked and config is None:
+        return None
+    from symmtui.notify.notifier import attach
+
+    def bell() -> str | None:
+        if not app.is_running:
+            return "the dashboard has quit"
+        try:
+            app.call_from_thread(app.bell)
+        except RuntimeError as exc:  # the app's loop ended meanwhile
+            return str(exc)
+        return None
+
+    return attach(session, config, bell=bell)

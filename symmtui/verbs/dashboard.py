@@ -22,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="colour theme: symmtui-dark (default), symmtui-light, symmtui-contrast")
     group.add_argument("--no-auto-stacks", dest="dash_no_auto_stacks", action="store_true",
                        help="do not dump the server's stacks when the state becomes STALLED (the s key still does)")
+    group.add_argument("--notify", dest="dash_notify", action="store_true",
+                       help="notify each verdict: bell, tmux message, desktop notification, the profile's [notify] "
+                       "webhooks (on by default when the profile has [notify])")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,4 +35,4 @@ def run(args: argparse.Namespace) -> int:
                               hint="give the server's log file (it may not exist yet)")
 
     return run_dashboard(args.dash_config, args.dash_log, args.dash_url, args.dash_theme,
-                         auto_stacks=not args.dash_no_auto_stacks)
+                         auto_stacks=not args.dash_no_auto_stacks, notify=args.dash_notify)

@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-preflight", action="store_true", help="skip the SM120 patch check before launching")
     parser.add_argument("--no-stacks", action="store_true",
                         help="on STALLED, do not dump the server's stacks under the STALLED line")
+    parser.add_argument("--notify", action="store_true",
+                        help="notify each verdict (bell, tmux, desktop, the profile's [notify] webhooks; "
+                        "on by default when the profile has [notify])")
     parser.add_argument(
         "--strict-preflight", action="store_true",
         help="refuse to launch (exit 3) when the patch check predicts the KeyError crash (default: warn)",
@@ -65,6 +68,9 @@ def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
     sup = session.supervisor
     assert sup is not None
     err = sys.stderr
+    from symmtui.notify.notifier import for_headless
+
+    notifier = for_headless(session, profile.notify, asked=args.notify, err=err)
     front = Headless(session, err)
     try:
         result = session.launch(ProgressPrinter(err), preflight=not args.no_preflight,
@@ -86,6 +92,8 @@ def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
         clitext.emit("", err)
         clitext.note(f"stopped waiting; the server is still running (pid {rec.pid}); `symmtui stop` ends it", err)
         return 130
+    if notifier is not None:
+        notifier.finish(waited.snapshot)  # bounded: webhooks still in flight get FLUSH_BOUND seconds
     if waited.state is not State.READY and sup.is_alive(rec):
         clitext.note("processes of this launch are still running; `symmtui stop` ends them", err)
     return waited.exit_code

@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-stacks", action="store_true",
                         help="on STALLED, do not dump the server's stacks (by default, with --pid or a profile's "
                         "launch, the collapsed summary is printed under the STALLED line: symmtui stacks)")
+    parser.add_argument("--notify", action="store_true",
+                        help="notify each verdict: terminal bell, tmux message, desktop notification, and the "
+                        "profile's [notify] webhooks (on by default when the profile has [notify])")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,7 +69,16 @@ def run(args: argparse.Namespace) -> int:
 
             check_url(url)
             session.url = url
+    import sys
+
+    from symmtui.notify.notifier import for_headless
+
+    notifier = for_headless(session, profile.notify if profile is not None else None, asked=args.notify,
+                            err=sys.stderr)
     front = Headless(session)
     session.follow(log, pid=args.pid, new_only=args.new_only)
     stacks = not args.no_stacks and (args.pid is not None or profile is not None)
-    return front.verdict(stacks=stacks).exit_code
+    result = front.verdict(stacks=stacks)
+    if notifier is not None:
+        notifier.finish(result.snapshot)  # bounded: webhooks still in flight get FLUSH_BOUND seconds
+    return result.exit_code

@@ -1,0 +1,85 @@
+"""What a verdict notification says: a title and a few lines, built once from the snapshot (log text made safe)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from symmtui.core.readiness import Snapshot, State
+from symmtui.textsafe import shorten, visible
+
+MAX_LINE = 300  # one line of a notification, at most (a cause headline can be long)
+
+WORDS = {State.READY: "READY", State.CRASHED: "CRASHED", State.STALLED: "STALLED", State.TIMED_OUT: "TIMED OUT"}
+VERDICT_KEYS = {State.READY: "ready", State.CRASHED: "crashed", State.STALLED: "stalled",
+                State.TIMED_OUT: "timed_out"}
+
+
+@dataclass(frozen=True)
+class VerdictNote:
+    """One verdict, told: ``headline`` (``READY after 95.2 s``), ``lines`` under it (next step, comparisons)."""
+
+    state: str
+    """``READY``, ``CRASHED``, ``STALLED``, ``TIMED OUT``."""
+    verdict: str
+    """The key in ``[notify] on`` and the JSON body: ``ready``, ``crashed``, ``stalled``, ``timed_out``."""
+    headline: str
+    lines: tuple[str, ...]
+    name: str
+    host: str
+    elapsed: float
+    phase: str | None
+    cause: str | None
+    next: str | None
+    log_path: str | None
+    launch_id: str | None
+    generation: int = 0
+
+    @property
+    def title(self) -> str:
+        """``symmtui: READY · eagle3/symmtui.toml on gpu-7``."""
+        return f"symmtui: {self.state} · {self.name} on {self.host}"
+
+    @property
+    def text(self) -> str:
+        """The headline and its lines, one per line."""
+        return "\n".join((self.headline, *self.lines))
+
+    def with_lines(self, more: tuple[str, ...]) -> VerdictNote:
+        return replace(self, lines=(*self.lines, *more)) if more else self
+
+
+def _safe(text: str) -> str:
+    return shorten(visible(text.replace("\r\n", " ").replace("\n", " ")), MAX_LINE)
+
+
+def note_of(snap: Snapshot, *, name: str, host: str, log_path: str | None = None,
+            launch_id: str | None = None, generation: int = 0) -> VerdictNote | None:
+    """The note for a snapshot whose state notifies (None for the others: STOPPED, STARTING, ...)."""
+    state = snap.state
+    if state not in WORDS:
+        return None
+    after = snap.verdict_elapsed if snap.verdict_elapsed is not None and state.final else snap.elapsed
+    phase = snap.phase
+    cause: str | None = None
+    action: str | None = None
+    if state is State.READY:
+        headline = f"READY after {after:.1f} s"
+    elif state is State.CRASHED:
+        cause = _safe(snap.cause.headline()) if snap.cause is not None else _safe(snap.detail or "the server exited")
+        headline = f"CRASHED after {after:.1f} s: {cause}"
+        if snap.cause is not None:
+            from symmtui.core.diagnose import diagnose
+
+            found = diagnose(snap.cause)
+            action = _safe(found.action) if found is not None else None
+    elif state is State.STALLED:
+        cause = _safe(snap.detail or "no progress")
+        headline = f"STALLED after {after:.1f} s in {phase or 'no phase yet'}: {cause}"
+    else:
+        where = phase or "no phase seen"
+        if snap.progress is not None:
+            where += f" ({snap.progress * 100:.0f}%)"
+        headline = f"TIMED OUT after {after:.1f} s in {where}"
+    lines = (f"next: {action}",) if action else ()
+    return VerdictNote(WORDS[state], VERDICT_KEYS[state], headline, lines, _safe(name), _safe(host), after,
+                       phase, cause, action, log_path, launch_id, generation)

@@ -1,0 +1,136 @@
+"""Webhooks against a real HTTP server on 127.0.0.1: the ntfy, Slack and JSON bodies, retries, the bounded
+flush, and URLs (which carry tokens) never printed whole."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from symmtui.errors import UserError
+from symmtui.launch.profile import parse_profile
+from symmtui.notify.config import NotifyConfig, Webhook, redact
+from symmtui.notify.notifier import Notifier
+from tests.notify.kit import KEYERROR_LOG, READY_LOG, TOKEN, Receiver, receiver, snapshot_of
+
+
+@pytest.fixture(scope="module")
+def hooks() -> Iterator[Receiver]:
+    with receiver() as rec:
+        yield rec
+
+
+def _notifier(*hooks: Webhook, timeout: float = 2.0, retries: int = 0) -> tuple[Notifier, list[str]]:
+    warnings: list[str] = []
+    cfg = NotifyConfig(webhooks=hooks, timeout=timeout, retries=retries, bell=False, desktop=False)
+    return Notifier(cfg, name="eagle3/symmtui.toml", host="gpu-7", warn=warnings.append), warnings
+
+
+def test_ntfy_body_goes_to_the_server_root_with_the_topic(hooks: Receiver) -> None:
+    before = len(hooks.got)
+    n, warnings = _notifier(Webhook(hooks.url(f"/ntfy/glm5-bringup?auth={TOKEN}"), "ntfy"))
+    n.verdict(snapshot_of(READY_LOG), launch_id="L1", log_path="/logs/latest.log")
+    n.finish()
+    got = hooks.wait_for(before + 1)[-1]
+    assert got.path == f"/ntfy/?auth={TOKEN}"  # ntfy's JSON publishing: POST to the root, topic in the body
+    assert got.body == {"topic": "glm5-bringup", "title": "symmtui: READY · eagle3/symmtui.toml on gpu-7",
+                        "message": "READY after 1.7 s", "priority": 3, "tags": ["white_check_mark"]}
+    assert got.headers["Content-Type"] == "application/json"
+    assert warnings == []
+
+
+def test_slack_body_carries_the_cause_and_the_next_step_escaped(hooks: Receiver) -> None:
+    before = len(hooks.got)
+    n, warnings = _notifier(Webhook(hooks.url(f"/services/T000/B000/{TOKEN}"), "slack"))
+    n.verdict(snapshot_of(KEYERROR_LOG))
+    n.finish()
+    text = hooks.wait_for(before + 1)[-1].body["text"]
+    assert isinstance(text, str)
+    head, first, *rest = text.split("\n")
+    assert head == "*symmtui: CRASHED · eagle3/symmtui.toml on gpu-7*"
+    assert first == "CRASHED after 0.2 s: KeyError: 12 at torch_symm_mem.py:83 (8 ranks)"
+    assert rest and rest[0].startswith("next: ") and "symmtui patch" in rest[0]
+    assert "<" not in text and ">" not in text.replace("&gt;", "")  # Slack's control characters escaped
+    assert warnings == []
+
+
+def test_json_body_has_the_verdict_fields(hooks: Receiver) -> None:
+    before = len(hooks.got)
+    n, _ = _notifier(Webhook(hooks.url("/hook"), "json"))
+    n.verdict(snapshot_of(KEYERROR_LOG), launch_id="L2", log_path="/logs/a.log")
+    n.finish()
+    body = hooks.wait_for(before + 1)[-1].body
+    assert body["state"] == "CRASHED" and body["verdict"] == "crashed" and body["launch_id"] == "L2"
+    assert body["cause"] == "KeyError: 12 at torch_symm_mem.py:83 (8 ranks)" and body["log"] == "/logs/a.log"
+    assert body["host"] == "gpu-7" and body["phase"] == "init distributed" and body["elapsed"] == 0.22
+
+
+def test_500_then_timeout_is_one_warning_line_without_the_token(hooks: Receiver) -> None:
+    hooks.plan["/bad/" + TOKEN] = ["500", "hang"]
+    n, warnings = _notifier(Webhook(hooks.url(f"/bad/{TOKEN}"), "json"), timeout=0.3, retries=1)
+    n.verdict(snapshot_of(READY_LOG))
+    n.finish()
+    assert warnings == [f"webhook http://127.0.0.1:{hooks.port}/… failed: HTTP 500, then no answer within 0.3 s "
+                        "(2 attempts)"]
+
+
+def test_finish_waits_at_most_its_bound_for_a_webhook_that_never_answers(hooks: Receiver) -> None:
+    hooks.plan["/never"] = ["hang"]
+    n, warnings = _notifier(Webhook(hooks.url(f"/never?token={TOKEN}"), "json"), timeout=30, retries=3)
+    n.verdict(snapshot_of(READY_LOG))
+    t0 = time.monotonic()
+    n.finish(bound=0.2)
+    assert time.monotonic() - t0 < 2.0  # the bound, not the webhook's 30 s timeout
+    assert warnings == [f"webhook http://127.0.0.1:{hooks.port}/…: no answer within 0.2 s of the verdict; "
+                        "not waiting for it"]
+
+
+def test_a_verdict_seen_only_at_the_end_is_notified_once(hooks: Receiver) -> None:
+    before = len(hooks.got)
+    n, _ = _notifier(Webhook(hooks.url("/once"), "json"))
+    snap = snapshot_of(READY_LOG)
+    n.verdict(snap)
+    n.finish(snap)  # already told: not again
+    hooks.wait_for(before + 1)
+    time.sleep(0.05)
+    assert [g.path for g in hooks.got[before:]].count("/once") == 1  # (a request of another test may come late)
+
+
+def test_redact_keeps_only_scheme_host_and_port() -> None:
+    assert redact(f"https://hooks.slack.com/services/T0/B0/{TOKEN}") == "https://hooks.slack.com/…"
+    assert redact(f"https://user:{TOKEN}@ntfy.example:8443") == "https://ntfy.example:8443/…"
+    assert redact("https://example.com") == "https://example.com"
+
+
+def _profile(tmp_path: Path, notify: str) -> str:
+    text = f'[server]\nlog = "{tmp_path / "server.log"}"\n\n[notify]\n{notify}\n'
+    try:
+        parse_profile(text, tmp_path / "symmtui.toml")
+    except UserError as exc:
+        return str(exc)
+    return "ok"
+
+
+@pytest.mark.parametrize(("notify", "error"), [
+    (f'webhook = "ftp://example.com/{TOKEN}"', "notify.webhook: ftp://example.com/…: must be an http:// or https://"),
+    ('webhook = "https://ntfy.sh/"\nformat = "ntfy"', "an ntfy webhook ends in its topic"),
+    (f'webhook = "https://x.example/{TOKEN}"\nformat = "teams"', "notify.format: must be one of 'ntfy', 'slack', 'json'"),
+    ('timeout = 0', "notify.timeout: must be a number of seconds above 0"),
+    ('on = ["ready", "exploded"]', "notify.on: must be a list of verdicts"),
+    ('webhok = "https://x.example/"', "notify.webhok: unknown key"),
+])
+def test_bad_notify_tables_are_one_line_naming_the_key(tmp_path: Path, notify: str, error: str) -> None:
+    message = _profile(tmp_path, notify)
+    assert error in message and TOKEN not in message
+
+
+def test_a_notify_table_parses_with_formats_guessed_from_the_host(tmp_path: Path) -> None:
+    text = (f'[server]\nlog = "{tmp_path / "s.log"}"\n[notify]\n'
+            f'webhook = ["https://ntfy.sh/topic", "https://hooks.slack.com/services/{TOKEN}", "https://x.example/h"]\n'
+            'retries = 0\nbell = false\non = ["crashed"]\n')
+    cfg = parse_profile(text, tmp_path / "symmtui.toml").notify
+    assert cfg is not None
+    assert [h.format for h in cfg.webhooks] == ["ntfy", "slack", "json"]
+    assert (cfg.retries, cfg.bell, cfg.desktop, cfg.on) == (0, False, True, frozenset({"crashed"}))
