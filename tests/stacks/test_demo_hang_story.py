@@ -20,7 +20,7 @@ def _state(app: SymmApp) -> State | None:
 @needs_ptrace
 @pytest.mark.timeout(180)
 async def test_hang_story_stalled_stacks_relaunch_ready() -> None:
-    session, demo = open_demo(speed=10.0, story="hang")
+    session, demo = open_demo(speed=40.0, story="hang")
     first = demo.supervisor.current()
     assert first is not None
     try:
