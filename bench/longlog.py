@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.engine import CRASH_ALTERNATIVES, STARTUP, _env, make_log, serving_block
+from bench.engine import CRASH_ALTERNATIVES, STARTUP, _env, ensure_bytecode, make_log, serving_block
 
 WAIT_TARGET_S = 1.0
 TWO_CORE_TARGET = 0.5
@@ -170,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         args.wait_mb, args.scan_mb, args.runs = 256, 256, 1
     if shutil.which("grep") is None:
         raise SystemExit("bench.longlog needs grep for its baseline")
+    ensure_bytecode()
     ok = True
     tmp = Path(tempfile.mkdtemp(prefix="bench-longlog-"))
     try:

@@ -3,20 +3,19 @@ only, redirects kept on the probed host, exponential backoff, clear details, nev
 
 from __future__ import annotations
 
-import asyncio
-import ssl
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from urllib.parse import urljoin, urlsplit
-
-import httpx
 
 from symmtui.core.httpget import GetFailed, Phase, get_head, shown
 from symmtui.errors import UserError
+
+if TYPE_CHECKING:  # asyncio, ssl and httpx load with the first check: `wait --log` alone never pays for them
+    import ssl
 
 MAX_HOPS = 5
 """Redirects followed on the probed host (scheme, host and port unchanged), at most."""
@@ -102,6 +101,8 @@ class _Lookups(ThreadPoolExecutor):
 
 
 async def _until_set(event: threading.Event) -> None:
+    import asyncio
+
     while not event.is_set():
         await asyncio.sleep(STOP_POLL)
 
@@ -149,6 +150,9 @@ class HttpProbe:
         set, the request is cancelled wherever it is (lookup, connect, TLS, a header dribbled a byte at a
         time). Only the status line and headers are read, never the body.
         """
+        import asyncio
+        import ssl
+
         if self._tls is None:
             self._tls = ssl.create_default_context()  # once per probe: loading the CA store costs milliseconds
         lookups = _Lookups()
@@ -161,6 +165,8 @@ class HttpProbe:
             loop.close()
 
     async def _check(self, cancel: threading.Event | None, lookups: _Lookups, tls: ssl.SSLContext) -> ProbeResult:
+        import asyncio
+
         t0 = self._clock()
         where = _Where(self.url, Phase())
         work = asyncio.ensure_future(self._follow(where, tls, t0))
@@ -184,6 +190,8 @@ class HttpProbe:
         return detail if url == self.url else f"{detail} (at {shown(url)}, redirected from {self.url})"
 
     async def _follow(self, where: _Where, tls: ssl.SSLContext, t0: float) -> ProbeResult:
+        import httpx
+
         home = _origin(self.url)
         hops = 0
         # trust_env=False: a health check goes straight to the server, never through $HTTP_PROXY.

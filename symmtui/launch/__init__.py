@@ -1,12 +1,28 @@
-"""Launching, stopping and relaunching the server: profiles, process trees, history."""
+"""Launching, stopping and relaunching the server: profiles, process trees, history.
+
+Names are imported on first use: `symmtui wait` reads the history's verdict names without loading the
+supervisor, the process tools and psutil.
+"""
 
 from __future__ import annotations
 
-from symmtui.launch.history import Estimate, History, HistoryEntry, eta
-from symmtui.launch.profile import Profile, ProfileError, find_profile, load_profile, parse_profile
-from symmtui.launch.report import Progress, RelaunchResult, Step, StopProgress, StopReport, Stranger
-from symmtui.launch.state import LaunchRecord
-from symmtui.launch.supervisor import LaunchBlocked, PreflightBlocked, Supervisor
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from symmtui.launch.history import Estimate, History, HistoryEntry, eta
+    from symmtui.launch.profile import Profile, ProfileError, find_profile, load_profile, parse_profile
+    from symmtui.launch.report import Progress, RelaunchResult, Step, StopProgress, StopReport, Stranger
+    from symmtui.launch.state import LaunchRecord
+    from symmtui.launch.supervisor import LaunchBlocked, PreflightBlocked, Supervisor
+
+_WHERE = {
+    "Estimate": "history", "History": "history", "HistoryEntry": "history", "eta": "history",
+    "Profile": "profile", "ProfileError": "profile", "find_profile": "profile", "load_profile": "profile",
+    "parse_profile": "profile", "Progress": "report", "RelaunchResult": "report", "Step": "report",
+    "StopProgress": "report", "StopReport": "report", "Stranger": "report", "LaunchRecord": "state",
+    "LaunchBlocked": "supervisor", "PreflightBlocked": "supervisor", "Supervisor": "supervisor",
+}
 
 __all__ = [
     "Estimate",
@@ -29,3 +45,10 @@ __all__ = [
     "load_profile",
     "parse_profile",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'symmtui.launch' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"symmtui.launch.{module}"), name)

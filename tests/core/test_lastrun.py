@@ -92,9 +92,22 @@ def test_no_launch_start_in_the_window_judges_the_recent_part_and_says_so(
     assert f"--- first error (line {first}) ---" in text
 
 
+@pytest.mark.parametrize("helpers", [False, True])
 def test_lines_before_a_huge_attach_point_are_counted_in_the_background(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helpers: bool) -> None:
+    """In this process's thread (one core), or split over helper processes (4 cores, 4 MB each)."""
     monkeypatch.setattr(follow, "COUNT_LIMIT", 1 * MB)  # as if the 20 MB skipped were many GB
+    if helpers:
+        monkeypatch.setattr(follow, "COUNT_PART", 4 * MB)
+        monkeypatch.setattr(follow, "_cpus", lambda: 4)
+        spawned: list[int] = []
+        real = follow.count_lines
+
+        def in_thread(fd: int, start: int, end: int, block: int = follow.READ_BYTES) -> int:
+            spawned.append(end - start)
+            return real(fd, start, end, block)
+
+        monkeypatch.setattr(follow, "count_lines", in_thread)
     log = tmp_path / "server.log"
     info = _write(log, f"file:{READY_LOG}", f"{SERVING}:{20 * MB}", f"file:{KEYERROR_LOG}")
     starts = info["starts"]
@@ -107,6 +120,8 @@ def test_lines_before_a_huge_attach_point_are_counted_in_the_background(
     sigquit = _line_of(log, b"Received sigquit", after=starts[2])
     assert f"--- first error (line {first}) ---" in text
     assert f"(line {sigquit})" in text
+    if helpers:
+        assert spawned == [], "counted in this process, not by the helpers"
 
 
 def test_find_last_launch_reads_backwards_and_falls_back(tmp_path: Path) -> None:
