@@ -30,6 +30,9 @@ FOREIGN_OPTIONS = {
     "--cap-add": "docker's option",
     "--dist": "pytest-xdist's option",
     "--durations": "pytest's option",
+    "--since": "docker logs' and kubectl logs' option (a log command's own)",
+    "--timestamps": "docker logs' and kubectl logs' option (a log command's own)",
+    "--tail": "docker logs' option (a log command's own)",
 }
 # The server options the catalogue's actions name (docs/catalogue.md lists them).
 FOREIGN_OPTIONS.update({r.action.flag: "a server option a catalogue entry names"
@@ -135,7 +138,8 @@ def _check_command(cmd: Command) -> list[str]:
         return [f"{cmd.page}:{cmd.line}: `symmtui {cmd.text}`: no verb {verb!r} (verbs: {', '.join(VERBS)})"]
     parser = SUB[verb] if verb else PARSER
     problems = []
-    for opt in _option_tokens(cmd.text):
+    # a quoted value is one argument (`--log-cmd 'kubectl logs -f --timestamps'`): its options are another program's
+    for opt in _option_tokens(re.sub(r"'[^']*'", "''", cmd.text)):
         if opt not in _options(parser):
             problems.append(f"{cmd.page}:{cmd.line}: `symmtui {cmd.text}`: {verb or '(dashboard)'} has no {opt}")
     if verb == "patch" and len(words) > 1 and not words[1].startswith("-"):

@@ -12,6 +12,8 @@ from pathlib import Path
 from symmtui.core.events import PROCESS_EXIT, Event, EventBuilder
 from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
 from symmtui.core.lastrun import last_launch_attach
+from symmtui.core.lineparts import container_body
+from symmtui.core.logcmd import CommandFollower, LogCommand, ReplayFilter
 from symmtui.core.pidwatch import ProcRef
 from symmtui.core.probe import HttpProbe, ProbeResult
 from symmtui.core.ranks import RankBoard, RankSummary
@@ -59,11 +61,16 @@ class Bringup:
     part before is not judged, an "attached" notice says so), else from its start. ``new_only``: judge
     only lines written after start. ``on_update`` is called from one engine thread, at most ~20 times a second,
     and at once when the state changes.
+
+    ``log_path`` may be a ``LogCommand`` instead of a file: its output is the log (``core.logcmd``:
+    restarted with backoff when it exits). ``tail_lines`` and ``last_launch`` do not apply to it (the
+    command decides what it replays); ``new_only`` skips, after a ``restart``, the lines the command
+    prints again that the previous generation had shown (a first start has nothing to compare with).
     """
 
     def __init__(
         self,
-        log_path: str | os.PathLike[str] | None,
+        log_path: str | os.PathLike[str] | LogCommand | None,
         *,
         ruleset: RuleSet | None = None,
         config: ReadinessConfig | None = None,
@@ -81,7 +88,13 @@ class Bringup:
         self.ruleset = ruleset if ruleset is not None else RuleSet()
         base = config if config is not None else ReadinessConfig()
         self.config = replace(base, need_probe=url is not None and log_path is not None, has_pid=pid is not None)
-        self.log_path = Path(log_path) if log_path is not None else None
+        self.log_command: LogCommand | None = None
+        """The command whose output is the log (None: a file, ``log_path``, or no log)."""
+        self.log_path: Path | None = None
+        if isinstance(log_path, LogCommand):
+            self.log_command = log_path
+        elif log_path is not None:
+            self.log_path = Path(log_path)
         self.url = url
         self.pid = pid
         self.new_only = new_only
@@ -108,7 +121,8 @@ class Bringup:
         self._ranks = RankBoard()
         self._replay: list[Event] = []
         self._probe: HttpProbe | None = None
-        self._follower: LogFollower | None = None
+        self._follower: LogFollower | CommandFollower | None = None
+        self._seen: ReplayFilter | None = None  # the last command generation's lines, for a new_only restart
         self._numbering = Numbering()
         self._last_emit = 0.0
         self._last_state = State.WAITING
@@ -142,22 +156,32 @@ class Bringup:
         if self._dispatcher is not None and self._dispatcher is not threading.current_thread():
             self._dispatcher.join(timeout=10)  # (from inside on_update it ends right after the callback)
 
-    def restart(self, log_path: str | os.PathLike[str] | None = None, pid: int | None = None,
+    def restart(self, log_path: str | os.PathLike[str] | LogCommand | None = None, pid: int | None = None,
                 *, new_only: bool | None = None) -> None:
-        """Reset the clock and the state for a relaunch; follow ``log_path`` (default: the same path).
+        """Reset the clock and the state for a relaunch; follow ``log_path`` (default: the same path
+        or command).
 
-        ``new_only`` None means: a different path is read from its start, the same path only from
-        what is written after this call.
+        ``new_only`` None means: a different path (or command) is read from its start, the same path
+        only from what is written after this call (the same command: without the lines it prints
+        again).
         """
         self._stop_generation()
         with self._lock:
-            new_path = Path(log_path) if log_path is not None else self.log_path
+            old: Path | LogCommand | None = self.log_command or self.log_path
+            new: Path | LogCommand | None
+            if log_path is None:
+                new = old
+            elif isinstance(log_path, LogCommand):
+                new = log_path
+            else:
+                new = Path(log_path)
             if new_only is None:
-                new_only = new_path == self.log_path and new_path is not None
-            self.log_path = new_path
+                new_only = new == old and new is not None
+            self.log_command = new if isinstance(new, LogCommand) else None
+            self.log_path = new if isinstance(new, Path) else None
             self.pid = pid
             self.new_only = new_only
-            self.config = replace(self.config, need_probe=self.url is not None and new_path is not None,
+            self.config = replace(self.config, need_probe=self.url is not None and new is not None,
                                   has_pid=pid is not None)
             self._readiness = Readiness(self.config, self._clock())
             self._builder = EventBuilder(self.ruleset)
@@ -216,7 +240,12 @@ class Bringup:
         self._gen_stop = threading.Event()
         stop = self._gen_stop
         gen = self._generation
-        if self.log_path is not None:
+        if self.log_command is not None:
+            seen = self._seen if self.new_only else None
+            command = CommandFollower(self.log_command, replay=seen)
+            self._follower = command
+            self._spawn(self._follow_loop, command, stop, gen, threading.Event(), name="symmtui-follow")
+        elif self.log_path is not None:
             tail = 0 if self.new_only else self.tail_lines
             attach = last_launch_attach(self.ruleset) if tail is None and self.last_launch else None
             self._follower = LogFollower(self.log_path, tail_lines=tail, attach_at=attach)
@@ -245,10 +274,12 @@ class Bringup:
         if self._follower is not None:
             self._follower.close()
             self._numbering = self._follower.numbering()
+            if isinstance(self._follower, CommandFollower):
+                self._seen = self._follower.replay
             self._follower = None
 
     # ------------------------------------------------------------------ threads
-    def _follow_loop(self, follower: LogFollower, stop: threading.Event, gen: int,
+    def _follow_loop(self, follower: LogFollower | CommandFollower, stop: threading.Event, gen: int,
                      first: threading.Event) -> None:
         def on_batch(items: list[LogLine | FileNotice]) -> None:
             self._on_items(items, gen)
@@ -344,8 +375,12 @@ class Bringup:
             ev = marks.get(ln.no)
             if ev is not None and "new_run" in ev.roles:
                 board.reset()  # a new launch appended to the same log
-            if ln.plain[:1] in "[(":
-                board.feed(ln.plain, now, ev.phase if ev else None, ev.ends if ev else None)
+            plain = ln.plain
+            if plain[:1] not in "[(":
+                plain = container_body(plain)  # `docker compose logs`, `kubectl logs --timestamps`, journald
+                if plain is ln.plain or plain[:1] not in "[(":
+                    continue
+            board.feed(plain, now, ev.phase if ev else None, ev.ends if ev else None)
 
     def ranks(self) -> RankSummary | None:
         """Who is behind now (None for a log without rank prefixes)."""
@@ -399,7 +434,8 @@ class Bringup:
             # Let the follower deliver what the process wrote last (its final error lines) first:
             # wait until the log has been quiet for a moment (at most PID_SETTLE seconds).
             t0 = self._clock()
-            while not stop.is_set() and self.log_path is not None and self._clock() - t0 < PID_SETTLE:
+            has_log = self.log_path is not None or self.log_command is not None
+            while not stop.is_set() and has_log and self._clock() - t0 < PID_SETTLE:
                 last = self._last_line_at
                 if last is not None and self._clock() - last >= 0.1 and self._clock() - t0 >= 0.1:
                     break

@@ -21,6 +21,7 @@ __all__ = [
     "LogFollower",
     "LogItem",
     "LineCount",
+    "LineSplitter",
     "LogLine",
     "NoticeKind",
     "count_lines",
@@ -38,7 +39,8 @@ COUNT_LIMIT = 256 << 20
 _FINGERPRINT = 64
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
-NoticeKind = Literal["waiting", "opened", "attached", "truncated", "rotated", "deleted", "error"]
+NoticeKind = Literal["waiting", "opened", "attached", "truncated", "rotated", "deleted", "error",
+                     "started", "exited", "replayed"]
 
 Attach = Callable[[int, int], "tuple[int, str]"]
 """``attach_at(fd, size) -> (offset, message)``: where to start reading an existing file (a line start) and
@@ -58,6 +60,8 @@ class FileNotice:
     follows. attached: reading starts partway into an existing file (``attach_at``); the message says
     where and why. error: the file cannot be read (the message says why and what to do); the follower
     retries on every change and sends "opened" when it succeeds.
+    A log command (``core.logcmd``; ``path`` is its program): started (a run began), exited (it ended;
+    restarting after a wait), replayed (a restart printed lines already shown: skipped), error (cannot start).
     """
 
     kind: NoticeKind
@@ -179,6 +183,10 @@ class _Splitter:
         self.no += 1
         self._clear()
         return line
+
+
+LineSplitter = _Splitter
+"""Bytes of a stream -> LogLines (CR progress, caps): a file generation here, a command's output in core.logcmd."""
 
 
 def tail_offset(fd: int, size: int, lines: int, block: int = 64 << 10) -> int:

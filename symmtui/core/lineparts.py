@@ -24,10 +24,20 @@ class Prefix:
 _SGLANG = re.compile(
     r"\[(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?Z?((?: (?:[A-Z]{2,3}\d+))*)\] ?"
 )
-# GitHub Actions / journald-style ISO stamps without brackets: "2025-10-09T04:13:06.6371779Z "
-_ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:[.,](\d+))?Z ")
+# RFC 3339 stamps without brackets: GitHub Actions "2025-10-09T04:13:06.6371779Z ", `docker logs -t` and
+# `kubectl logs --timestamps` "2024-04-09T17:33:12.238986028Z ", `journalctl -o short-iso` "...T12:00:00+0000 "
+_ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?:Z|([+-])(\d\d):?(\d\d)) ")
 # docker compose service prefix: "vllm-1  | ", "sglang_1 | "
 _COMPOSE = re.compile(r"[a-z][\w.-]*[-_]\d+\s+\| ")
+# journald's default (short) format: "Mar 28 13:23:08 dev-master-003 kube-apiserver: ", "... sglang[123]: "
+_JOURNAL = re.compile(r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d [\w.-]+ "
+                      r"[^\s:\[\]]+(?:\[\d+\])?: ")
+# What a container runtime or a log collector puts before a server's own line (stacked in any order):
+# `docker compose logs` service names, `docker logs -t` / `kubectl logs --timestamps` stamps, journald.
+_CONTAINER = re.compile(
+    r"(?:[a-z][\w.-]*[-_]\d+\s+\| |\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d) |"
+    r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [^\s:\[\]]+(?:\[\d+\])?: )+"
+)
 # FastChat-style workers: "2024-04-27 10:13:05 | ERROR | stderr | "
 _PIPES = re.compile(r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) \| [A-Z]+ \| [\w.-]+ \| ")
 # torchrun: "[rank3]: "
@@ -57,7 +67,18 @@ def _timegm(m: re.Match[str]) -> float | None:
     if whole is None:
         return None
     frac = m.group(7) if (m.re.groups or 0) >= 7 else None
+    if (m.re.groups or 0) >= 10 and m.group(8):  # an RFC 3339 offset: "+02:00" is 2 h ahead of UTC
+        sign = 1 if m.group(8) == "+" else -1
+        whole -= sign * (int(m.group(9)) * 3600 + int(m.group(10)) * 60)
     return whole + (float("0." + frac) if frac else 0.0)
+
+
+def container_body(plain: str) -> str:
+    """``plain`` without the prefixes a container runtime or log collector adds (compose service names,
+    `docker logs -t` / `kubectl logs --timestamps` stamps, journald's "Mon DD HH:MM:SS host unit[pid]: "):
+    the server's own line, as it wrote it."""
+    m = _CONTAINER.match(plain)
+    return plain[m.end():] if m is not None else plain
 
 
 # The last line split: the engine splits a matched line more than once (the rule match, then its event).
@@ -65,7 +86,8 @@ _last: tuple[str, Prefix] = ("", Prefix(None, None, None, "", None))
 
 
 def split_prefix(plain: str) -> Prefix:
-    """Split known rank/timestamp prefixes off a line (SGLang, torchrun, vLLM, CI and compose shapes; they stack)."""
+    """Split known rank/timestamp prefixes off a line (SGLang, torchrun, vLLM, CI, compose, `docker logs -t`,
+    `kubectl logs --timestamps` and journald shapes; they stack)."""
     global _last
     last = _last  # one read: another thread may replace it meanwhile (Prefix is immutable)
     if last[0] == plain:
@@ -81,7 +103,8 @@ def _split(plain: str) -> Prefix:
     ts: float | None = None
     dialect: str | None = None
     pos = 0
-    for _ in range(4):
+    outer = True  # only container layers (stamps, compose names, journald) so far: more of them may follow
+    for _ in range(6):
         m = _SGLANG.match(plain, pos)
         if m is not None:
             ts = _timegm(m)
@@ -94,12 +117,14 @@ def _split(plain: str) -> Prefix:
                 rank = int(t.group(1)) if t else rank
                 dialect = "sglang"
             pos = m.end()
+            outer = False
             continue
         m = _TORCHRUN.match(plain, pos)
         if m is not None:
             rank = int(m.group(1))
             key = f"rank{rank}"
             pos = m.end()
+            outer = False
             continue
         m = _VLLM_PROC.match(plain, pos)
         if m is not None:
@@ -111,19 +136,21 @@ def _split(plain: str) -> Prefix:
             h = _VLLM_HEAD.match(plain, pos)
             if h is not None:
                 pos = h.end()
+            outer = False
             continue
         h = _VLLM_HEAD.match(plain, pos)
         if h is not None:
             dialect = "vllm"
             pos = h.end()
+            outer = False
             continue
-        if pos == 0:
-            m = _ISO.match(plain) or _PIPES.match(plain)
+        if outer:
+            m = _ISO.match(plain, pos) or _PIPES.match(plain, pos)
             if m is not None:
-                ts = _timegm(m)
+                ts = _timegm(m) if ts is None else ts
                 pos = m.end()
                 continue
-            m = _COMPOSE.match(plain)
+            m = _COMPOSE.match(plain, pos) or _JOURNAL.match(plain, pos)
             if m is not None:
                 pos = m.end()
                 continue

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from symmtui import boundary, paths
+from symmtui.core.logcmd import LogCommand
 from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
 from symmtui.core.rules import Rule
 from symmtui.errors import UserError
@@ -24,7 +25,8 @@ from symmtui.notify.config import NotifyConfig, parse_notify
 PROFILE_NAME = "symmtui.toml"
 DEFAULT_GRACE = 30.0
 
-_SERVER_KEYS = ("command", "cwd", "log_dir", "log", "url", "timeout", "stall", "shell", "env", "grace")
+_SERVER_KEYS = ("command", "cwd", "log_dir", "log", "log_cmd", "log_cmd_shell", "url", "timeout", "stall", "shell",
+                "env", "grace")
 _RULES_KEYS = ("ready", "crash", "entry")
 _TOP_KEYS = ("server", "rules", "nodes", "notify")
 _NODE_KEYS = ("name", "log", "log_cmd", "gpus", "launch", "stop")
@@ -77,6 +79,8 @@ class Profile:
     env: Mapping[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
     log: Path | None = None
+    log_cmd: LogCommand | None = None
+    """A command whose output is the log (``log_cmd``, ``log_cmd_shell``): followed instead of a file."""
     url: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     stall: float = DEFAULT_STALL
@@ -116,8 +120,9 @@ class Profile:
     def attach_reason(self) -> str:
         """Why relaunch is unavailable for an attach-only profile (one line)."""
         where = self.path if self.path is not None else "the profile"
+        watching = f"`{self.log_cmd.text}`" if self.log_cmd is not None else self.log
         return (
-            f"{where} has no server.command (attach only: watching {self.log}); "
+            f"{where} has no server.command (attach only: watching {watching}); "
             "add server.command and server.log_dir to let symmtui launch and relaunch the server"
         )
 
@@ -358,6 +363,12 @@ def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
         env[k] = sv
 
     argv, command_text = _command(loc, server.get("command"), shell)
+    log_cmd_shell = server.get("log_cmd_shell", False)
+    if not isinstance(log_cmd_shell, bool):
+        raise loc.fail("server.log_cmd_shell", f"must be true or false, got {log_cmd_shell!r}")
+    log_cmd = _log_command(loc, server.get("log_cmd"), log_cmd_shell)
+    if log_cmd is None and "log_cmd_shell" in server:
+        raise loc.fail("server.log_cmd_shell", "goes with server.log_cmd (the command whose output is the log)")
     cwd = _path(loc, "server.cwd", server.get("cwd"), base)
     log_dir = _path(loc, "server.log_dir", server.get("log_dir"), base)
     log = _path(loc, "server.log", server.get("log"), base)
@@ -376,17 +387,20 @@ def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
         if port == 0:
             raise loc.fail("server.url", f"bad port in {url!r} (port 0 is not a server's port)")
 
+    if log is not None and log_cmd is not None:
+        raise loc.fail("server.log_cmd", "give server.log (a file) or server.log_cmd (a command), not both")
     nodes = _nodes(loc, data.get("nodes"), shell, base)
     if nodes:
-        for key in ("command", "log"):
+        for key in ("command", "log", "log_cmd"):
             if key in server:
                 raise loc.fail(f"server.{key}", "with [[nodes]], each node has its own launch and log; "
                                f"remove server.{key} (server.url is the head node's /health)")
         if log_dir is None:
             log_dir = paths.state_dir("logs") / hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
     elif argv is None:
-        if log is None:
-            raise loc.fail("server", "needs either command (to launch) or log (to attach to a running server)")
+        if log is None and log_cmd is None:
+            raise loc.fail("server", "needs either command (to launch) or log / log_cmd (to attach to a running "
+                           "server)")
         if log_dir is not None:
             raise loc.fail("server.log_dir", "is only used with server.command; to attach, set server.log")
     elif log is not None:
@@ -407,6 +421,7 @@ def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
         env=env,
         log_dir=log_dir,
         log=log,
+        log_cmd=log_cmd,
         url=url,
         timeout=_number(loc, "server.timeout", server.get("timeout"), DEFAULT_TIMEOUT),
         stall=_number(loc, "server.stall", server.get("stall"), DEFAULT_STALL),
@@ -478,6 +493,16 @@ def _entries(path: Path, value: Any) -> tuple[Rule, ...]:
     from symmtui.core.catalogue import parse_entries
 
     return parse_entries(value, str(path), user=True, key="rules.entry")
+
+
+def _log_command(loc: _Locator, value: Any, shell: bool) -> LogCommand | None:
+    """``log_cmd``: an argv list (run as it is), or a string (split like a shell would; run by /bin/sh
+    with ``log_cmd_shell = true``, which also takes a list, joined)."""
+    if value is None:
+        return None
+    argv, text = _command(loc, value, shell, dotted="server.log_cmd")
+    assert argv is not None
+    return LogCommand(argv, text, shell)
 
 
 def _command(loc: _Locator, value: Any, shell: bool,

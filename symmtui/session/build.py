@@ -14,6 +14,7 @@ from symmtui.session.core import Session
 from symmtui.session.settings import bringup_settings
 
 if TYPE_CHECKING:
+    from symmtui.core.logcmd import LogCommand
     from symmtui.demo.story import Demo
     from symmtui.gpu.nvml import Nvml
     from symmtui.launch.profile import Profile
@@ -94,6 +95,7 @@ def for_profile(
     session = Session(host=socket.gethostname(), name=name or profile_name(profile), settings=settings,
                       supervisor=supervisor, nvml=nvml, url=profile.url, port_owner=ports.port_owner)
     session.patcher = _installed_patcher(session, python_of(profile.argv))
+    session.log_command = profile.log_cmd  # a launch's log is this command's output, not the launch's stdout
     return session
 
 
@@ -110,25 +112,33 @@ def for_attach(spec: AttachSpec, *, nvml: Nvml | None = None, name: str | None =
     return session
 
 
-def open_dashboard(config: str | None, log: str | None, url: str | None) -> Session:
-    """`symmtui [--config FILE] [--log PATH] [--url URL]`: the Session for a profile or an attach, following."""
+def open_dashboard(config: str | None, log: str | None, url: str | None, *,
+                   log_cmd: LogCommand | None = None) -> Session:
+    """`symmtui [--config FILE] [--log PATH | --log-cmd CMD] [--url URL]`: the Session for a profile or an
+    attach, following (a log command given here, or the profile's ``log_cmd``, instead of a file)."""
     from symmtui.gpu.nvml import Nvml
     from symmtui.launch.history import History
     from symmtui.launch.profile import find_profile, load_profile
 
     profile = None
-    if config is not None or (log is None and url is None and find_profile(None) is not None):
+    given = log is not None or log_cmd is not None
+    if config is not None or (not given and url is None and find_profile(None) is not None):
         profile = load_profile(config)
-    if profile is None and log is None and url is None:
+    if profile is None and not given and url is None:
         raise UserError(
-            "nothing to watch: pass --log PATH (a server log), --url URL (its /health), or --config FILE "
-            "(a launch profile; ./symmtui.toml is used when present); try `symmtui demo` first"
+            "nothing to watch: pass --log PATH (a server log), --log-cmd CMD (a command printing it), --url URL "
+            "(its /health), or --config FILE (a launch profile; ./symmtui.toml is used when present); "
+            "try `symmtui demo` first"
         )
     nvml = Nvml()
     if profile is None:
-        session = for_attach(AttachSpec(log=Path(log) if log is not None else None, url=url), nvml=nvml)
-        session.follow(log, tail_lines=ATTACH_TAIL_LINES)
+        name = f"attach `{log_cmd.text}`" if log_cmd is not None else None
+        session = for_attach(AttachSpec(log=Path(log) if log is not None else None, url=url), nvml=nvml, name=name)
+        session.follow(log_cmd or log, tail_lines=ATTACH_TAIL_LINES)
         return session
+    if log is None and log_cmd is None and profile.log_cmd is not None:
+        log_cmd = profile.log_cmd
+        log_cmd.check()
     session = for_profile(profile, nvml=nvml)
     if url is not None:
         from symmtui.core.probe import check_url
@@ -151,6 +161,9 @@ def open_dashboard(config: str | None, log: str | None, url: str | None) -> Sess
         record = None
     if log_path is None and profile.log_path is not None:
         log_path = str(profile.log_path)
+    if log_cmd is not None and log is None:
+        session.follow(log_cmd, pid=pid, record=record, recorded=recorded)
+        return session
     session.follow(log_path, pid=pid, tail_lines=ATTACH_TAIL_LINES, record=record, recorded=recorded)
     return session
 

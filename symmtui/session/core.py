@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from symmtui.core.engine import Bringup, EngineUpdate
+from symmtui.core.logcmd import LogCommand
 from symmtui.core.readiness import Snapshot, State
 from symmtui.errors import UserError
 from symmtui.session.messages import (
@@ -91,6 +92,8 @@ class Session:
         """The capability the SM120 patch targets (``symmtui.gpu.facts``' rule: the highest)."""
         self.patch_applied = False
         self.log_path: str | None = None
+        self.log_command: LogCommand | None = None
+        """The command whose output is the log (``follow(LogCommand)``); relaunches follow it again."""
         self._batch_log_path: str | None = None  # the file of the generation being posted
         self.estimate: Estimate | None = None
         self.on_close: list[Callable[[], None]] = []
@@ -181,7 +184,7 @@ class Session:
 
     def follow(
         self,
-        log_path: str | os.PathLike[str] | None,
+        log_path: str | os.PathLike[str] | LogCommand | None,
         *,
         pid: int | None = None,
         new_only: bool = False,
@@ -191,10 +194,18 @@ class Session:
         recorded: bool = False,
     ) -> Bringup:
         """Start judging a bring-up (the log, ``self.url``, ``pid``); ``record``: the launch it is (history);
-        ``recorded``: its outcome is in the history already (kept to know a stop we asked for)."""
+        ``recorded``: its outcome is in the history already (kept to know a stop we asked for).
+
+        ``log_path`` is a file, or a ``LogCommand`` whose output is the log (``core.logcmd``): then
+        ``log_path`` stays None (no file to read lines back from) and ``log_command`` is set."""
         if self.engine is not None:
             raise RuntimeError("this session already follows a bring-up; use launch() to start over")
-        self.log_path = self._batch_log_path = str(log_path) if log_path is not None else None
+        if isinstance(log_path, LogCommand):
+            self.log_command = log_path
+            self.log_path = self._batch_log_path = None
+        else:
+            self.log_command = None
+            self.log_path = self._batch_log_path = str(log_path) if log_path is not None else None
         with self._history_lock:
             self._record, self._record_gen = record, 0
             if recorded and record is not None:
@@ -465,14 +476,15 @@ class Session:
 
     def _start_watching(self, record: LaunchRecord, watch_log: str | None = None) -> None:
         self._ours_key = _STALE  # new processes: walk the table at the next sample
-        log_path = watch_log if watch_log is not None else record.log_path
+        # a node's own log file (watch_log), else the profile's log command, else the launch's own log
+        source: str | LogCommand = watch_log if watch_log is not None else self.log_command or record.log_path
         if self.engine is None:
-            self.follow(log_path, pid=record.pid, record=record, new_only=watch_log is not None)
+            self.follow(source, pid=record.pid, record=record, new_only=watch_log is not None)
             return
-        self.log_path = log_path
+        self.log_path = source if isinstance(source, str) else None
         with self._history_lock:
             self._record, self._record_gen = record, self.engine.generation + 1  # restart() starts that one
-        self.engine.restart(log_path=log_path, pid=record.pid, new_only=True if watch_log is not None else None)
+        self.engine.restart(log_path=source, pid=record.pid, new_only=True if watch_log is not None else None)
 
     def stop(self, on_progress: Callable[[Progress], None] | None = None) -> StopReport:
         """Stop what this profile launched (the whole tree), then wait for GPU memory and the port."""

@@ -202,6 +202,8 @@ class SymmApp(App[int]):
             log.border_subtitle = f"file {notice.path}" if notice.kind == "opened" else notice.message
             if notice.kind == "error":
                 self.notify(notice.message, severity="error")
+            elif notice.kind == "exited":  # a log command ended (container restarted, ssh dropped)
+                self.notify(notice.message, severity="warning")
         self.query_one(ReadinessGauge).show_ranks(batch.ranks)
         self.show_snapshot(batch.snapshot)
 

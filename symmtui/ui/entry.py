@@ -13,6 +13,7 @@ from symmtui.ui.themes import DEFAULT_THEME, load_themes
 if TYPE_CHECKING:
     from textual.app import App
 
+    from symmtui.core.logcmd import LogCommand
     from symmtui.notify.notifier import Notifier
     from symmtui.session import Session
 
@@ -46,13 +47,14 @@ def run_demo(speed: float, theme: str | None, story: str = "crash") -> int:
 
 
 def run_dashboard(config: str | None, log: str | None, url: str | None, theme: str | None,
-                  auto_stacks: bool = True, notify: bool = False) -> int:
-    """The no-verb dashboard; ``notify``: notify each verdict (also when the profile has [notify])."""
+                  auto_stacks: bool = True, notify: bool = False, log_cmd: LogCommand | None = None) -> int:
+    """The no-verb dashboard; ``notify``: notify each verdict (also when the profile has [notify]);
+    ``log_cmd``: read the log from this command (``--log-cmd``)."""
     from symmtui.session import open_dashboard
     from symmtui.ui.app import SymmApp
 
     chosen = check_theme(theme)
-    session = open_dashboard(config, log, url)
+    session = open_dashboard(config, log, url, log_cmd=log_cmd)
     notifier = None
     try:
         boundary.require_terminal("the dashboard")  # after the profile's and options' own errors

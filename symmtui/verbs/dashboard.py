@@ -16,6 +16,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="launch profile (default: ./symmtui.toml, then $XDG_CONFIG_HOME/symmtui/symmtui.toml)")
     group.add_argument("--log", dest="dash_log", metavar="PATH", type=boundary.path, default=None,
                        help="attach to this server log (overrides the profile's)")
+    group.add_argument("--log-cmd", dest="dash_log_cmd", metavar="CMD", default=None,
+                       help="read the log from this command's output, e.g. 'kubectl logs -f pod/x' (split like a "
+                       "shell would, run without one; restarted with backoff when it exits)")
+    group.add_argument("--log-cmd-shell", dest="dash_log_cmd_shell", action="store_true",
+                       help="run --log-cmd through /bin/sh -c")
     group.add_argument("--url", dest="dash_url", metavar="URL", default=None,
                        help="probe this health URL, e.g. http://127.0.0.1:30000/health")
     group.add_argument("--theme", dest="dash_theme", metavar="NAME", default=None,
@@ -29,10 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from symmtui.ui.entry import run_dashboard
+    from symmtui.verbs.wait import log_command_option
 
     if args.dash_log is not None:
         boundary.regular_file(args.dash_log, what="--log", missing_ok=True,
                               hint="give the server's log file (it may not exist yet)")
+    log_cmd = log_command_option(args.dash_log_cmd, args.dash_log_cmd_shell, log=args.dash_log)
+    if log_cmd is not None:
+        log_cmd.check()
 
     return run_dashboard(args.dash_config, args.dash_log, args.dash_url, args.dash_theme,
-                         auto_stacks=not args.dash_no_auto_stacks, notify=args.dash_notify)
+                         auto_stacks=not args.dash_no_auto_stacks, notify=args.dash_notify, log_cmd=log_cmd)

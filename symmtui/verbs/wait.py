@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from symmtui import boundary
+
+if TYPE_CHECKING:
+    from symmtui.core.logcmd import LogCommand
 
 HELP = "wait for a server to be ready: follow its log (and /health, and its pid); exit 0 ready, 1 crashed, 124 timed out"
 
@@ -13,6 +17,11 @@ HELP = "wait for a server to be ready: follow its log (and /health, and its pid)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `symmtui wait`."""
     parser.add_argument("--log", metavar="PATH", type=boundary.path, help="the server's log file (may not exist yet)")
+    parser.add_argument("--log-cmd", metavar="CMD",
+                        help="read the log from this command's output instead of a file, e.g. 'docker logs -f sglang' "
+                        "(split like a shell would, run without one; restarted with backoff when it exits)")
+    parser.add_argument("--log-cmd-shell", action="store_true",
+                        help="run --log-cmd through /bin/sh -c (pipes, globs, $VARS)")
     parser.add_argument("--url", metavar="URL", help="health URL, e.g. http://127.0.0.1:30000/health (200 = up)")
     parser.add_argument("--pid", metavar="PID", type=boundary.pid, help="the server's process: its exit means CRASHED")
     parser.add_argument("--ready", metavar="REGEX", action="append", default=[], type=boundary.regex,
@@ -41,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from symmtui.session.headless import Headless
 
     log: Path | None = Path(args.log) if args.log else None
+    log_cmd = log_command_option(args.log_cmd, args.log_cmd_shell, log=args.log, new_only=args.new_only)
     url: str | None = args.url
     profile = None
     if args.config:
@@ -51,10 +61,15 @@ def run(args: argparse.Namespace) -> int:
             from symmtui.verbs import nodes
 
             return nodes.wait(args, profile)
-        log = log if log is not None else profile.log_path
+        if log is None and log_cmd is None:
+            log_cmd = profile.log_cmd
+            log = profile.log_path if log_cmd is None else None
         url = url if url is not None else profile.url
-    if log is None and url is None:
-        raise UserError("nothing to watch: give --log PATH and/or --url URL (or --config FILE with a log or url)")
+    if log is None and log_cmd is None and url is None:
+        raise UserError("nothing to watch: give --log PATH, --log-cmd CMD and/or --url URL "
+                        "(or --config FILE with a log, log_cmd or url)")
+    if log_cmd is not None:
+        log_cmd.check()
     if log is not None:
         boundary.regular_file(log, what="--log", missing_ok=True,
                               hint="give the server's log file (it may not exist yet)")
@@ -76,9 +91,28 @@ def run(args: argparse.Namespace) -> int:
     notifier = for_headless(session, profile.notify if profile is not None else None, asked=args.notify,
                             err=sys.stderr)
     front = Headless(session)
-    session.follow(log, pid=args.pid, new_only=args.new_only)
+    session.follow(log_cmd or log, pid=args.pid, new_only=args.new_only)
     stacks = not args.no_stacks and (args.pid is not None or profile is not None)
     result = front.verdict(stacks=stacks)
     if notifier is not None:
         notifier.finish(result.snapshot)  # bounded: webhooks still in flight get FLUSH_BOUND seconds
     return result.exit_code
+
+
+def log_command_option(text: str | None, shell: bool, *, log: str | None, new_only: bool = False) -> LogCommand | None:
+    """``--log-cmd`` / ``--log-cmd-shell`` (shared with the dashboard): the command, checked for what
+    can be told without running it; None without ``--log-cmd``."""
+    from symmtui.core.logcmd import LogCommand
+    from symmtui.errors import UserError
+
+    if text is None:
+        if shell:
+            raise UserError("--log-cmd-shell goes with --log-cmd CMD (it runs CMD through /bin/sh -c)")
+        return None
+    if log is not None:
+        raise UserError("give --log PATH (a file) or --log-cmd CMD (a command), not both")
+    if new_only:
+        raise UserError("--new-only skips what a log file holds at start; a log command decides what it prints "
+                        "first: use its own option (docker logs -f --since 0s, kubectl logs -f --since=1s, "
+                        "tail -n 0 -F, journalctl -f -n 0)")
+    return LogCommand.parse(text, shell=shell)
