@@ -47,22 +47,29 @@ def run_demo(speed: float, theme: str | None, story: str = "crash") -> int:
 
 
 def run_dashboard(config: str | None, log: str | None, url: str | None, theme: str | None,
-                  auto_stacks: bool = True, notify: bool = False, log_cmd: LogCommand | None = None) -> int:
+                  auto_stacks: bool = True, notify: bool = False, log_cmd: LogCommand | None = None,
+                  metrics: tuple[int | None, str] = (None, "127.0.0.1")) -> int:
     """The no-verb dashboard; ``notify``: notify each verdict (also when the profile has [notify]);
-    ``log_cmd``: read the log from this command (``--log-cmd``)."""
+    ``log_cmd``: read the log from this command (``--log-cmd``); ``metrics``: (port, host) of the
+    Prometheus endpoint (port None: none)."""
     from symmtui.session import open_dashboard
     from symmtui.ui.app import SymmApp
+    from symmtui.verbs import metricsopts
 
     chosen = check_theme(theme)
     session = open_dashboard(config, log, url, log_cmd=log_cmd)
     notifier = None
+    server = None
     try:
         boundary.require_terminal("the dashboard")  # after the profile's and options' own errors
+        server = metricsopts.serve(session, *metrics)  # before the app attaches: it sees every message
         app = SymmApp(session, theme=chosen, auto_stacks=auto_stacks)
         notifier = _notifier(session, app, notify)
         result = app.run()
     finally:
         session.close()
+        if server is not None:
+            server.close()
         if notifier is not None:  # webhooks still in flight: a bounded wait, warnings on stderr now
             from symmtui import clitext
 

@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="probe this health URL, e.g. http://127.0.0.1:30000/health")
     group.add_argument("--theme", dest="dash_theme", metavar="NAME", default=None,
                        help="colour theme: symmtui-dark (default), symmtui-light, symmtui-contrast")
+    from symmtui.verbs import metricsopts
+
+    metricsopts.add_arguments(group, dest_prefix="dash_")
     group.add_argument("--no-auto-stacks", dest="dash_no_auto_stacks", action="store_true",
                        help="do not dump the server's stacks when the state becomes STALLED (the s key still does)")
     group.add_argument("--notify", dest="dash_notify", action="store_true",
@@ -44,4 +47,5 @@ def run(args: argparse.Namespace) -> int:
         log_cmd.check()
 
     return run_dashboard(args.dash_config, args.dash_log, args.dash_url, args.dash_theme,
-                         auto_stacks=not args.dash_no_auto_stacks, notify=args.dash_notify, log_cmd=log_cmd)
+                         auto_stacks=not args.dash_no_auto_stacks, notify=args.dash_notify, log_cmd=log_cmd,
+                         metrics=(args.dash_metrics_port, args.dash_metrics_host))

@@ -35,6 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "0: never); it keeps waiting until the timeout")
     parser.add_argument("--new-only", action="store_true", help="ignore what is already in the log at start")
     parser.add_argument("--config", metavar="FILE", type=boundary.path, help="read log/url/timeout/stall/rules from a launch profile")
+    from symmtui.verbs import metricsopts
+
+    metricsopts.add_arguments(parser)
+    parser.add_argument("--metrics-linger", metavar="S", type=boundary.seconds(), default=0.0,
+                        help="with --metrics-port: keep answering /metrics and /ready with the verdict for S seconds "
+                        "after it (default 0: stop with the wait); Ctrl-C ends it early")
     parser.add_argument("--no-stacks", action="store_true",
                         help="on STALLED, do not dump the server's stacks (by default, with --pid or a profile's "
                         "launch, the collapsed summary is printed under the STALLED line: symmtui stacks)")
@@ -60,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
         if profile.nodes:
             from symmtui.verbs import nodes
 
+            if args.metrics_port is not None:
+                raise UserError("--metrics-port is not served for a profile with [[nodes]] yet: "
+                                "run symmtui wait --metrics-port on each node's log instead")
             return nodes.wait(args, profile)
         if log is None and log_cmd is None:
             log_cmd = profile.log_cmd
@@ -87,16 +96,24 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from symmtui.notify.notifier import for_headless
+    from symmtui.verbs import metricsopts
 
+    server = metricsopts.serve(session, args.metrics_port, args.metrics_host)  # a taken port: nothing started yet
     notifier = for_headless(session, profile.notify if profile is not None else None, asked=args.notify,
                             err=sys.stderr)
-    front = Headless(session)
-    session.follow(log_cmd or log, pid=args.pid, new_only=args.new_only)
-    stacks = not args.no_stacks and (args.pid is not None or profile is not None)
-    result = front.verdict(stacks=stacks)
-    if notifier is not None:
-        notifier.finish(result.snapshot)  # bounded: webhooks still in flight get FLUSH_BOUND seconds
-    return result.exit_code
+    try:
+        front = Headless(session)
+        session.follow(log_cmd or log, pid=args.pid, new_only=args.new_only)
+        stacks = not args.no_stacks and (args.pid is not None or profile is not None)
+        result = front.verdict(stacks=stacks)
+        if notifier is not None:
+            notifier.finish(result.snapshot)  # bounded: webhooks still in flight get FLUSH_BOUND seconds
+        if server is not None and args.metrics_linger:
+            _linger(args.metrics_linger)
+        return result.exit_code
+    finally:
+        if server is not None:
+            server.close()
 
 
 def log_command_option(text: str | None, shell: bool, *, log: str | None, new_only: bool = False) -> LogCommand | None:
@@ -116,3 +133,13 @@ def log_command_option(text: str | None, shell: bool, *, log: str | None, new_on
                         "first: use its own option (docker logs -f --since 0s, kubectl logs -f --since=1s, "
                         "tail -n 0 -F, journalctl -f -n 0)")
     return LogCommand.parse(text, shell=shell)
+
+
+def _linger(seconds: float) -> None:
+    """Keep the metrics endpoint answering with the verdict (a probe reads it) until ``seconds`` or Ctrl-C."""
+    import threading
+
+    try:
+        threading.Event().wait(seconds)
+    except KeyboardInterrupt:
+        return
