@@ -12,7 +12,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from symmtui.core.rules import ACTION_TYPES, ROLES, SCOPES, Action, Kind, Rule, RuleSet, required_literal
+from symmtui.core.rules import (
+    ACTION_TYPES,
+    HANG_PHASES,
+    ROLES,
+    SCOPES,
+    Action,
+    Kind,
+    Rule,
+    RuleSet,
+    required_literal,
+)
 from symmtui.errors import UserError
 
 ENGINES = ("any", "sglang", "vllm")
@@ -122,6 +132,8 @@ def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "") -
     engine = _str(where, "engine", raw.get("engine")) or "any"
     if engine not in ENGINES:
         raise _fail(where, "engine", f"{engine[:40]!r} is not one of {', '.join(ENGINES)}")
+    if kind is Kind.HANG:
+        return _hang_entry(raw, where, rid, engine, user=user, origin=origin)
     scope = _str(where, "scope", raw.get("scope")) or "line"
     if scope not in SCOPES:
         raise _fail(where, "scope", f"{scope[:40]!r} is not one of {', '.join(SCOPES)}")
@@ -180,6 +192,40 @@ def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "") -
         cause=cause, action=action, intent=intent, source=sources, context=context,
         roles=frozenset(roles), scope=scope, origin=origin,
     )
+
+
+# Keys that only line entries have: a hang entry is keyed by its phase.
+_LINE_ONLY = ("patterns", "context", "literals", "ends", "roles", "scope", "not_ready_on", "intent")
+
+
+def _hang_entry(raw: dict[str, Any], where: str, rid: str, engine: str, *, user: bool, origin: str) -> Rule:
+    """A ``kind = "hang"`` entry: what to try when the server hangs in ``phase`` (no patterns)."""
+    for key in _LINE_ONLY:
+        if key in raw:
+            raise _fail(where, key, "does not apply to a hang entry (it is keyed by phase, matched on no line)")
+    phase = _str(where, "phase", raw.get("phase"), required=True)
+    if phase not in HANG_PHASES:
+        raise _fail(where, "phase", f"{phase[:40]!r} is not one of {', '.join(HANG_PHASES)}")
+    cause = _str(where, "cause", raw.get("cause"), required=True)
+    _template(where, "cause", cause, frozenset())
+    action = _action(where, raw.get("action"), frozenset())
+    if action is None:
+        raise _fail(where, "action", "is required: what to try, e.g. action = { type = \"investigate\", text = \"...\" }")
+    sources = _strs(where, "source", raw.get("source"))
+    for i, src in enumerate(sources):
+        if not _SOURCE.fullmatch(src):
+            raise _fail(where, f"source[{i}]", f"{src[:60]!r} must be owner/repo#N")
+    if not sources and not user:
+        raise _fail(where, "source", "a shipped hang entry needs its public source (owner/repo#N)")
+    return Rule(id=rid, kind=Kind.HANG, pattern="", summary=_str(where, "summary", raw.get("summary")) or rid,
+                phase=phase, user=user, engine=engine, versions=_str(where, "versions", raw.get("versions")),
+                cause=cause, action=action, source=sources, origin=origin)
+
+
+def hang_text(rule: Rule) -> str:
+    """A hang entry as one line: what is going on, then what to try."""
+    step = rule.action.text if rule.action is not None else ""
+    return f"{rule.cause}: {step}" if step else rule.cause
 
 
 def _action(where: str, raw: Any, fields: frozenset[str]) -> Action | None:

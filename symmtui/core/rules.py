@@ -26,6 +26,8 @@ class Kind(StrEnum):
     PHASE = "phase"
     PROGRESS = "progress"
     INFO = "info"
+    HANG = "hang"
+    """Not a line rule: what to try when a bring-up hangs in a phase (keyed by ``phase``, one of HANG_PHASES)."""
 
 
 ACTION_TYPES = ("flag_add", "flag_remove", "env", "upgrade", "patch", "config", "investigate")
@@ -142,6 +144,16 @@ PHASE_ORDER: tuple[str, ...] = (
     PHASE_READY,
 )
 
+# Where a hung process stands, named from its stack and the log together (symmtui.stacks.phase); a
+# catalogue entry of kind "hang" is keyed by one of these.
+HANG_NCCL_INIT = "NCCL init"
+HANG_PEERS = "waiting for peers"
+HANG_WEIGHTS = "weight loading"
+HANG_GRAPHS = "CUDA graph capture"
+HANG_COMPILE = "torch.compile"
+HANG_WARMUP = "HTTP warm-up"
+HANG_PHASES: tuple[str, ...] = (HANG_NCCL_INIT, HANG_PEERS, HANG_WEIGHTS, HANG_GRAPHS, HANG_COMPILE, HANG_WARMUP)
+
 
 def builtin_rules() -> tuple[Rule, ...]:
     """The catalogue shipped in the package (symmtui/catalogue/*.toml), read once."""
@@ -216,7 +228,10 @@ class RuleSet:
     """
 
     def __init__(self, rules: Iterable[Rule] | None = None) -> None:
-        self.rules: tuple[Rule, ...] = tuple(rules) if rules is not None else builtin_rules()
+        given = tuple(rules) if rules is not None else builtin_rules()
+        self.rules: tuple[Rule, ...] = tuple(r for r in given if r.kind is not Kind.HANG)
+        self.hangs: tuple[Rule, ...] = tuple(r for r in given if r.kind is Kind.HANG)
+        """The hang hints (kind "hang": keyed by phase, never matched against lines), the user's first."""
         self._compiled: list[tuple[Rule, re.Pattern[str], tuple[str, ...], re.Pattern[str] | None]] = []
         self._diagnosing: list[tuple[Rule, re.Pattern[str], re.Pattern[str] | None]] = []
         self._exits: list[tuple[Rule, re.Pattern[str]]] = []
@@ -288,7 +303,15 @@ class RuleSet:
                          action=Action("investigate", "see the lines around it") if crash_kind else None,
                          roles=frozenset({"fatal"}) if crash_kind else frozenset(), origin="command line or profile")
                 )
-        return RuleSet((*extra, *self.rules))
+        return RuleSet((*extra, *self.rules, *self.hangs))
+
+    def hang_hints(self, phase: str | None, engine: str | None = None) -> tuple[Rule, ...]:
+        """The hang entries for ``phase`` (one of HANG_PHASES), the user's first; an entry of another
+        engine than ``engine`` (None: not known) is left out."""
+        if not phase:
+            return ()
+        return tuple(r for r in self.hangs if r.phase == phase
+                     and (r.engine == "any" or engine is None or r.engine == engine))
 
     def by_id(self, rule_id: str) -> Rule | None:
         """The first entry with this id (user entries shadow built-in ones)."""

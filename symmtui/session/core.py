@@ -119,6 +119,8 @@ class Session:
         self._stalled = False
         self._pid: int | None = None  # the followed pid (an attach); a launch's tree comes from its record
         self._stacks_lock = threading.Lock()  # one dump at a time
+        self.stall_nvml: Nvml | None = None
+        """NVML read once per stacks dump when no sampler runs (`wait`): the GPUs' evidence of a hang."""
 
     # ---- wiring ------------------------------------------------------------------------------
 
@@ -171,6 +173,8 @@ class Session:
             self.sampler.stop()
         if self.gpus is not None:
             self.gpus.close()
+        if self.stall_nvml is not None:
+            self.stall_nvml.shutdown()
         if self.engine is not None:
             self.engine.stop()
         for hook in reversed(self.on_close):
@@ -400,11 +404,16 @@ class Session:
         return StacksTaken(rep, None, auto, saved)
 
     def _utilization(self) -> list[int | None]:
-        """Each GPU's utilization in the sampler's last round (None where NVML could not say)."""
+        """Each GPU's utilization in the sampler's last round; without a sampler (the command line), one
+        round of ``stall_nvml`` taken now; None where NVML could not say."""
+        from symmtui.stacks.gpus import utilization_of
+
         snap = self.sampler.latest() if self.sampler is not None else None
-        if snap is None:
-            return []
-        return [s.utilization_gpu if isinstance(s.utilization_gpu, int) else None for s in snap.samples]
+        if snap is not None:
+            return utilization_of(snap.samples)
+        if self.stall_nvml is not None:
+            return utilization_of(self.stall_nvml.sample_all())
+        return []
 
     def request_stacks(self, *, auto: bool = False, native: bool = False) -> None:
         """Take a dump on a worker thread and post it (StacksTaken); a dump in progress is not doubled."""

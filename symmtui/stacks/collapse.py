@@ -6,8 +6,9 @@ import re
 from collections.abc import Iterable, Sequence
 
 from symmtui.core.ranks import compact, sort_key
+from symmtui.core.rules import RuleSet
 from symmtui.stacks.model import Frame, Group, ProcDump
-from symmtui.stacks.phase import hint_for, phase_of
+from symmtui.stacks.phase import engine_of, hints_for, phase_of
 
 KEY_PACKAGES = ("sglang", "vllm", "torch")
 """Frames in these packages are the ones a reader looks for first."""
@@ -98,8 +99,13 @@ def signature(frames: Sequence[Frame]) -> tuple[tuple[str, str], ...]:
     return tuple((f.filename, "?" if f.native and _ADDRESS.fullmatch(f.name) else f.name) for f in frames)
 
 
-def collapse(dumps: Iterable[ProcDump], log_phase: str | None = None) -> list[Group]:
-    """Groups of processes whose main threads stand in the same stack; the largest first."""
+def collapse(dumps: Iterable[ProcDump], log_phase: str | None = None, ruleset: RuleSet | None = None) -> list[Group]:
+    """Groups of processes whose main threads stand in the same stack; the largest first.
+
+    Each group's hints are the catalogue's hang entries for its phase (``ruleset``: the user's entries
+    with the shipped ones; None: the shipped ones).
+    """
+    rs = ruleset if ruleset is not None else RuleSet()
     by_sig: dict[tuple[tuple[str, str], ...], list[ProcDump]] = {}
     for d in dumps:
         if d.status != "ok":
@@ -113,7 +119,8 @@ def collapse(dumps: Iterable[ProcDump], log_phase: str | None = None) -> list[Gr
         main = procs[0].main_thread()
         frames = main.frames if main is not None else ()
         phase = phase_of(frames, log_phase)
-        groups.append(Group(tuple(procs), frames, headline(frames), fold(frames), phase, hint_for(phase),
+        engine = engine_of(frames, procs[0].cmdline)
+        groups.append(Group(tuple(procs), frames, headline(frames), fold(frames), phase, hints_for(phase, rs, engine),
                             labels=compact(p.label() for p in procs)))
     groups.sort(key=lambda g: (-len(g.procs), sort_key(g.procs[0].label())))
     return groups

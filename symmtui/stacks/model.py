@@ -72,6 +72,18 @@ class ProcDump:
 
 
 @dataclass(frozen=True)
+class Hint:
+    """What to try for a hang in a phase: one catalogue entry of kind "hang"."""
+
+    id: str
+    text: str
+    source: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "text": self.text, "source": list(self.source)}
+
+
+@dataclass(frozen=True)
 class Group:
     """Processes whose main threads stand in the same stack."""
 
@@ -82,11 +94,12 @@ class Group:
     path: tuple[str, ...]
     """The call path for display, innermost first, library runs folded into one line."""
     phase: str | None
-    hint: str | None = None
+    hints: tuple[Hint, ...] = ()
+    """The catalogue's hang entries for ``phase`` (symmtui/catalogue/50-hangs.toml and the user's)."""
     labels: str = field(default="")
 
     def to_json(self) -> dict[str, Any]:
         return {"count": len(self.procs), "ranks": [p.rank for p in self.procs],
                 "pids": [p.pid for p in self.procs], "labels": self.labels, "headline": self.headline,
-                "phase": self.phase, "hint": self.hint, "path": list(self.path),
+                "phase": self.phase, "hints": [h.to_json() for h in self.hints], "path": list(self.path),
                 "stack": [f.to_json() for f in self.stack]}

@@ -1,4 +1,4 @@
-"""Name the phase a process stands in from its stack and the log together, and what to try for a hang there."""
+"""Name the phase a process stands in from its stack and the log together; what to try there comes from the catalogue."""
 
 from __future__ import annotations
 
@@ -6,14 +6,16 @@ import re
 from collections.abc import Sequence
 
 from symmtui.core import rules
-from symmtui.stacks.model import Frame
+from symmtui.core.catalogue import hang_text
+from symmtui.core.rules import RuleSet
+from symmtui.stacks.model import Frame, Hint
 
-NCCL_INIT = "NCCL init"
-PEERS = "waiting for peers"
-WEIGHTS = "weight loading"
-GRAPHS = "CUDA graph capture"
-COMPILE = "torch.compile"
-WARMUP = "HTTP warm-up"
+NCCL_INIT = rules.HANG_NCCL_INIT
+PEERS = rules.HANG_PEERS
+WEIGHTS = rules.HANG_WEIGHTS
+GRAPHS = rules.HANG_GRAPHS
+COMPILE = rules.HANG_COMPILE
+WARMUP = rules.HANG_WARMUP
 
 # Checked from the innermost frame outwards: the first frame that names a phase decides.
 _BY_FRAME: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -38,22 +40,6 @@ _FROM_LOG = {
     rules.PHASE_HTTP: WARMUP,
 }
 
-HINTS = {
-    NCCL_INIT: ("NCCL init that never returns: on a PCIe-only host try NCCL_P2P_DISABLE=1 and check IOMMU/ACS "
-                "(ACS on PCIe switches breaks P2P); NCCL_DEBUG=INFO shows which peer is missing"),
-    PEERS: ("ranks wait for a peer that has not arrived: look at the odd rank's stack; multi-node: every node "
-            "started, the init address reachable, NCCL_SOCKET_IFNAME naming the right interface"),
-    WEIGHTS: ("weights still loading: check the disk or network filesystem under the model (df, iostat), "
-              "free host memory, and that every rank sees the same checkpoint"),
-    GRAPHS: ("CUDA graph capture stopped: retry with --disable-cuda-graph (SGLang) or --enforce-eager (vLLM) "
-             "to confirm, or lower --cuda-graph-max-bs"),
-    COMPILE: ("torch.compile can run for many minutes with no output on a first start: its cache makes the "
-              "next start fast; --enforce-eager (vLLM) or no --enable-torch-compile (SGLang) skips it"),
-    WARMUP: ("the warm-up request waits for the model: the scheduler stacks above say where; "
-             "--skip-server-warmup (SGLang) tells whether the server itself serves"),
-}
-
-
 def phase_of_stack(frames: Sequence[Frame]) -> str | None:
     """The phase the innermost telling frame names (None if no frame names one)."""
     for f in frames:
@@ -69,5 +55,22 @@ def phase_of(frames: Sequence[Frame], log_phase: str | None) -> str | None:
     return phase_of_stack(frames) or (_FROM_LOG.get(log_phase) if log_phase else None)
 
 
-def hint_for(phase: str | None) -> str | None:
-    return HINTS.get(phase) if phase else None
+_ENGINE_FILE = re.compile(r"[/\\](sglang|vllm)[/\\]")
+
+
+def engine_of(frames: Sequence[Frame], cmdline: str = "") -> str | None:
+    """"sglang" or "vllm" when the stack's files (or the command line) name one, else None."""
+    for f in frames:
+        m = _ENGINE_FILE.search(f.filename)
+        if m is not None:
+            return m.group(1)
+    for name in ("sglang", "vllm"):
+        if name in cmdline:
+            return name
+    return None
+
+
+def hints_for(phase: str | None, ruleset: RuleSet | None = None, engine: str | None = None) -> tuple[Hint, ...]:
+    """What to try for a hang in ``phase``: the catalogue's entries of kind "hang" (the user's first)."""
+    rs = ruleset if ruleset is not None else RuleSet()
+    return tuple(Hint(r.id, hang_text(r), r.source) for r in rs.hang_hints(phase, engine))

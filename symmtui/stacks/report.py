@@ -23,7 +23,7 @@ from symmtui.stacks.pyspy import DEFAULT_LIMIT, dump_many
 from symmtui.stacks.ranks import rank_of
 
 LOG_TAIL_BYTES = 4 << 20  # the log's last 4 MiB say which rank is where
-SCHEMA = "symmtui.stacks/1"
+SCHEMA = "symmtui.stacks/2"
 
 
 class PtraceDenied(UserError):
@@ -111,13 +111,16 @@ class StacksReport:
         out = [group_line(g) for g in self.groups]
         if self.gpus:
             out.append(self.gpus)
-        hints = []
-        for g in self.groups:
-            if g.hint and g.hint not in hints:
-                hints.append(g.hint)
-        out += [f"  try: {h}" for h in hints]
+        out += [f"  try: {h}" for h in self.hints()]
         for d in self.unread:
             out.append(f"{d.label()} (pid {d.pid}) not read: {d.detail}")
+        return out
+
+    def hints(self) -> list[str]:
+        """The catalogue's hang hints of every group's phase, each once, in group order."""
+        out: list[str] = []
+        for g in self.groups:
+            out += [h.text for h in g.hints if h.text not in out]
         return out
 
     def lines(self) -> list[str]:
@@ -159,7 +162,7 @@ def take(procs: Sequence[ProcInfo], *, log: Path | None = None, native: bool = F
     denied = [d for d in ranked if d.status == "denied"]
     if denied and not any(d.status == "ok" for d in ranked):
         raise PtraceDenied(f"cannot read the stacks: {access.explain(denied[0].pid)}")
-    groups = tuple(collapse(ranked, facts.phase))
+    groups = tuple(collapse(ranked, facts.phase, ruleset))
     summary = facts.board.summary(facts.now)
     return StacksReport(time.time(), time.monotonic() - t0, native, ranked, groups, facts.phase,
                         str(log) if log is not None else None, summary.text if summary and summary.text else None,

@@ -88,11 +88,11 @@ class SymmApp(App[int]):
         Binding("f", "log('toggle_follow')", "Follow"),
         Binding("slash", "log('search')", "Find", key_display="/"),
         Binding("e", "log('toggle_errors')", "Errors"),
-        Binding("n", "log('next_error')", "Next err"),
-        Binding("N", "log('previous_error')", "Prev err", key_display="N"),
-        Binding("t", "next_theme", "Theme"),
-        Binding("s", "stacks", "Stacks", show=False),
+        Binding("n", "log('next_error')", "Next"),
+        Binding("N", "log('previous_error')", "Prev", key_display="N"),
+        Binding("s", "stacks", "Stacks"),
         Binding("q", "quit", "Quit"),
+        Binding("t", "next_theme", "Theme"),  # last: in 80 columns the footer cuts the theme key, not q
         Binding("tab", "focus_next", "Focus", show=False),
     ]
 
@@ -232,6 +232,7 @@ class SymmApp(App[int]):
         elif snap.detail:
             detail = snap.detail
         self.query_one(StatusHeader).show(snap.state, detail)
+        self.query_one(GpuPanel).show_stall(snap.state is State.STALLED)
         key = (snap.errors, snap.warnings, self.patch_applied)
         if key != self._diag_key:
             self._diag_key = key

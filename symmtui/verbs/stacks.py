@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="dump this process and every process it started (a server symmtui did not launch)")
     parser.add_argument("--log", metavar="PATH", type=boundary.path, help="the server's log: ranks and phase from it, the dump "
                         "saved beside it (default: the launch's log)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object (schema symmtui.stacks/1)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (schema symmtui.stacks/2)")
     parser.add_argument("--native", action="store_true",
                         help="add native frames (C/C++/CUDA: where NCCL or a CUDA call waits); slower")
     parser.add_argument("--limit", metavar="SECONDS", type=boundary.seconds(minimum=0.1, maximum=600), default=None,
@@ -41,8 +41,10 @@ def run(args: argparse.Namespace) -> int:
 
     find_pyspy()  # a missing py-spy is one line before any work
     log: Path | None = Path(args.log) if args.log else None
-    ruleset = None
     if args.pid is not None:
+        from symmtui.core.catalogue import user_ruleset
+
+        ruleset = user_ruleset()  # the XDG catalogue's entries (hang hints among them) before the shipped ones
         procs = proctree.tree(args.pid)
         if not procs:
             raise UserError(f"no running process {args.pid}: give the pid of the server's main process")

@@ -105,6 +105,10 @@ def run(args: argparse.Namespace) -> int:
         front = Headless(session)
         session.follow(log_cmd or log, pid=args.pid, new_only=args.new_only)
         stacks = not args.no_stacks and (args.pid is not None or profile is not None)
+        if stacks:
+            from symmtui.gpu.nvml import Nvml
+
+            session.stall_nvml = Nvml()  # read once at a stall (nothing is sampled before): the GPUs' evidence
         result = front.verdict(stacks=stacks)
         if notifier is not None:
             notifier.finish(result.snapshot)  # bounded: webhooks still in flight get FLUSH_BOUND seconds

@@ -47,7 +47,7 @@ def test_eight_ranks_collapse_into_two_groups_naming_the_odd_rank(tmp_path: Path
     assert odd["ranks"] == ["TP5"]
     assert odd["headline"].startswith("stay ← nccl_comm_init_rank ← init_process_group")
     assert odd["phase"] == "NCCL init"
-    assert "NCCL_P2P_DISABLE=1" in odd["hint"]
+    assert odd["hints"][0]["id"] == "hang-nccl-init-p2p" and "NCCL_P2P_DISABLE=1" in odd["hints"][0]["text"]
     # the setsid'd ranks (even) are in the tree too: every rank process was read
     workers = [p for p in rep["processes"] if p["rank"]]
     assert len(workers) == 8 and all(p["status"] == "ok" for p in workers)

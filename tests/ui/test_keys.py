@@ -233,3 +233,23 @@ async def test_q_quits() -> None:
         await pilot.press("q")
         await settle(pilot)
     assert app.return_value == 0
+
+
+async def test_s_shows_in_the_footer_and_dumps_into_the_stacks_panel() -> None:
+    from textual.widgets import Footer
+
+    from symmtui.ui.widgets.stacks import StacksView
+
+    app = SymmApp(crashed_session(), tick=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        footer = app.query_one(Footer)
+        assert any(b.key == "s" and b.description == "Stacks" for b in footer.query("FooterKey").results())
+        assert "s Stacks" in text(app)
+        view = app.query_one(StacksView)
+        assert view.taken is None and not view.display
+        await pilot.press("s")
+        await wait_for(pilot, lambda: view.taken is not None, "the dump on the s key")
+        # a fixed session has no server process: the panel says so in one line
+        assert view.display and view.border_subtitle.endswith("on s")
+        assert "no server process known" in text(app)

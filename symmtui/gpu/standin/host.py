@@ -54,6 +54,7 @@ class StandinHost:
         self.procs: list[dict[int, ProcEntry]] = [{} for _ in self.devices]
         self.load_fraction = 0.0
         self.utilization: float | None = None
+        self.utilization_of: dict[int, float] = {}  # per-GPU pins, over the all-GPU one
         self.dynamic = bool(scenario.get("dynamic", False))
         self._ramp: tuple[float, float, Sequence[int] | int | None, str] | None = None
         # faults
@@ -149,11 +150,17 @@ class StandinHost:
                 procs.clear()
             self.load_fraction = 0.0
 
-    def set_utilization(self, percent: float | None) -> None:
-        """Pin GPU utilisation (None: follow the load model)."""
+    def set_utilization(self, percent: float | None, index: int | None = None) -> None:
+        """Pin GPU utilisation of every GPU, or of GPU ``index`` only (None: follow the load model again)."""
         with self.lock:
             self.dynamic = True
-            self.utilization = percent
+            if index is None:
+                self.utilization = percent
+                self.utilization_of.clear()
+            elif percent is None:
+                self.utilization_of.pop(index, None)
+            else:
+                self.utilization_of[index] = percent
 
     # ---- fault hooks -----------------------------------------------------------------------
     def fail_init(self, code: int | None) -> None:
@@ -283,7 +290,7 @@ class StandinHost:
     def util(self, index: int) -> float:
         """Utilisation percent: pinned, or a loading-shaped curve of the load fraction and the clock."""
         with self.lock:
-            pinned = self.utilization
+            pinned = self.utilization_of.get(index, self.utilization)
             fraction = self.load_fraction
             busy = bool(self.procs[index])
         if pinned is not None:

@@ -18,6 +18,7 @@ from textual.widgets import Static
 
 from symmtui.gpu.results import NA, GpuInfo, GpuProcess, GpuSample, is_na
 from symmtui.gpu.sampler import GpuSnapshot
+from symmtui.stacks.gpus import evidence, utilization_of
 from symmtui.ui.widgets.fmt import fit, gib, memory_bar, set_content, short_gpu_name, sparkline
 
 HIGH_MEMORY = 0.92  # fraction of total at which the bar turns to the "high" colour
@@ -228,6 +229,7 @@ class GpuPanel(Vertical):
         self.border_title = "GPUs"
         self._snapshot: GpuSnapshot | None = None
         self._ours: frozenset[int] = frozenset()
+        self._stalled = False
 
     def compose(self) -> ComposeResult:
         yield GpuTable(id="gpu-table")
@@ -239,10 +241,24 @@ class GpuPanel(Vertical):
         table = self.query_one(GpuTable)
         table.show(snapshot, self._ours)
         self.query_one(ProcessList).show(snapshot, table.cursor, self._ours)
+        self._show_title()
         slow = snapshot.cost_seconds >= SLOW_ROUND
         subtitle = f"NVML slow: last round took {snapshot.cost_seconds:.1f} s" if slow else ""
         if subtitle != self.border_subtitle:
             self.border_subtitle = subtitle
+
+    def show_stall(self, stalled: bool) -> None:
+        """While the bring-up is STALLED, the title carries what the GPUs say about it (symmtui.stacks.gpus)."""
+        if stalled != self._stalled:
+            self._stalled = stalled
+            self._show_title()
+
+    def _show_title(self) -> None:
+        ev = (evidence(utilization_of(self._snapshot.samples))
+              if self._stalled and self._snapshot is not None else None)
+        title = f"GPUs · stalled: {ev.short()}" if ev is not None else "GPUs"
+        if title != self.border_title:
+            self.border_title = title
 
     def show_busy(self, seconds: float) -> None:
         """Name a sampling round that is taking long (the table keeps the last sample meanwhile)."""

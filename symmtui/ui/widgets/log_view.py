@@ -341,8 +341,8 @@ class LogView(Vertical):
         Binding("f", "toggle_follow", "Follow", tooltip="Follow the end of the log, or pause"),
         Binding("slash", "search", "Find", key_display="/", tooltip="Search the log"),
         Binding("e", "toggle_errors", "Errors", tooltip="Show only crash and warning lines"),
-        Binding("n", "next_error", "Next err", tooltip="Jump to the next error"),
-        Binding("N", "previous_error", "Prev err", key_display="N", tooltip="Jump to the previous error"),
+        Binding("n", "next_error", "Next", tooltip="Jump to the next error"),
+        Binding("N", "previous_error", "Prev", key_display="N", tooltip="Jump to the previous error"),
     ]
 
     DEFAULT_CSS = """

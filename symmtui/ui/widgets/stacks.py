@@ -25,11 +25,7 @@ def render_stacks(taken: StacksTaken) -> Content:
         lines.append(Content.styled(visible(group_line(g)), style))
     if rep.gpus:
         lines.append(Content.styled(visible(rep.gpus), "$muted"))
-    hints: list[str] = []
-    for g in rep.groups:
-        if g.hint and g.hint not in hints:
-            hints.append(g.hint)
-    for h in hints:
+    for h in rep.hints():
         lines.append(Content.assemble(("  → ", "bold $diag-action"), (visible(h), "$diag-action")))
     for d in rep.unread:
         lines.append(Content.styled(visible(f"{d.label()} (pid {d.pid}) not read: {d.detail}"), "$muted"))
