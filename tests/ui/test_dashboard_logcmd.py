@@ -1,0 +1,61 @@
+"""The dashboard with `--log-cmd`: a real command's output in the log pane, judged; its exit shown; no orphan."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from symmtui.cli import main
+from symmtui.core.logcmd import Backoff, CommandFollower, LogCommand
+from symmtui.core.readiness import State
+from symmtui.session import open_dashboard
+from symmtui.ui.app import SymmApp
+from tests.ui.kit import CRASH_LOG, text, wait_for
+
+WRITER = Path(__file__).resolve().parents[1] / "fixtures" / "log_cmd_writer.py"
+
+
+async def test_dashboard_follows_a_log_command_and_says_when_it_exits(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`symmtui --log-cmd ...`: the crash is judged from the command's output, the pane shows its lines, the
+    command's exit is in the pane's title and a toast, and closing kills it."""
+    monkeypatch.setenv("SYMMTUI_NVML_STANDIN", "rtx-pro-6000-x8-pcie")
+    import symmtui.core.logcmd as logcmd
+
+    monkeypatch.setattr(logcmd, "Backoff", lambda: Backoff(first=30.0, cap=30.0))  # one run: its exit stays shown
+    pidfile = tmp_path / "pid"
+    cmd = LogCommand.from_argv([sys.executable, str(WRITER), str(CRASH_LOG), "--pidfile", str(pidfile),
+                                "--exit", "1"])
+    session = open_dashboard(None, None, None, log_cmd=cmd)
+    assert session.name == f"attach `{cmd.text}`" and session.log_command == cmd and session.log_path is None
+    engine = session.engine
+    assert engine is not None and isinstance(engine._follower, CommandFollower)
+    app = SymmApp(session)
+    toasts: list[str] = []
+    shown = app.notify
+    app.notify = lambda message, **kw: (toasts.append(message), shown(message, **kw))[1]  # type: ignore[method-assign]
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.last_snapshot is not None and app.last_snapshot.state is State.CRASHED,
+                           "the crash printed by the log command")
+            await wait_for(pilot, lambda: "press p to apply the SM120 patch" in text(app), "the diagnosis")
+            await wait_for(pilot, lambda: "log command exited (code 1)" in str(app.log_view.border_subtitle),
+                           "the command's exit in the log pane's title")
+            assert "restarting in 30 s" in str(app.log_view.border_subtitle)
+            assert any("log command exited (code 1)" in t for t in toasts)
+            assert "KeyError: 12" in text(app)
+    finally:
+        session.close()
+    pid = int(pidfile.read_text())
+    stat = Path(f"/proc/{pid}/stat")
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_dashboard_log_cmd_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--log-cmd", "no-such-log-program-xyz -f"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("symmtui: error: log command `no-such-log-program-xyz -f`") and err.count("\n") == 1
+    assert main(["--log-cmd", "true", "--log", "x.log"]) == 2
+    assert "not both" in capsys.readouterr().err
