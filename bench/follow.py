@@ -1,11 +1,13 @@
 """Log follower figures: poll() throughput, append->on_batch latency, peak RSS on a 1 GB log, a 50k lines/s flood.
 
-`python -m bench.follow` (about a minute; `--quick` for a smaller run). Each figure is printed
-next to a baseline measured in the same run. Exit 1 when a target is missed:
+`python -m bench.follow` (about a minute; `--quick` for a smaller run; `--flood-only` for the two
+floods alone). Each figure is printed next to a baseline measured in the same run. Exit 1 when a
+target is missed:
   - poll() >= 650k lines/s on an SGLang-like log (what the engine needs),
   - append -> on_batch median <= 50 ms over >= 20 trials (the shell loop's expectation is 2.5 s),
   - following a 1 GB log from its start: peak RSS < 150 MB,
-  - 50k lines/s for 10 s from a writer process: no line lost, peak RSS < 150 MB.
+  - 50k lines/s for 10 s from a writer process: no line lost, peak RSS < 150 MB, both when it appends
+    to a file (LogFollower) and when it is a log command writing to its stdout (CommandFollower).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from symmtui.core.follow import FileNotice, LogFollower, LogItem, LogLine, iter_lines
+from symmtui.core.logcmd import CommandFollower, LogCommand
 
+FLOOD_RATE = 50_000
 LINES_TARGET = 650_000
 LATENCY_TARGET_S = 0.050
 RSS_TARGET_MB = 150.0
@@ -217,35 +221,48 @@ def _child_follow(path: str, mode: str, expect: int) -> int:
                 break
         f.close()
         elapsed = time.perf_counter() - t0
-    else:  # flood: follow live until `expect` lines were seen
+    else:  # flood / command: follow live until `expect` lines were seen (or the command exited)
         done = threading.Event()
+        batches = 0
 
         def on_batch(items: list[LogItem]) -> None:
-            nonlocal seen, biggest
+            nonlocal seen, biggest, batches
             biggest = max(biggest, len(items))
+            batches += 1
             for x in items:
                 if isinstance(x, LogLine):
-                    seen += 1
+                    seen += not x.progress
                 elif isinstance(x, FileNotice):
                     notices.append(x.kind)
+                    if x.kind in ("exited", "error"):
+                        done.set()  # its output is all read before this notice
             if seen >= expect:
                 done.set()
 
-        f = LogFollower(path)
+        f: LogFollower | CommandFollower
+        if mode == "command":  # the writer is the log command: it floods its stdout, its report goes to `path`
+            f = CommandFollower(LogCommand.from_argv([
+                sys.executable, str(WRITER), "/dev/stdout", "--rate", str(FLOOD_RATE),
+                "--seconds", str(expect / FLOOD_RATE), "--report", path]))
+        else:
+            f = LogFollower(path)
         stop = threading.Event()
         t = threading.Thread(target=f.watch, args=(stop, on_batch))
+        cpu0 = time.process_time()
         t0 = time.perf_counter()
         t.start()
         sys.stdout.write("ready\n")
         sys.stdout.flush()
         done.wait(120)
         elapsed = time.perf_counter() - t0
+        cpu = time.process_time() - cpu0
         stop.set()
         t.join(10)
         f.close()
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     sys.stdout.write(json.dumps({"lines": seen, "rss_mb": rss_mb, "seconds": elapsed, "biggest_batch": biggest,
-                                 "notices": notices}) + "\n")
+                                 "notices": notices, "cpu_s": cpu if mode != "whole" else None,
+                                 "batches": batches if mode != "whole" else None}) + "\n")
     return 0
 
 
@@ -264,6 +281,7 @@ def baseline_rss() -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.follow", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller files and a shorter flood")
+    parser.add_argument("--flood-only", action="store_true", help="only the two 50k lines/s floods (file, command)")
     parser.add_argument("--child", nargs=3, metavar=("PATH", "MODE", "EXPECT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -275,59 +293,60 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     tmp = Path(tempfile.mkdtemp(prefix="bench-follow-"))
     try:
-        log = tmp / "sglang.log"
-        lines = make_log(log, size)
-        real = log.stat().st_size
-        print(f"throughput: {real / 1e6:.0f} MB SGLang-like log, {lines:,} lines (page cache warm, best of {2 if args.quick else 3})")
-        make_lines_rows, rate = throughput(log, 2 if args.quick else 3)
-        print(f"  {'reader':46} {'lines/s':>12} {'MB/s':>8} {'lines':>11}")
-        for name, seconds, n in make_lines_rows:
-            print(f"  {name:46} {n / seconds:12,.0f} {real / seconds / 1e6:8.0f} {n:11,}")
-        good = rate >= LINES_TARGET and all(r[2] == lines for r in make_lines_rows[3:])
-        ok &= good
-        print(f"  target poll() >= {LINES_TARGET:,} lines/s, every line once: {'met' if good else 'MISSED'}")
-        log.unlink()
+        if not args.flood_only:
+            log = tmp / "sglang.log"
+            lines = make_log(log, size)
+            real = log.stat().st_size
+            print(f"throughput: {real / 1e6:.0f} MB SGLang-like log, {lines:,} lines (page cache warm, best of {2 if args.quick else 3})")
+            make_lines_rows, rate = throughput(log, 2 if args.quick else 3)
+            print(f"  {'reader':46} {'lines/s':>12} {'MB/s':>8} {'lines':>11}")
+            for name, seconds, n in make_lines_rows:
+                print(f"  {name:46} {n / seconds:12,.0f} {real / seconds / 1e6:8.0f} {n:11,}")
+            good = rate >= LINES_TARGET and all(r[2] == lines for r in make_lines_rows[3:])
+            ok &= good
+            print(f"  target poll() >= {LINES_TARGET:,} lines/s, every line once: {'met' if good else 'MISSED'}")
+            log.unlink()
 
-        trials = 20 if args.quick else 40
-        delays = sorted(latency(tmp, trials))
-        med = statistics.median(delays)
-        p95 = delays[int(round(0.95 * (len(delays) - 1)))]
-        print(f"\nlatency: writer process append -> on_batch, {trials} trials (inotify via watchfiles)")
-        print(f"  {'':32} {'median':>10} {'p95':>10} {'max':>10}")
-        print(f"  {'LogFollower.watch()':32} {med * 1000:8.1f}ms {p95 * 1000:8.1f}ms {delays[-1] * 1000:8.1f}ms")
-        print(f"  {'shell loop, sleep 5 (expected)':32} {SHELL_LOOP_PERIOD_S / 2 * 1000:8.0f}ms "
-              f"{SHELL_LOOP_PERIOD_S * 0.95 * 1000:8.0f}ms {SHELL_LOOP_PERIOD_S * 1000:8.0f}ms")
-        good = med <= LATENCY_TARGET_S
-        ok &= good
-        print(f"  target median <= {LATENCY_TARGET_S * 1000:.0f} ms: {'met' if good else 'MISSED'} "
-              f"({SHELL_LOOP_PERIOD_S / 2 / med:,.0f}x sooner than the loop)")
+            trials = 20 if args.quick else 40
+            delays = sorted(latency(tmp, trials))
+            med = statistics.median(delays)
+            p95 = delays[int(round(0.95 * (len(delays) - 1)))]
+            print(f"\nlatency: writer process append -> on_batch, {trials} trials (inotify via watchfiles)")
+            print(f"  {'':32} {'median':>10} {'p95':>10} {'max':>10}")
+            print(f"  {'LogFollower.watch()':32} {med * 1000:8.1f}ms {p95 * 1000:8.1f}ms {delays[-1] * 1000:8.1f}ms")
+            print(f"  {'shell loop, sleep 5 (expected)':32} {SHELL_LOOP_PERIOD_S / 2 * 1000:8.0f}ms "
+                  f"{SHELL_LOOP_PERIOD_S * 0.95 * 1000:8.0f}ms {SHELL_LOOP_PERIOD_S * 1000:8.0f}ms")
+            good = med <= LATENCY_TARGET_S
+            ok &= good
+            print(f"  target median <= {LATENCY_TARGET_S * 1000:.0f} ms: {'met' if good else 'MISSED'} "
+                  f"({SHELL_LOOP_PERIOD_S / 2 / med:,.0f}x sooner than the loop)")
 
-        base = baseline_rss()
-        print(f"\npeak RSS (child processes; python + symmtui.core.follow + watchfiles imported: {base:.0f} MB)")
-        log = tmp / "big.log"
-        lines = make_log(log, big)
-        proc = _child([str(log), "whole", str(lines)])
-        out, _ = proc.communicate(timeout=600)
-        rep = json.loads(out)
-        good = rep["lines"] == lines and rep["rss_mb"] < RSS_TARGET_MB
-        ok &= good
-        print(f"  follow a {log.stat().st_size / 1e9:.2f} GB log from its start: {rep['lines']:,}/{lines:,} lines "
-              f"in {rep['seconds']:.1f} s, biggest batch {rep['biggest_batch']:,} items, "
-              f"peak RSS {rep['rss_mb']:.0f} MB (target < {RSS_TARGET_MB:.0f}): {'met' if good else 'MISSED'}")
-        with LogFollower(log, tail_lines=1000) as f:
-            t0 = time.perf_counter()
-            first = f.poll()
-            attach = time.perf_counter() - t0
-            n_tail = sum(1 for x in first if isinstance(x, LogLine))
-            t0 = time.perf_counter()
-            n_back = sum(len(b) for b in f.backfill())
-            back = time.perf_counter() - t0
-        print(f"  attach with tail_lines=1000: {n_tail} lines in {attach * 1000:.1f} ms "
-              f"(vs {rep['seconds'] * 1000:.0f} ms reading it all); backfill of the rest: "
-              f"{n_back:,} lines in {back:.1f} s")
-        log.unlink()
+            base = baseline_rss()
+            print(f"\npeak RSS (child processes; python + symmtui.core.follow + watchfiles imported: {base:.0f} MB)")
+            log = tmp / "big.log"
+            lines = make_log(log, big)
+            proc = _child([str(log), "whole", str(lines)])
+            out, _ = proc.communicate(timeout=600)
+            rep = json.loads(out)
+            good = rep["lines"] == lines and rep["rss_mb"] < RSS_TARGET_MB
+            ok &= good
+            print(f"  follow a {log.stat().st_size / 1e9:.2f} GB log from its start: {rep['lines']:,}/{lines:,} lines "
+                  f"in {rep['seconds']:.1f} s, biggest batch {rep['biggest_batch']:,} items, "
+                  f"peak RSS {rep['rss_mb']:.0f} MB (target < {RSS_TARGET_MB:.0f}): {'met' if good else 'MISSED'}")
+            with LogFollower(log, tail_lines=1000) as f:
+                t0 = time.perf_counter()
+                first = f.poll()
+                attach = time.perf_counter() - t0
+                n_tail = sum(1 for x in first if isinstance(x, LogLine))
+                t0 = time.perf_counter()
+                n_back = sum(len(b) for b in f.backfill())
+                back = time.perf_counter() - t0
+            print(f"  attach with tail_lines=1000: {n_tail} lines in {attach * 1000:.1f} ms "
+                  f"(vs {rep['seconds'] * 1000:.0f} ms reading it all); backfill of the rest: "
+                  f"{n_back:,} lines in {back:.1f} s")
+            log.unlink()
 
-        rate_flood = 50_000
+        rate_flood = FLOOD_RATE
         total = int(rate_flood * flood_s)
         log = tmp / "flood.log"
         log.write_bytes(b"")
@@ -345,6 +364,22 @@ def main(argv: list[str] | None = None) -> int:
               f"(it took {wrep['seconds']:.1f} s)")
         print(f"  written {wrep['lines']:,}, followed {rep['lines']:,}, lost {wrep['lines'] - rep['lines']:,}; "
               f"biggest batch {rep['biggest_batch']:,}; peak RSS {rep['rss_mb']:.0f} MB: {'met' if good else 'MISSED'}")
+        print(f"  follower CPU {rep['cpu_s']:.2f} s in {rep['seconds']:.1f} s "
+              f"({100 * rep['cpu_s'] / rep['seconds']:.0f} % of a core), {rep['batches']:,} batches")
+
+        report = tmp / "command-flood.json"
+        proc = _child([str(report), "command", str(total)])
+        out, _ = proc.communicate(timeout=120)
+        rep = json.loads(out.split("\n", 1)[1])
+        wrep = json.loads(report.read_text())
+        good = rep["lines"] == wrep["lines"] == total and rep["rss_mb"] < RSS_TARGET_MB and "error" not in rep["notices"]
+        ok &= good
+        print(f"\ncommand flood: the same writer as a log command (`--log-cmd`: its stdout, one pipe) at "
+              f"{rate_flood:,} lines/s for {flood_s:g} s (it took {wrep['seconds']:.1f} s)")
+        print(f"  written {wrep['lines']:,}, followed {rep['lines']:,}, lost {wrep['lines'] - rep['lines']:,}; "
+              f"biggest batch {rep['biggest_batch']:,}; peak RSS {rep['rss_mb']:.0f} MB: {'met' if good else 'MISSED'}")
+        print(f"  follower CPU {rep['cpu_s']:.2f} s in {rep['seconds']:.1f} s "
+              f"({100 * rep['cpu_s'] / rep['seconds']:.0f} % of a core), {rep['batches']:,} batches")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"\nbench.follow: {'all targets met' if ok else 'a target was MISSED'}")
