@@ -25,6 +25,7 @@ VERBS: dict[str, str] = {
     "stop": "symmtui.verbs.stop",
     "demo": "symmtui.verbs.demo",
     "stacks": "symmtui.verbs.stacks",
+    "report": "symmtui.verbs.report",
 }
 DASHBOARD = "symmtui.verbs.dashboard"
 

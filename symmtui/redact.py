@@ -63,7 +63,7 @@ def _counts(value: str) -> bool:
 
 def _assign(match: re.Match[str]) -> str:
     name, sep, value = match.group("name"), match.group("sep"), match.group("value")
-    if not _SECRET_NAME.search(name) or _keep(value) or _counts(value) or value == MASK:
+    if not _SECRET_NAME.search(name) or _keep(value) or _counts(value) or value.startswith(MASK[:-1]):
         return match.group(0)
     if not sep.strip() and not name.startswith("-"):
         return match.group(0)  # "key value" in prose is not an assignment; "--api-key value" is

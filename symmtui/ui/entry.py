@@ -28,14 +28,17 @@ def check_theme(name: str | None) -> str:
     return chosen
 
 
-def run_demo(speed: float, theme: str | None, story: str = "crash") -> int:
+def run_demo(speed: float, theme: str | None, story: str = "crash", record: bool = True) -> int:
     """`symmtui demo`: build, run the app, and on quit stop the demo's servers and remove its temp dir."""
+    from symmtui.bundle.wire import demo_bundle_path, record_demo
     from symmtui.session import open_demo
     from symmtui.ui.app import SymmApp
 
     chosen = check_theme(theme)
     boundary.require_terminal("the demo")  # before the demo server starts
-    session, _demo = open_demo(speed, story)
+    kept = demo_bundle_path(story) if record else None  # the user's state dir, before the demo isolates its own
+    session, demo = open_demo(speed, story)
+    recorder = record_demo(session, demo, kept) if kept is not None else None
     try:
         result = SymmApp(session, theme=chosen).run()
     finally:
@@ -43,15 +46,19 @@ def run_demo(speed: float, theme: str | None, story: str = "crash") -> int:
         with contextlib.suppress(OSError):
             print("symmtui demo: stopping the demo server and removing its temp dir…", file=sys.stderr)
         session.close()
+        if recorder is not None and recorder.path is not None:
+            with contextlib.suppress(OSError):
+                print(f"symmtui demo: bundle kept: {recorder.path} (symmtui replay / report)", file=sys.stderr)
     return result or 0
 
 
 def run_dashboard(config: str | None, log: str | None, url: str | None, theme: str | None,
                   auto_stacks: bool = True, notify: bool = False, log_cmd: LogCommand | None = None,
-                  metrics: tuple[int | None, str] = (None, "127.0.0.1")) -> int:
+                  metrics: tuple[int | None, str] = (None, "127.0.0.1"), record: bool = True) -> int:
     """The no-verb dashboard; ``notify``: notify each verdict (also when the profile has [notify]);
     ``log_cmd``: read the log from this command (``--log-cmd``); ``metrics``: (port, host) of the
-    Prometheus endpoint (port None: none)."""
+    Prometheus endpoint (port None: none); ``record``: record a bundle next to the log."""
+    from symmtui.bundle.wire import record_session, server_command
     from symmtui.session import open_dashboard
     from symmtui.ui.app import SymmApp
     from symmtui.verbs import metricsopts
@@ -60,7 +67,9 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
     session = open_dashboard(config, log, url, log_cmd=log_cmd)
     notifier = None
     server = None
+    profile = session.supervisor.profile if session.supervisor is not None else None
     try:
+        record_session(session, server_command(profile), enabled=record)
         boundary.require_terminal("the dashboard")  # after the profile's and options' own errors
         server = metricsopts.serve(session, *metrics)  # before the app attaches: it sees every message
         app = SymmApp(session, theme=chosen, auto_stacks=auto_stacks)

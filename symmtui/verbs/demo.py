@@ -14,6 +14,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="timeline factor: 1 loads in about a minute, 10 in about 6 s (default 1)")
     parser.add_argument("--theme", default=None, metavar="NAME",
                         help="colour theme: symmtui-dark (default), symmtui-light, symmtui-contrast")
+    parser.add_argument("--no-record", action="store_true",
+                        help="do not keep the demo's bundle (by default: $XDG_STATE_HOME/symmtui/bundles/"
+                        "demo-STORY.symmtui-bundle.json.gz, for symmtui report / replay)")
     parser.add_argument("--story", choices=("crash", "hang", "fix"), default="crash",
                         help="crash (default): KeyError: 12, patch, relaunch, ready; hang: rank TP5 stops in NCCL "
                         "init, STALLED, the stacks panel names it, relaunch (r) recovers; fix: DeepGEMM's "
@@ -24,4 +27,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from symmtui.ui.entry import run_demo
 
-    return run_demo(float(args.speed), args.theme, args.story)
+    return run_demo(float(args.speed), args.theme, args.story, record=not args.no_record)

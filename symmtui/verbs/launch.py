@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from symmtui.launch.profile import Profile
 
 from symmtui import boundary
+from symmtui.bundle import NO_RECORD_HELP
 
 HELP = "launch the profile's server (stopping the previous one) and wait for it like `symmtui wait`"
 
@@ -27,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--notify", action="store_true",
                         help="notify each verdict (bell, tmux, desktop, the profile's [notify] webhooks; "
                         "on by default when the profile has [notify])")
+    parser.add_argument("--no-record", action="store_true", help=NO_RECORD_HELP)
     parser.add_argument(
         "--strict-preflight", action="store_true",
         help="refuse to launch (exit 3) when the patch check predicts the KeyError crash (default: warn)",
@@ -71,6 +73,9 @@ def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
     from symmtui.notify.notifier import for_headless
 
     notifier = for_headless(session, profile.notify, asked=args.notify, err=err)
+    from symmtui.bundle.wire import record_session, server_command
+
+    record_session(session, server_command(profile), enabled=not args.no_record, err=err)
     front = Headless(session, err)
     try:
         result = session.launch(ProgressPrinter(err), preflight=not args.no_preflight,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from symmtui import boundary
+from symmtui.bundle import NO_RECORD_HELP
 
 if TYPE_CHECKING:
     from symmtui.core.logcmd import LogCommand
@@ -47,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--notify", action="store_true",
                         help="notify each verdict: terminal bell, tmux message, desktop notification, and the "
                         "profile's [notify] webhooks (on by default when the profile has [notify])")
+    parser.add_argument("--no-record", action="store_true", help=NO_RECORD_HELP)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,6 +104,9 @@ def run(args: argparse.Namespace) -> int:
     notifier = for_headless(session, profile.notify if profile is not None else None, asked=args.notify,
                             err=sys.stderr)
     try:
+        from symmtui.bundle.wire import record_session, server_command
+
+        record_session(session, server_command(profile, args.pid), enabled=not args.no_record)
         front = Headless(session)
         session.follow(log_cmd or log, pid=args.pid, new_only=args.new_only)
         stacks = not args.no_stacks and (args.pid is not None or profile is not None)

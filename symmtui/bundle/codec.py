@@ -1,0 +1,109 @@
+"""The bundle's JSON form of the Session's records (events, snapshots, GPU info, topology, rank summaries).
+
+A tagged encoding over a fixed list of frozen dataclasses: ``{"@": "Event", "summary": ...}``; tuples
+become lists and come back as tuples, ``frozenset`` is ``{"@fs": [...]}``, the enums ``{"@e": "State",
+"v": "ready"}``, NVML's NA ``{"@": "NA"}``. Decoding builds only the classes listed in :data:`CLASSES`
+(never a name taken from the file), so a hand-edited bundle cannot make symmtui construct anything
+else; a field a class does not have is ValueError. Fields declared ``compare=False`` (an event's
+catalogue entry) are not kept: they come back as their default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any
+
+from symmtui.core.events import Event
+from symmtui.core.ranks import RankState, RankSummary
+from symmtui.core.readiness import PhaseSpan, Snapshot, State
+from symmtui.core.rules import Kind
+from symmtui.gpu.results import NA, GpuInfo, NAType, NvLink
+from symmtui.gpu.topology import Topology
+
+CLASSES: dict[str, type[Any]] = {
+    cls.__name__: cls
+    for cls in (Event, Snapshot, PhaseSpan, RankSummary, RankState, GpuInfo, NvLink, Topology)
+}
+ENUMS: dict[str, type[Enum]] = {"State": State, "Kind": Kind}
+MAX_DEPTH = 32
+
+
+def encode(value: Any) -> Any:
+    """``value`` (one of CLASSES, or plain data of them) as JSON-ready data."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, NAType):
+        return {"@": "NA"}
+    if isinstance(value, Enum):
+        return {"@e": type(value).__name__, "v": value.value}
+    if isinstance(value, frozenset | set):
+        return {"@fs": sorted((encode(v) for v in value), key=repr)}
+    if isinstance(value, tuple | list):
+        return [encode(v) for v in value]
+    if isinstance(value, Mapping):
+        return {"@m": {str(k): encode(v) for k, v in value.items()}}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        name = type(value).__name__
+        if CLASSES.get(name) is not type(value):
+            raise TypeError(f"the bundle does not keep {name}")
+        out: dict[str, Any] = {"@": name}
+        for f in dataclasses.fields(value):
+            if f.compare:
+                out[f.name] = encode(getattr(value, f.name))
+        return out
+    raise TypeError(f"the bundle does not keep {type(value).__name__}")
+
+
+def decode(data: Any, depth: int = 0) -> Any:
+    """:func:`encode`'s data back as objects; ValueError for anything it would not have written."""
+    if depth > MAX_DEPTH:
+        raise ValueError("nested too deep")
+    if data is None or isinstance(data, bool | int | float | str):
+        return data
+    if isinstance(data, list):
+        return tuple(decode(v, depth + 1) for v in data)
+    if not isinstance(data, dict):
+        raise ValueError(f"unexpected {type(data).__name__}")
+    if "@fs" in data:
+        items = data["@fs"]
+        if not isinstance(items, list):
+            raise ValueError("a set that is not a list")
+        return frozenset(decode(v, depth + 1) for v in items)
+    if "@m" in data:
+        inner = data["@m"]
+        if not isinstance(inner, dict):
+            raise ValueError("a mapping that is not an object")
+        return {str(k): decode(v, depth + 1) for k, v in inner.items()}
+    if "@e" in data:
+        enum = ENUMS.get(str(data["@e"]))
+        if enum is None:
+            raise ValueError(f"unknown enum {data['@e']!r}")
+        return enum(data.get("v"))
+    name = data.get("@")
+    if name == "NA":
+        return NA
+    cls = CLASSES.get(str(name))
+    if cls is None:
+        raise ValueError(f"unknown record {name!r}")
+    known = {f.name for f in dataclasses.fields(cls) if f.compare}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "@":
+            continue
+        if key not in known:
+            raise ValueError(f"{name} has no field {key!r}")
+        kwargs[key] = decode(value, depth + 1)
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+
+
+def decode_as(data: Any, cls: type[Any]) -> Any:
+    """:func:`decode` that must give a ``cls``."""
+    value = decode(data)
+    if not isinstance(value, cls):
+        raise ValueError(f"expected {cls.__name__}, got {type(value).__name__}")
+    return value

@@ -1,0 +1,128 @@
+"""The bundle file: its name next to a log, its limits, and reading one back (``Bundle``).
+
+One gzip-compressed JSON document, ``<log>.symmtui-bundle.json.gz`` (mode 0600), written atomically.
+The keys and limits are documented in docs/bundle.md; :data:`VERSION` changes when they do.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from symmtui import boundary
+from symmtui.errors import UserError
+from symmtui.launch.envinfo import EnvInfo
+
+FORMAT = "symmtui-bundle"
+VERSION = 1
+SUFFIX = ".symmtui-bundle.json.gz"
+
+# Limits (what is kept is bounded whatever the bring-up does):
+HEAD_BYTES = 1 << 20  # the log's first 1 MiB of text...
+TAIL_BYTES = 3 << 20  # ...and its last 3 MiB; lines between are counted, not kept
+MAX_LINE_CHARS = 4096  # one line's text past this is cut (marked)
+MAX_EVENTS = 4000  # event updates kept (then counted)
+MAX_SNAPSHOTS = 4000  # readiness snapshots kept, each only when the judgement changed
+MAX_GPU_ROUNDS = 1800  # GPU sampling rounds kept: past it, every other is dropped and the stride doubles
+MAX_NOTICES = 200
+MAX_FILE_BYTES = 8 << 20  # the compressed file; a bigger one is rebuilt with less of the log
+MAX_READ_BYTES = 64 << 20  # a bundle we read back (compressed) ...
+MAX_JSON_BYTES = 256 << 20  # ... and uncompressed
+
+
+class BundleError(UserError):
+    """A file that is not a bundle symmtui can read (exit 2)."""
+
+    exit_code = 2
+
+
+def bundle_path(log_path: str | os.PathLike[str]) -> Path:
+    """Where the bundle of a log goes: next to the file the log path names (a ``latest.log`` link resolved)."""
+    real = Path(os.path.realpath(log_path))
+    return real.with_name(real.name + SUFFIX)
+
+
+def fallback_name(name: str, started: float) -> str:
+    """A bundle's file name when there is no log beside which to write it (a URL-only wait, a read-only dir)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "session"
+    return f"{safe[:60]}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(started))}{SUFFIX}"
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A bundle read back: the JSON document and its environment; accessors for what report/replay read."""
+
+    path: Path
+    data: dict[str, Any]
+    environment: EnvInfo | None
+
+    @property
+    def name(self) -> str:
+        return str(self.data.get("name") or "")
+
+    @property
+    def lines(self) -> list[list[Any]]:
+        """The kept log lines, ``[t, generation, line_no, offset, text]``, head then tail, in order."""
+        log = self.data.get("log") or {}
+        return [*log.get("head", []), *log.get("tail", [])]
+
+    @property
+    def verdicts(self) -> list[dict[str, Any]]:
+        return list(self.data.get("verdicts") or [])
+
+    @property
+    def final(self) -> dict[str, Any] | None:
+        """The last verdict reached (None: the run ended before any)."""
+        v = self.verdicts
+        return v[-1] if v else None
+
+
+def _list(data: dict[str, Any], *keys: str) -> None:
+    for key in keys:
+        node: Any = data
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None and not isinstance(node, list):
+            raise ValueError(f"{key} is not a list")
+
+
+def read_bundle(path: str | os.PathLike[str]) -> Bundle:
+    """Read a bundle; BundleError (one line, what to do) for a file that is not one."""
+    p = Path(path)
+    raw = boundary.read_bytes(p, what="the bundle", max_bytes=MAX_READ_BYTES)
+    try:
+        text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+        if len(text) > MAX_JSON_BYTES:
+            raise BundleError(f"{p}: the bundle is over {MAX_JSON_BYTES >> 20} MiB uncompressed; not read")
+        data = json.loads(text)
+    except (OSError, EOFError, zlib.error, ValueError, RecursionError) as exc:
+        raise BundleError(f"{p} is not a symmtui bundle ({type(exc).__name__}); "
+                          f"give a {SUFFIX} file written by symmtui") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise BundleError(f"{p} is not a symmtui bundle (no \"format\": \"{FORMAT}\"); give a {SUFFIX} file")
+    if data.get("version") != VERSION:
+        raise BundleError(f"{p} is a bundle of format version {data.get('version')!r}; this symmtui reads "
+                          f"version {VERSION}: use the symmtui that wrote it")
+    try:
+        _list(data, "log.head", "log.tail", "events", "snapshots", "verdicts", "notices", "gpu.rounds",
+              "generations")
+        env = EnvInfo.from_json(data["environment"]) if data.get("environment") is not None else None
+    except ValueError as exc:
+        raise BundleError(f"{p}: damaged bundle ({exc})") from None
+    return Bundle(p, data, env)
+
+
+def newest_bundle(directory: Path) -> Path | None:
+    """The most recently written bundle in ``directory`` (a profile's log dir), None when there is none."""
+    try:
+        found = [p for p in directory.iterdir() if p.name.endswith(SUFFIX) and p.is_file()]
+    except OSError:
+        return None
+    return max(found, key=lambda p: p.stat().st_mtime_ns, default=None)

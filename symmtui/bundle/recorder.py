@@ -1,0 +1,424 @@
+"""The bundle recorder: a Session observer that keeps what a bring-up showed and writes it at each verdict and on close.
+
+``observe`` runs on the Session's sending threads (engine, sampler, topology): it only stamps the
+message with the time and puts it on a queue. One worker thread (``symmtui-bundle``) turns messages
+into the bundle's bounded records (see ``symmtui.bundle.format`` for the limits) and writes the file;
+a second one captures the environment (``symmtui.launch.envinfo.capture``: a child interpreter, NVML)
+so a slow torch import never delays a record. Everything written passes ``symmtui.redact.redact``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gzip
+import json
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from symmtui import fsatomic, paths
+from symmtui.bundle import format as fmt
+from symmtui.bundle.codec import encode
+from symmtui.core.diagnose import diagnose
+from symmtui.errors import UserError
+from symmtui.launch.envinfo import EnvInfo, ServerCommand, capture
+from symmtui.redact import redact
+from symmtui.session.messages import (
+    EngineBatch,
+    GpuSample,
+    Notice,
+    SessionMessage,
+    TopologyRead,
+    VerdictReached,
+)
+
+if TYPE_CHECKING:
+    from symmtui.core.events import Event
+    from symmtui.core.ranks import RankSummary
+    from symmtui.core.readiness import Snapshot
+    from symmtui.core.rules import RuleSet
+    from symmtui.gpu.nvml import Nvml
+    from symmtui.gpu.sampler import GpuSnapshot
+
+ENV_WAIT_AT_CLOSE = 5.0  # seconds the final write waits for an environment capture still running
+CLOSE_JOIN = 30.0  # the most close() waits for the worker's final write
+GPU_FIELDS = ("memory_used", "memory_reserved", "memory_free", "memory_total", "utilization_gpu",
+              "utilization_memory", "temperature_c", "power_w", "pcie_gen", "pcie_width", "lost")
+_CLOSE = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class _EnvReady:
+    env: EnvInfo
+
+
+def _na(value: Any) -> Any:
+    return value if isinstance(value, int | float | bool | str) else None
+
+
+def gpu_rows(snap: GpuSnapshot) -> list[list[Any]]:
+    """One compact row per GPU (:data:`GPU_FIELDS` then its processes ``[pid, name, bytes]``); NA is null."""
+    rows: list[list[Any]] = []
+    for s in snap.samples:
+        procs: Any = None
+        if isinstance(s.processes, tuple):
+            procs = [[p.pid, redact(p.name) if isinstance(p.name, str) else None, _na(p.used_memory)]
+                     for p in s.processes]
+        rows.append([_na(getattr(s, f)) for f in GPU_FIELDS] + [procs])
+    return rows
+
+
+def cause_json(event: Event | None, ruleset: RuleSet | None = None) -> dict[str, Any] | None:
+    """A cause as ``symmtui scan --json`` gives one: summary, headline, line, block, and the catalogue's diagnosis."""
+    if event is None:
+        return None
+    d = diagnose(event, ruleset)
+    return {
+        "summary": event.summary,
+        "headline": event.headline(),
+        "rule": event.rule_id,
+        "line": event.line_no,
+        "time": event.ts,
+        "count": event.count,
+        "ranks": sorted(event.ranks),
+        "block": list(event.block) if event.block else [event.text],
+        "diagnosis": None if d is None else {
+            "id": d.id,
+            "cause": d.cause,
+            "action": d.action,
+            "intent": d.intent,
+            "fix": d.fix.as_json() if d.fix is not None else None,
+            "source": list(d.source),
+        },
+    }
+
+
+def phases_json(snap: Snapshot) -> list[dict[str, Any]]:
+    """The snapshot's phases with start, end and duration (seconds since the launch started)."""
+    out = []
+    for span in snap.phases:
+        end = span.end
+        out.append({"name": span.name, "start": round(span.start, 3),
+                    "end": None if end is None else round(end, 3),
+                    "duration": None if end is None else round(end - span.start, 3)})
+    return out
+
+
+def redacted(node: Any) -> Any:
+    """Every string in a JSON tree through :func:`symmtui.redact.redact` (keys too: they can be env names' values)."""
+    if isinstance(node, str):
+        return redact(node)
+    if isinstance(node, list):
+        return [redacted(v) for v in node]
+    if isinstance(node, dict):
+        return {redact(str(k)): redacted(v) for k, v in node.items()}
+    return node
+
+
+class Recorder:
+    """Record one Session into a bundle: ``session.observe(rec.observe)``, ``start()``, ``close()`` on the end.
+
+    ``dest``: write here instead of next to the log (the demo, whose log lives in a temp dir).
+    ``warn``: how a failed write is said (one line); the path written last is :attr:`path`.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        host: str,
+        command: ServerCommand | None,
+        nvml: Nvml | None = None,
+        ruleset: RuleSet | None = None,
+        dest: Path | None = None,
+        warn: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        env: Callable[[], EnvInfo] | None = None,
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.dest = dest
+        self.warn = warn
+        self.ruleset = ruleset
+        self._clock = clock
+        self._t0 = clock()
+        self._wall0 = time.time()
+        self._env_fn = env if env is not None else (lambda: capture(command, nvml=nvml))
+        self._queue: queue.SimpleQueue[tuple[float, object]] = queue.SimpleQueue()
+        self._worker = threading.Thread(target=self._run, name="symmtui-bundle", daemon=True)
+        self._env_done = threading.Event()
+        self._closed = False
+        self.path: Path | None = None
+        self.writes = 0
+        self.error: str | None = None
+        # --- the recording (the worker thread's only)
+        self._env: EnvInfo | None = None
+        self._gens: dict[int, dict[str, Any]] = {}
+        self._gen = 0
+        self._head: list[list[Any]] = []
+        self._head_bytes = 0
+        self._tail: deque[list[Any]] = deque()
+        self._tail_bytes = 0
+        self._omitted = 0
+        self._seen = 0
+        self._dropped = 0
+        self._events: list[list[Any]] = []
+        self._events_omitted = 0
+        self._snaps: list[list[Any]] = []
+        self._snap_key: tuple[int, str] | None = None
+        self._snaps_thinned = 0
+        self._infos: Any = None
+        self._rounds: list[list[Any]] = []
+        self._stride = 1
+        self._gpu_seen = 0
+        self._topology: Any = None
+        self._topology_reason: str | None = None
+        self._verdicts: list[dict[str, Any]] = []
+        self._notices: list[list[Any]] = []
+        self._paths: dict[str, Path] = {}  # log path -> the bundle written for it
+
+    # ---- the Session's side ----------------------------------------------------------------
+
+    def observe(self, message: SessionMessage) -> None:
+        """The Session's observer: stamp and queue (returns at once, never raises)."""
+        self._queue.put((self._clock() - self._t0, message))
+
+    def start(self) -> None:
+        """Start the worker and the environment capture."""
+        self._worker.start()
+        threading.Thread(target=self._capture_env, name="symmtui-bundle-env", daemon=True).start()
+
+    def close(self) -> None:
+        """Write the bundle a last time and stop (the Session's close hook); waits for the write."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put((self._clock() - self._t0, _CLOSE))
+        self._worker.join(CLOSE_JOIN)
+
+    def _capture_env(self) -> None:
+        try:
+            env = self._env_fn()
+        except (OSError, UserError, ValueError) as exc:  # capture words its own failures; these are the unforeseen
+            env = EnvInfo(taken_at=time.time(), symmtui="unknown", notes=(f"environment not read: {exc}",))
+        self._queue.put((self._clock() - self._t0, _EnvReady(env)))
+        self._env_done.set()
+
+    # ---- the worker ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            t, message = self._queue.get()
+            if message is _CLOSE:
+                if not self._env_done.is_set():
+                    self._env_done.wait(ENV_WAIT_AT_CLOSE)
+                    self._drain_env()
+                self.write(final=True)
+                return
+            if isinstance(message, _EnvReady):
+                self._env = message.env
+                if self.writes:
+                    self.write()
+                continue
+            self.ingest(round(t, 3), message)  # type: ignore[arg-type]
+            if isinstance(message, VerdictReached):
+                self.write()
+
+    def _drain_env(self) -> None:
+        """Take an environment that arrived while we waited at close (other messages are past the end)."""
+        with contextlib.suppress(queue.Empty):
+            while True:
+                _t, message = self._queue.get_nowait()
+                if isinstance(message, _EnvReady):
+                    self._env = message.env
+
+    def ingest(self, t: float, message: SessionMessage) -> None:
+        """Add one message to the recording (the worker thread)."""
+        if isinstance(message, EngineBatch):
+            self._batch(t, message)
+        elif isinstance(message, GpuSample):
+            self._gpu(t, message.snapshot, message.our_pids)
+        elif isinstance(message, TopologyRead):
+            try:
+                self._topology = encode(message.topology)
+            except TypeError as exc:
+                self._topology, self._topology_reason = None, f"not kept: {exc}"
+            else:
+                self._topology_reason = message.reason
+        elif isinstance(message, VerdictReached):
+            snap = message.snapshot
+            self._verdicts.append({
+                "t": t, "generation": message.generation, "state": snap.state.value,
+                "launch_id": message.launch_id, "log_path": message.log_path,
+                "elapsed": round(snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed, 3),
+                "phase": snap.phase, "detail": snap.detail,
+                "cause": cause_json(snap.cause, self.ruleset), "phases": phases_json(snap),
+            })
+        elif isinstance(message, Notice) and len(self._notices) < fmt.MAX_NOTICES:
+            self._notices.append([t, message.severity, message.text])
+
+    def _batch(self, t: float, batch: EngineBatch) -> None:
+        g = batch.generation
+        if g not in self._gens:
+            self._gens[g] = {"generation": g, "t": t, "log_path": batch.log_path}
+        self._gen = g
+        self._gens[g]["log_path"] = batch.log_path
+        self._dropped += batch.dropped
+        for line in batch.lines:
+            if line.progress:
+                continue  # a provisional carriage-return update: its finished line comes later
+            self._seen += 1
+            text = redact(line.text)
+            if len(text) > fmt.MAX_LINE_CHARS:
+                text = text[: fmt.MAX_LINE_CHARS] + " […cut]"
+            rec = [t, g, line.no, line.offset, text]
+            size = len(text) + 24
+            if self._head_bytes + size <= fmt.HEAD_BYTES and not self._tail:
+                self._head.append(rec)
+                self._head_bytes += size
+                continue
+            self._tail.append(rec)
+            self._tail_bytes += size
+            while self._tail_bytes > fmt.TAIL_BYTES and len(self._tail) > 1:
+                old = self._tail.popleft()
+                self._tail_bytes -= len(old[4]) + 24
+                self._omitted += 1
+        for notice in batch.notices:
+            if len(self._notices) < fmt.MAX_NOTICES:
+                self._notices.append([t, "file", f"{notice.kind}: {notice.message}"])
+        for event in batch.events:
+            if len(self._events) < fmt.MAX_EVENTS:
+                self._events.append([t, g, encode(event)])
+            else:
+                self._events_omitted += 1
+        self._snapshot(t, g, batch.snapshot, batch.ranks)
+
+    def _snapshot(self, t: float, g: int, snap: Snapshot, ranks: RankSummary | None) -> None:
+        """Keep the snapshot when the judgement changed (not for time passing: replay recomputes elapsed)."""
+        steady = dataclasses.replace(snap, elapsed=0.0, remaining_timeout=None, since_activity=None,
+                                     last_lines=(), log_span=None)
+        rank_key = None if ranks is None else (ranks.total, ranks.ahead_phase, tuple(r.label for r in ranks.behind))
+        key = (g, repr((steady, rank_key)))
+        if key == self._snap_key:
+            return
+        self._snap_key = key
+        self._snaps.append([t, g, encode(dataclasses.replace(snap, last_lines=())),
+                            None if ranks is None else encode(ranks)])
+        if len(self._snaps) > fmt.MAX_SNAPSHOTS:
+            self._thin_snapshots()
+
+    def _thin_snapshots(self) -> None:
+        """Past the cap: drop every other snapshot that changed nothing but progress (state changes stay)."""
+        kept: list[list[Any]] = []
+        for i, rec in enumerate(self._snaps):
+            prev = kept[-1] if kept else None
+            same_state = prev is not None and prev[2].get("state") == rec[2].get("state") and prev[1] == rec[1]
+            if i % 2 == 1 and same_state and i != len(self._snaps) - 1:
+                self._snaps_thinned += 1
+                continue
+            kept.append(rec)
+        self._snaps = kept
+
+    def _gpu(self, t: float, snap: GpuSnapshot, ours: frozenset[int]) -> None:
+        if self._infos is None or len(self._infos) != len(snap.infos):
+            try:
+                self._infos = encode(snap.infos)
+            except TypeError:
+                self._infos = []
+        self._gpu_seen += 1
+        if (self._gpu_seen - 1) % self._stride:
+            return
+        self._rounds.append([t, round(snap.time, 3), gpu_rows(snap), sorted(ours), snap.unavailable_reason])
+        if len(self._rounds) > fmt.MAX_GPU_ROUNDS:
+            self._rounds = self._rounds[::2]
+            self._stride *= 2
+
+    # ---- writing ---------------------------------------------------------------------------
+
+    def document(self, *, final: bool = False, log_share: float = 1.0) -> dict[str, Any]:
+        """The bundle's JSON document now (``log_share`` < 1 keeps less of the log: the size bound)."""
+        head = self._head
+        tail = list(self._tail)
+        omitted = self._omitted
+        if log_share < 1.0:
+            keep_head = int(len(head) * log_share)
+            keep_tail = int(len(tail) * log_share)
+            omitted += (len(head) - keep_head) + (len(tail) - keep_tail)
+            head, tail = head[:keep_head], tail[len(tail) - keep_tail:]
+        rest = redacted({
+            "name": self.name,
+            "host": self.host,
+            "generations": [self._gens[g] for g in sorted(self._gens)],
+            "events": self._events,
+            "events_omitted": self._events_omitted,
+            "snapshots": self._snaps,
+            "snapshots_thinned": self._snaps_thinned,
+            "gpu": {"fields": list(GPU_FIELDS), "infos": self._infos, "stride": self._stride,
+                    "rounds": self._rounds},
+            "topology": self._topology,
+            "topology_reason": self._topology_reason,
+            "verdicts": self._verdicts,
+            "notices": self._notices,
+        })
+        return {
+            "format": fmt.FORMAT,
+            "version": fmt.VERSION,
+            "written_at": time.time(),
+            "started_at": self._wall0,
+            "final": final,
+            **rest,
+            "log": {"head": head, "tail": tail, "omitted_lines": omitted, "lines_seen": self._seen,
+                    "engine_dropped": self._dropped},
+            "environment": self._env.to_json() if self._env is not None else None,
+            "limits": {"head_bytes": fmt.HEAD_BYTES, "tail_bytes": fmt.TAIL_BYTES,
+                       "max_file_bytes": fmt.MAX_FILE_BYTES, "max_gpu_rounds": fmt.MAX_GPU_ROUNDS},
+        }
+
+    def encoded(self, *, final: bool = False) -> bytes:
+        """The compressed file, within :data:`format.MAX_FILE_BYTES` (less of the log until it fits)."""
+        share = 1.0
+        while True:
+            doc = self.document(final=final, log_share=share)
+            data = gzip.compress(json.dumps(doc, separators=(",", ":")).encode("utf-8"), compresslevel=6, mtime=0)
+            if len(data) <= fmt.MAX_FILE_BYTES or share < 0.01:
+                return data
+            share /= 2
+
+    def target(self) -> Path:
+        """Where this generation's bundle goes: ``dest``, next to its log, or the state dir when neither."""
+        if self.dest is not None:
+            return self.dest
+        log = self._gens.get(self._gen, {}).get("log_path")
+        key = str(log)
+        if key not in self._paths:
+            self._paths[key] = (fmt.bundle_path(log) if log else
+                                paths.state_dir("bundles") / fmt.fallback_name(self.name, self._wall0))
+        return self._paths[key]
+
+    def write(self, *, final: bool = False) -> Path | None:
+        """Write the bundle now (atomically); a failure is one warning, never an exception."""
+        try:
+            data = self.encoded(final=final)
+            path = self.target()
+            try:
+                fsatomic.write_atomic(path, data, mode=0o600)
+            except PermissionError:
+                if self.dest is not None:
+                    raise
+                # a log in a directory we may not write (an attach to /var/log/...): the state dir instead
+                path = paths.state_dir("bundles") / path.name
+                self._paths[str(self._gens.get(self._gen, {}).get("log_path"))] = path
+                fsatomic.write_atomic(path, data, mode=0o600)
+        except (OSError, UserError) as exc:
+            self.error = f"could not write the bundle: {exc}"
+            if self.warn is not None:
+                self.warn(self.error)
+            return None
+        self.path = path
+        self.writes += 1
+        return path

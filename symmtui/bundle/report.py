@@ -1,0 +1,187 @@
+"""A bundle as a Markdown report to paste into a GitHub issue: verdict, root cause with its log excerpt,
+diagnosis and fix, phase timings, environment, and the log's tail in a collapsed block.
+
+Everything comes from the bundle (already redacted when written) and the whole text passes
+``symmtui.redact.redact`` once more: a bundle written by hand or by an older symmtui prints no secret.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from symmtui.bundle.format import Bundle
+from symmtui.redact import redact
+
+EXCERPT_BEFORE = 8
+EXCERPT_AFTER = 4
+DEFAULT_TAIL = 100
+MAX_BLOCK_LINES = 60  # a traceback block in the report past this keeps its head and tail
+_STATES = {"ready": "READY", "crashed": "CRASHED", "stalled": "STALLED", "timed_out": "TIMED OUT",
+           "stopped": "STOPPED", "waiting": "WAITING", "starting": "STARTING"}
+
+
+def _state(value: Any) -> str:
+    return _STATES.get(str(value), str(value).upper())
+
+
+def _seconds(value: Any) -> str:
+    if not isinstance(value, int | float):
+        return "–"
+    if value < 60:
+        return f"{value:.1f} s"
+    return f"{int(value // 60)} min {value % 60:04.1f} s"
+
+
+def _cell(text: Any) -> str:
+    """Text safe in a Markdown table cell: one line, pipes escaped, code-quoted when it looks like code."""
+    s = str(text).replace("\r", " ").replace("\n", " ").replace("|", "\\|")
+    return s
+
+
+def _fence(lines: list[str], lang: str = "text") -> list[str]:
+    """A fenced block longer than any backtick run inside it, so a log line cannot close it."""
+    longest = max((len(m) for line in lines for m in re.findall(r"`+", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + lang, *lines, fence]
+
+
+def _wall(ts: Any) -> str:
+    if not isinstance(ts, int | float) or ts <= 0:
+        return "unknown"
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
+
+
+def _excerpt(bundle: Bundle, generation: int, line_no: int) -> tuple[list[str], bool]:
+    """The recorded lines around ``line_no`` of one launch (``>>`` marks it); False when it was not kept."""
+    rows = [r for r in bundle.lines if len(r) >= 5 and r[1] == generation]
+    idx = next((i for i, r in enumerate(rows) if r[2] == line_no), None)
+    if idx is None:
+        return [], False
+    out = []
+    for r in rows[max(0, idx - EXCERPT_BEFORE): idx + EXCERPT_AFTER + 1]:
+        mark = ">>" if r[2] == line_no else "  "
+        out.append(f"{mark} {r[2]:>6}  {r[4]}")
+    return out, True
+
+
+def _cut_block(block: list[str]) -> list[str]:
+    if len(block) <= MAX_BLOCK_LINES:
+        return block
+    half = MAX_BLOCK_LINES // 2
+    return [*block[:half], f"… {len(block) - 2 * half} lines …", *block[-half:]]
+
+
+def _verdict_line(v: dict[str, Any]) -> str:
+    head = f"**{_state(v.get('state'))}** after {_seconds(v.get('elapsed'))}"
+    cause = v.get("cause") or {}
+    if cause.get("headline") and v.get("state") != "ready":
+        head += f": `{cause['headline']}`"
+    elif v.get("detail") and v.get("state") != "ready":
+        head += f": {v['detail']}"
+    return head
+
+
+def _cause_section(bundle: Bundle, v: dict[str, Any], earlier: bool) -> list[str]:
+    cause = v.get("cause")
+    if not cause:
+        return []
+    out = ["", "### Root cause" + (" (an earlier launch)" if earlier else ""), ""]
+    ranks = cause.get("ranks") or []
+    where = f"line {cause.get('line')}" if cause.get("line") else "no log line"
+    spread = f", {len(ranks)} ranks" if len(ranks) > 1 else ""
+    out.append(f"`{cause.get('headline') or cause.get('summary')}` ({where}{spread}, launch "
+               f"{int(v.get('generation', 0)) + 1})")
+    excerpt, found = _excerpt(bundle, int(v.get("generation", 0)), int(cause.get("line") or 0))
+    if found:
+        out += ["", "The log around it:", "", *_fence(excerpt)]
+    block = [str(b) for b in cause.get("block") or []]
+    if block and (len(block) > 1 or not found):
+        out += ["", "The error as the engine grouped it:", "", *_fence(_cut_block(block))]
+    diag = cause.get("diagnosis")
+    out += ["", "### Diagnosis and fix", ""]
+    if not diag:
+        out.append("No catalogue entry names this error (symmtui's catalogue: docs/catalogue.md).")
+        return out
+    out.append(f"- **Cause:** {diag.get('cause')}")
+    out.append(f"- **Fix:** {diag.get('action')}")
+    fix = diag.get("fix") or {}
+    typed = [f"{k} `{fix[k]}`" for k in ("flag", "env", "value", "package", "version", "path") if fix.get(k)]
+    if fix.get("type"):
+        out.append(f"- **Fix type:** {fix['type']}" + (f" ({', '.join(typed)})" if typed else ""))
+    if diag.get("id"):
+        out.append(f"- **Catalogue entry:** `{diag['id']}`")
+    if diag.get("source"):
+        out.append("- **Known from:** " + ", ".join(str(s) for s in diag["source"]))
+    return out
+
+
+def _timings(bundle: Bundle) -> list[str]:
+    out = ["", "### Timings", ""]
+    verdicts = bundle.verdicts
+    if not verdicts:
+        return [*out, "No verdict was reached while symmtui watched; no phase finished."]
+    out += ["| launch | phase | starts at | took |", "|---|---|---|---|"]
+    for v in verdicts:
+        label = f"{int(v.get('generation', 0)) + 1} ({_state(v.get('state'))})"
+        phases = v.get("phases") or []
+        if not phases:
+            out.append(f"| {label} | (no phase seen) | – | – |")
+        for p in phases:
+            out.append(f"| {label} | {_cell(p.get('name'))} | {_seconds(p.get('start'))} | "
+                       f"{_seconds(p.get('duration')) if p.get('duration') is not None else 'open'} |")
+    return out
+
+
+def _environment(bundle: Bundle) -> list[str]:
+    env = bundle.environment
+    out = ["", "### Environment", ""]
+    if env is None:
+        return [*out, "Not captured (the run ended before the capture finished)."]
+    out += ["| | |", "|---|---|"]
+    out += [f"| {_cell(k)} | `{_cell(v)}` |" for k, v in env.rows()]
+    if env.notes:
+        out += ["", *[f"- {n}" for n in env.notes]]
+    return out
+
+
+def _tail(bundle: Bundle, count: int) -> list[str]:
+    lines = bundle.lines
+    log = bundle.data.get("log") or {}
+    seen = int(log.get("lines_seen") or len(lines))
+    shown = lines[-count:] if count > 0 else []
+    omitted = int(log.get("omitted_lines") or 0)
+    note = f" ({omitted} lines in the middle not kept in the bundle)" if omitted else ""
+    out = ["", f"<details><summary>Log tail: the last {len(shown)} of {seen} lines{note}</summary>", ""]
+    out += _fence([f"{r[2]:>6}  {r[4]}" for r in shown if len(r) >= 5])
+    return [*out, "", "</details>"]
+
+
+def markdown(bundle: Bundle, *, tail: int = DEFAULT_TAIL) -> str:
+    """The report, one string (ends with a newline), secrets redacted."""
+    data = bundle.data
+    final = bundle.final
+    title = _state(final.get("state")) if final else "NO VERDICT"
+    out = [f"## symmtui report: {title}"]
+    if final and final.get("state") != "ready" and (final.get("cause") or {}).get("headline"):
+        out[0] += f": {final['cause']['headline']}"
+    out += ["", f"- **Server:** {data.get('name') or 'unknown'} on `{data.get('host') or 'unknown'}`",
+            f"- **Recorded:** {_wall(data.get('started_at'))} by symmtui "
+            f"{bundle.environment.symmtui if bundle.environment else 'unknown'} "
+            f"({'complete' if data.get('final') else 'written at a verdict; the run went on'})"]
+    verdicts = bundle.verdicts
+    if not verdicts:
+        out.append("- **Verdict:** none: the run ended before READY, CRASHED, STALLED or TIMED OUT")
+    for v in verdicts:
+        out.append(f"- **Launch {int(v.get('generation', 0)) + 1}:** {_verdict_line(v)}")
+    with_cause = [v for v in verdicts if v.get("cause")]
+    if final is not None and final.get("cause"):
+        out += _cause_section(bundle, final, earlier=False)
+    elif with_cause:
+        out += _cause_section(bundle, with_cause[-1], earlier=True)
+    out += _timings(bundle)
+    out += _environment(bundle)
+    out += _tail(bundle, tail)
+    out += ["", f"<sub>symmtui report from {bundle.path.name}</sub>"]
+    return redact("\n".join(out)) + "\n"

@@ -1,0 +1,78 @@
+"""What the verbs call to record their Session into a bundle (`wait`, `launch`, the dashboard, the demo)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from symmtui.bundle.recorder import Recorder
+from symmtui.launch.envinfo import EnvInfo, ServerCommand, capture
+
+if TYPE_CHECKING:
+    from symmtui.demo.story import Demo
+    from symmtui.launch.profile import Profile
+    from symmtui.session.core import Session
+
+
+
+def server_command(profile: Profile | None = None, pid: int | None = None) -> ServerCommand | None:
+    """How the watched server runs: a profile's command, else what ``/proc/PID`` says, else unknown (None)."""
+    if profile is not None and profile.argv is not None:
+        return ServerCommand.from_profile(profile)
+    if pid is not None:
+        return ServerCommand.from_pid(pid)
+    return None
+
+
+def record_session(
+    session: Session,
+    command: ServerCommand | None,
+    *,
+    enabled: bool = True,
+    dest: Path | None = None,
+    err: TextIO | None = None,
+) -> Recorder | None:
+    """Observe ``session`` into a bundle (call before the front end attaches); its close writes the last one.
+
+    ``dest``: a fixed file (the demo's, kept outside its temp dir). ``err``: where a failed write is
+    said when the Session can no longer post it (on close); None: through the Session while it runs.
+    """
+    if not enabled:
+        return None
+
+    def env() -> EnvInfo:
+        nvml = session.nvml
+        if nvml is None:
+            from symmtui.gpu.facts import open_nvml
+
+            nvml = open_nvml()  # `wait` samples no GPUs, but the report names them
+        return capture(command, nvml=nvml)
+
+    def warn(text: str) -> None:
+        if not session.closed:
+            session.notify(text, "warning")
+            return
+        from symmtui import clitext
+
+        clitext.note(f"warning: {text}", err if err is not None else sys.stderr)
+
+    rec = Recorder(name=session.name, host=session.host, command=command, nvml=session.nvml,
+                   ruleset=session.settings.ruleset, dest=dest, warn=warn, env=env)
+    session.observe(rec.observe)
+    session.on_close.append(rec.close)
+    rec.start()
+    return rec
+
+
+def demo_bundle_path(story: str) -> Path:
+    """Where the demo keeps its bundle: the user's state dir (its own temp dir is removed on quit)."""
+    from symmtui import paths
+    from symmtui.bundle.format import SUFFIX
+
+    return paths.state_dir("bundles") / f"demo-{story}{SUFFIX}"
+
+
+def record_demo(session: Session, demo: Demo, dest: Path) -> Recorder | None:
+    """Record the demo's Session into ``dest`` (call before the app attaches)."""
+    return record_session(session, ServerCommand.from_profile(demo.profile), dest=dest)
