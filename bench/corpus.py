@@ -114,7 +114,7 @@ def _cause_text(cause: dict[str, Any] | None, lines: list[str]) -> str:
 def run_wait(log: Path, timeout: float = WAIT_TIMEOUT_S) -> str:
     """`symmtui wait` on a finished file: its exit code read as a verdict (a log with neither: after ``timeout``)."""
     cmd = [sys.executable, "-m", "symmtui", "wait", "--log", str(log), "--timeout", str(timeout),
-           "--stall", "0"]
+           "--stall", "0", "--no-record"]  # the corpus is read in place: no bundle beside its logs
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 60, check=False)
     return WAIT_EXIT.get(proc.returncode, f"exit {proc.returncode}")
 

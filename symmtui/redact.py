@@ -18,6 +18,7 @@ numbers after a secret-looking name in free text (``#new-token: 7`` is a count).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -41,15 +42,19 @@ _SHAPES = re.compile(
 _AUTH_HEADER = re.compile(r"(?i)(\b(?:proxy-)?authorization\b['\"]?\s*[:=]\s*['\"]?)([^\s'\",;]+(?:\s+[^\s'\",;]+)?)")
 _BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})")
 _URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(@)", re.IGNORECASE)
-# name=value, name: value, name='value', "name": "value" (JSON), --name value, --name=value.
+# name=value, name: value, name='value', "name": "value" (JSON), --name value, --name=value: found from the
+# secret word at the end of the name (the name's start is looked up backwards, see _assign).
 _ASSIGN = re.compile(
-    rf"""(?ix)
-    (?P<name>[A-Za-z0-9_.-]*{_SECRET_WORD})   # ends in a secret word
+    r"""(?ix)
+    (?P<word>token|key|secret|password|passwd|credentials?|auth)
     (?P<sep>['"]?\s*[=:]\s*|\s+(?=\S))        # = or : (a JSON key's closing quote first), or a space (flags)
     (?P<q>['"]?)
-    (?P<value>[^\s'",;)}}\]]+)
+    (?P<value>[^\s'",;)}\]]+)
     """
 )
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_WORDS = ("token", "key", "secret", "passw", "credential", "auth")
+_SHAPE_HINTS = ("hf_", "sk-", "gh", "xox", "akia", "asia", "eyj")
 
 
 def _keep(value: str) -> bool:
@@ -62,23 +67,47 @@ def _counts(value: str) -> bool:
 
 
 def _assign(match: re.Match[str]) -> str:
-    name, sep, value = match.group("name"), match.group("sep"), match.group("value")
+    text = match.string
+    begin = match.start("word")
+    while begin > 0 and text[begin - 1] in _NAME_CHARS:
+        begin -= 1
+    name = text[begin: match.end("word")]
+    sep, value = match.group("sep"), match.group("value")
     if not _SECRET_NAME.search(name) or _keep(value) or _counts(value) or value.startswith(MASK[:-1]):
         return match.group(0)
     if not sep.strip() and not name.startswith("-"):
         return match.group(0)  # "key value" in prose is not an assignment; "--api-key value" is
-    return f"{name}{sep}{match.group('q')}{MASK}"
+    return f"{match.group('word')}{sep}{match.group('q')}{MASK}"
 
 
 def redact(text: str) -> str:
     """``text`` with every secret it seems to hold replaced by :data:`MASK` (see the module's rules)."""
     if not text:
         return text
-    out = _SHAPES.sub(MASK, text)
-    out = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, out)
-    out = _BEARER.sub(lambda m: m.group(0) if m.group(2) == MASK else m.group(1) + MASK, out)
-    out = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + m.group(3), out)
-    return _ASSIGN.sub(_assign, out)
+    return _redact(text) if len(text) > _CACHED_LEN else _redact_cached(text)
+
+
+_CACHED_LEN = 2048
+
+
+def _redact(text: str) -> str:
+    # Each rule runs only where a plain substring says it could match (most log lines hold none).
+    low = text.lower()
+    out = text
+    if any(h in low for h in _SHAPE_HINTS):
+        out = _SHAPES.sub(MASK, out)
+    if "authorization" in low:
+        out = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, out)
+    if "bearer" in low:
+        out = _BEARER.sub(lambda m: m.group(0) if m.group(2) == MASK else m.group(1) + MASK, out)
+    if "://" in out and "@" in out:
+        out = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + m.group(3), out)
+    if any(w in low for w in _WORDS):
+        out = _ASSIGN.sub(_assign, out)
+    return out
+
+
+_redact_cached = functools.lru_cache(maxsize=8192)(_redact)  # snapshots repeat the same event texts
 
 
 def secret_name(name: str) -> bool:

@@ -569,13 +569,17 @@ def _console_example(command: str) -> list[str]:
     return lines
 
 
-def test_the_readme_wait_example_is_real_output(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_readme_wait_example_is_real_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import shutil
+
     from symmtui.cli import main
 
     command = "wait --log tests/fixtures/sglang-tp8-symm-mem-keyerror.log"
     shown = _console_example(command)
     assert len(shown) >= 4
-    code = main([w if not w.startswith("tests/") else str(ROOT / w) for w in command.split()])
+    # a copy: `wait` records its bundle next to the log, which must not land in the source tree
+    words = [w if not w.startswith("tests/") else shutil.copy(ROOT / w, tmp_path) for w in command.split()]
+    code = main([str(w) for w in words])
     printed = capsys.readouterr().out.splitlines()
     assert code == 1
     # The README leaves the traceback block out: its lines must be the printed ones, in order.
