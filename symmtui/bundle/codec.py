@@ -20,13 +20,20 @@ from symmtui.core.ranks import RankState, RankSummary
 from symmtui.core.readiness import PhaseSpan, Snapshot, State
 from symmtui.core.rules import Kind
 from symmtui.gpu.results import NA, GpuInfo, NAType, NvLink
-from symmtui.gpu.topology import Topology
 
 CLASSES: dict[str, type[Any]] = {
-    cls.__name__: cls
-    for cls in (Event, Snapshot, PhaseSpan, RankSummary, RankState, GpuInfo, NvLink, Topology)
+    cls.__name__: cls for cls in (Event, Snapshot, PhaseSpan, RankSummary, RankState, GpuInfo, NvLink)
 }
 ENUMS: dict[str, type[Enum]] = {"State": State, "Kind": Kind}
+
+
+def _known(name: str) -> type[Any] | None:
+    """A class the bundle keeps; the topology's module (NVML) is loaded only when one is met."""
+    if name == "Topology" and name not in CLASSES:
+        from symmtui.gpu.topology import Topology
+
+        CLASSES[name] = Topology
+    return CLASSES.get(name)
 MAX_DEPTH = 32
 
 
@@ -46,7 +53,7 @@ def encode(value: Any) -> Any:
         return {"@m": {str(k): encode(v) for k, v in value.items()}}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         name = type(value).__name__
-        if CLASSES.get(name) is not type(value):
+        if _known(name) is not type(value):
             raise TypeError(f"the bundle does not keep {name}")
         out: dict[str, Any] = {"@": name}
         for f in dataclasses.fields(value):
@@ -84,7 +91,7 @@ def decode(data: Any, depth: int = 0) -> Any:
     name = data.get("@")
     if name == "NA":
         return NA
-    cls = CLASSES.get(str(name))
+    cls = _known(str(name))
     if cls is None:
         raise ValueError(f"unknown record {name!r}")
     known = {f.name for f in dataclasses.fields(cls) if f.compare}

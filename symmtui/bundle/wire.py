@@ -42,12 +42,9 @@ def record_session(
         return None
 
     def env() -> EnvInfo:
-        nvml = session.nvml
-        if nvml is None:
-            from symmtui.gpu.facts import open_nvml
-
-            nvml = open_nvml()  # `wait` samples no GPUs, but the report names them
-        return capture(command, nvml=nvml)
+        # `wait` has no NVML (it samples no GPUs and keeps NVML, httpx and ssl out of its imports):
+        # its bundle names no GPUs; launch, the dashboard and the demo name them
+        return capture(command, nvml=session.nvml)
 
     def warn(text: str) -> None:
         if not session.closed:
