@@ -243,3 +243,63 @@ def test_no_tail_is_left_behind_when_the_session_closes(tmp_path: Path) -> None:
     left = _group(pgid)
     assert left == [], [Path(f"/proc/{p}/stat").read_text() for p in left]
     assert follower.pid is None
+
+
+# ---------------------------------------------------------------- the engine over a command
+
+
+def test_with_a_url_the_log_ready_line_waits_for_the_probe() -> None:
+    """Readiness as with a file: the log's ready line alone is not READY while /health says 503."""
+    from symmtui.core.engine import Bringup
+    from symmtui.core.readiness import ReadinessConfig, State
+
+    from .engine_kit import Health, http_server, wait_until
+
+    health = Health(503)
+    with http_server(health) as url:
+        engine = Bringup(writer(str(READY_LOG), "--sleep", "60"), url=url, config=ReadinessConfig(timeout=30),
+                         probe_interval=(0.02, 0.05))
+        engine.start()
+        try:
+            assert wait_until(lambda: engine.snapshot().marker_seen)
+            assert engine.snapshot().state is State.STARTING and not engine.snapshot().probe_ok
+            health.status = 200
+            assert wait_until(lambda: engine.snapshot().state is State.READY)
+        finally:
+            engine.stop()
+
+
+def test_a_relaunch_over_the_same_command_skips_what_it_replays(tmp_path: Path) -> None:
+    """Bringup.restart() with the same command (a dashboard relaunch): the new generation does not judge
+    again the old launch's lines the restarted command prints first."""
+    import queue
+
+    from symmtui.core.engine import Bringup, EngineUpdate
+    from symmtui.core.readiness import ReadinessConfig, State
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    crash = (FIXTURES / "sglang-tp8-symm-mem-keyerror.log").read_text()
+    (runs / "1.log").write_text(crash)
+    (runs / "2.log").write_text("[2026-11-29 10:00:00 TP0] Load weight begin. avail mem=93.21 GB\n")
+    updates: queue.Queue[EngineUpdate] = queue.Queue()
+    engine = Bringup(writer("--runs", str(runs), "--sleep", "60"), config=ReadinessConfig(timeout=30),
+                     on_update=updates.put)
+    engine.start()
+    try:
+        assert engine.wait_final(10).state is State.CRASHED
+        engine.restart()
+        deadline = time.monotonic() + 10
+        seen: list[LogLine] = []
+        notices: list[FileNotice] = []
+        while not any("Load weight begin" in ln.text for ln in seen) and time.monotonic() < deadline:
+            up = updates.get(timeout=10)
+            if up.generation == 1:
+                seen += up.lines
+                notices += up.notices
+        snap = engine.snapshot()
+    finally:
+        engine.stop()
+    assert [ln.text for ln in seen] == ["[2026-11-29 10:00:00 TP0] Load weight begin. avail mem=93.21 GB"]
+    assert snap.state is State.STARTING and snap.phase == "loading weights"
+    assert any(n.kind == "replayed" and f"printed {crash.count(chr(10))} lines" in n.message for n in notices)
