@@ -108,7 +108,7 @@ class Bringup:
         self._clock = clock
         self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
-        self._builder = EventBuilder(self.ruleset)
+        self._builder = EventBuilder(self.ruleset, thin_serving=True)
         self._readiness = Readiness(self.config, clock())
         self._pending = _Pending()
         self._urgent = False
@@ -184,7 +184,7 @@ class Bringup:
             self.config = replace(self.config, need_probe=self.url is not None and new is not None,
                                   has_pid=pid is not None)
             self._readiness = Readiness(self.config, self._clock())
-            self._builder = EventBuilder(self.ruleset)
+            self._builder = EventBuilder(self.ruleset, thin_serving=True)
             self._ranks.reset()
             self._pending = _Pending()
             self._replay = []
@@ -293,7 +293,7 @@ class Bringup:
         while not first.wait(0.1):
             if stop.is_set():
                 return
-        builder = EventBuilder(self.ruleset)
+        builder = EventBuilder(self.ruleset, thin_serving=True)
         history: list[Event] = []
         for batch in follower.backfill():
             if stop.is_set():

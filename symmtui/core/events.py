@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 from typing import Protocol
 
+from symmtui.core import litscan
 from symmtui.core import tracebacks as tb
 from symmtui.core.decode import strip_ansi
 from symmtui.core.lineparts import Prefix as Prefix
@@ -13,7 +16,6 @@ from symmtui.core.lineparts import split_prefix as split_prefix
 from symmtui.core.rules import (
     PHASE_HTTP,
     PHASE_ORDER,
-    ByteScanner,
     Kind,
     Rule,
     RuleMatch,
@@ -115,19 +117,36 @@ class _Block:
 
 
 class EventBuilder:
-    """Feed lines in order, get events. Traceback blocks are collected per rank prefix and merged."""
+    """Feed lines in order, get events. Traceback blocks are collected per rank prefix and merged.
 
-    def __init__(self, ruleset: RuleSet | None = None) -> None:
+    ``thin_serving`` (the live engine): of a run of lines a "serving" rule matches (every decode
+    batch and 200 OK line of a serving log) with nothing else matched between, only the first is
+    judged and can make an event. The builder's state does not change within such a run, so the
+    first one decides what every later one would (READY, or SGLang's warm-up request); the later
+    ones are neither matched nor marked. ``feed_many`` finds that first line with a few ``find``
+    calls per gap between other candidates, so a decode burst costs no Python per line.
+    """
+
+    def __init__(self, ruleset: RuleSet | None = None, *, thin_serving: bool = False) -> None:
         self.ruleset = ruleset if ruleset is not None else RuleSet()
+        self.thin_serving = thin_serving
         self.dialect: str | None = None
         self._open: list[_Block] = []
         self._merged: dict[str, Event] = {}
         self._fed = 0
-        self._scanner: ByteScanner | None = None
+        self._scanner: litscan.LineFinder | None = None
         self._scanner_sample = 0
         # "Scheduler hit an exception:" with the traceback on the next line: held for one line
         self._pending: tuple[int, str, str, RuleMatch] | None = None
         self._started = False  # a bring-up phase of this run was seen (the log's start is there)
+        self._serving_run = False  # a serving line was judged and nothing else matched since
+        serving = RuleSet(r for r in self.ruleset.rules if "serving" in r.roles) if thin_serving else None
+        # Serving lines are found by their literals in feed_many; a serving rule without one: judged one by one.
+        self._serving_lits: tuple[str, ...] = ()
+        self._scan_rules = self.ruleset
+        if serving is not None and serving.rules and serving.literals and not serving.unanchored:
+            self._serving_lits = serving.literals
+            self._scan_rules = RuleSet(r for r in self.ruleset.rules if "serving" not in r.roles)
 
     # ------------------------------------------------------------------ public
     @property
@@ -145,6 +164,7 @@ class EventBuilder:
         self._scanner_sample = 0
         self._pending = None
         self._started = False
+        self._serving_run = False
 
     def feed(self, line: LineLike) -> list[Event]:
         """Events completed or updated by this line (usually none)."""
@@ -160,7 +180,9 @@ class EventBuilder:
             for line in lines:
                 out.extend(self.feed_plain(line.no, line.plain, line.text))
             return out
-        data = ("\n".join([ln.plain for ln in lines]) + "\n").encode("utf-8", "replace")
+        plains = [ln.plain for ln in lines]
+        text = "\n".join(plains) + "\n"
+        data = text.encode("utf-8", "replace")
         scanner = self._scanner_for(data)
         count = data.count
         idxs: list[int] = []
@@ -172,11 +194,16 @@ class EventBuilder:
         idxs.append(n)
         out = []
         pos = 0
+        offs: list[int] | None = None  # where each line starts in ``text``, for the serving lines' search
         for ci in idxs:
             while pos < ci and self.in_block:
                 line = lines[pos]
                 out.extend(self.feed_plain(line.no, line.plain, line.text))
                 pos += 1
+            if pos < ci and self._serving_lits and not self._serving_run:
+                if offs is None:
+                    offs = [0, *accumulate(len(p) + 1 for p in plains)]
+                pos = self._first_serving(lines, text, offs, pos, ci, out)
             if pos < ci:
                 self._fed += ci - pos
                 pos = ci
@@ -186,6 +213,26 @@ class EventBuilder:
                 pos = ci + 1
         return out
 
+    def _first_serving(self, lines: Sequence[LineLike], text: str, offs: list[int], a: int, b: int,
+                       out: list[Event]) -> int:
+        """Judge lines ``[a, b)`` (no other candidate among them) up to the first one a serving rule
+        matches; the index after the last line judged (the others are skipped as not candidates)."""
+        while a < b and not self._serving_run:
+            lo, hi = offs[a], offs[b]
+            at = -1
+            for lit in self._serving_lits:  # the nearest hit; each search stops at the best so far
+                i = text.find(lit, lo, hi if at < 0 else min(hi, at + len(lit) - 1))
+                if i >= 0:
+                    at = i
+            if at < 0:
+                return a
+            i = bisect_right(offs, at) - 1
+            self._fed += i - a
+            line = lines[i]
+            out.extend(self.feed_plain(line.no, line.plain, line.text))
+            a = i + 1
+        return a
+
     def feed_progress(self, line: LineLike) -> list[Event]:
         """A provisional carriage-return update (tqdm): only its progress counts; blocks and merged
         counts are left alone (the finished line comes later and is fed normally)."""
@@ -194,10 +241,10 @@ class EventBuilder:
             return []
         return self._on_match(line.no, line.plain, line.text, m)
 
-    def _scanner_for(self, data: bytes) -> ByteScanner:
+    def _scanner_for(self, data: bytes) -> litscan.LineFinder:
         if self._scanner is None or (self._scanner_sample < RETUNE_BYTES <= len(data)):
             sample = data[:RETUNE_BYTES]
-            self._scanner = ByteScanner(self.ruleset, sample)
+            self._scanner = litscan.finder(self._scan_rules, sample)
             self._scanner_sample = len(sample)
         return self._scanner
 
@@ -209,7 +256,14 @@ class EventBuilder:
                 m = self.ruleset.match(plain)
                 if m is None:
                     return []
+                if self.thin_serving and "serving" in m.rule.roles:
+                    if self._serving_run:
+                        return []  # decided by the run's first serving line
+                    self._serving_run = True
+                else:
+                    self._serving_run = False
                 return self._on_match(no, plain, text if text is not None else plain, m)
+        self._serving_run = False
         return self._feed_slow(no, plain, text if text is not None else plain)
 
     def flush(self) -> list[Event]:

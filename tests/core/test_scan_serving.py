@@ -1,4 +1,5 @@
-"""`scan` thins a serving log's decode/200 lines to a few per run: the report equals judging every line."""
+"""Serving logs: `scan` thins decode/200 lines to a few per run, and so does the live engine's builder;
+the report and the readiness state equal judging every line."""
 
 from __future__ import annotations
 
@@ -91,3 +92,57 @@ def test_scan_skips_most_serving_lines(serving_log: Path) -> None:
     size = serving_log.stat().st_size
     cands, lines = find_candidates(str(serving_log), 0, size, RuleSet().rules, serving_log.read_bytes()[:1 << 20])
     assert lines > 17_000 and len(cands) < 400, len(cands)
+
+
+def _live(path: Path, thin: bool, batch: int) -> tuple[object, list[tuple[str, int]]]:
+    """The live engine's judgement: the builder fed in batches of ``batch`` lines, events to Readiness."""
+    from symmtui.core.decode import make_line
+    from symmtui.core.events import EventBuilder
+    from symmtui.core.readiness import Readiness, ReadinessConfig
+
+    raw = path.read_bytes().rstrip(b"\n").split(b"\n")
+    lines = [make_line(i + 1, 0, r) for i, r in enumerate(raw)]
+    builder = EventBuilder(RuleSet(), thin_serving=thin)
+    readiness = Readiness(ReadinessConfig(timeout=None, stall=None), 0.0)
+    events = []
+    for k in range(0, len(lines), batch):
+        events += builder.feed_many(lines[k : k + batch])
+    events += builder.flush()
+    for ev in events:
+        readiness.feed(ev, 0.0)
+    snap = readiness.snapshot(0.0)
+    state = (snap.state, snap.run, snap.phase, [(p.name, p.log_start) for p in snap.phases], snap.cause,
+             snap.errors, snap.warnings, snap.progress_counts)
+    return state, [(e.rule_id, e.line_no) for e in events]
+
+
+@pytest.fixture(scope="module")
+def live_every_line(serving_log: Path) -> tuple[object, list[tuple[str, int]]]:
+    return _live(serving_log, thin=False, batch=1000)
+
+
+@pytest.mark.parametrize("batch", [1000, 100_000])  # batches, and the whole log as one buffer
+def test_live_builder_judges_a_serving_log_like_every_line(
+        serving_log: Path, live_every_line: tuple[object, list[tuple[str, int]]], batch: int) -> None:
+    """Thinned: the same state (verdict, runs, phases, cause, errors, warnings) as matching every
+    line; of each run of serving lines only the first makes an event (and so is marked in the pane)."""
+    every_state, every_events = live_every_line
+    thin_state, thin_events = _live(serving_log, thin=True, batch=batch)
+    assert thin_state == every_state
+    serving = {"sglang-decode-batch", "serving-request-ok"}
+    assert [e for e in thin_events if e[0] not in serving] == [e for e in every_events if e[0] not in serving]
+    kept = [e for e in thin_events if e[0] in serving]
+    every_serving = [e for e in every_events if e[0] in serving]
+    assert 0 < len(kept) <= 4 < len(every_serving) and kept[0] == every_serving[0]
+
+
+def test_live_builder_ready_from_serving_lines_when_the_start_is_gone(tmp_path: Path) -> None:
+    """Attached late (no start-up lines): the first decode line proves READY, with the thinning too,
+    whether lines come one by one (batches under BATCH_MIN) or as one buffer."""
+    log = tmp_path / "late.log"
+    log.write_bytes(_serving(random.Random(3), 3000))
+    state, events = _live(log, thin=True, batch=50)
+    assert (state, events) == _live(log, thin=True, batch=3000)
+    assert state[0] is State.READY and len(events) == 1
+    assert events[0][1] == 1 + next(i for i, ln in enumerate(log.read_bytes().split(b"\n"))
+                                    if b"Decode batch" in ln or b"POST /v1" in ln)
