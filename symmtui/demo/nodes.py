@@ -9,10 +9,18 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from symmtui.demo.story import BASE_SPEED, HANG_STALL, free_port
+from symmtui.demo.exposition import ExpositionServer
+from symmtui.demo.story import BASE_SPEED, HANG_STALL, free_port, isolate_state
+
+if TYPE_CHECKING:
+    from symmtui.session.nodes import NodeSet
 
 NODES = ("node0", "node1")
 TP = 16
@@ -20,8 +28,10 @@ HANG_RANK = 13  # on node 1 (ranks TP8-TP15)
 
 
 def write_nodes_profile(root: Path, *, speed: float, port: int | None = None, stall: float | None = None,
-                        timeout: float = 600.0) -> Path:
-    """Write ``root/symmtui.toml`` for the 2-node story and return it (logs under ``root/logs/<node>``)."""
+                        timeout: float = 600.0, gpus: tuple[str, ...] = ()) -> Path:
+    """Write ``root/symmtui.toml`` for the 2-node story and return it (logs under ``root/logs/<node>``).
+
+    ``gpus``: each node's exporter URL (the demo's simulated dcgm-exporters); none: no ``gpus`` key."""
     port = port if port is not None else free_port()
     init = free_port()
     server = [sys.executable, "-m", "symmtui.demo.server", "--speed", f"{BASE_SPEED * speed:g}", "--port", str(port),
@@ -39,8 +49,65 @@ def write_nodes_profile(root: Path, *, speed: float, port: int | None = None, st
     ]
     for name in NODES:
         argv = [*server, "--node-rank", "{node_rank}", "--hang-once", str(root / f"hung-once-{name}"),
-                "--status-file", str(root / f"status-{name}.json")]
+                "--status-file", str(status_file(root, name))]
         lines += ["", "[[nodes]]", f'name = "{name}"', "launch = " + json.dumps(shlex.join(argv))]
+        if gpus:
+            lines.append(f"gpus = {json.dumps(gpus[NODES.index(name)])}")
     path = root / "symmtui.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def status_file(root: Path, node: str) -> Path:
+    """Where node ``node``'s simulated server writes its status (its exporter reads it)."""
+    return root / f"status-{node}.json"
+
+
+@dataclass
+class NodesDemo:
+    """The 2-node demo: its temp dir, the NodeSet over its two nodes, their simulated GPU exporters."""
+
+    root: Path
+    nodes: NodeSet
+    exporters: list[ExpositionServer]
+
+    def close(self) -> None:
+        """Stop both nodes' servers, the exporters, every node's Session; remove the temp dir."""
+        try:
+            self.nodes.stop()
+        finally:
+            for e in self.exporters:
+                e.close()
+            self.nodes.close()
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def open_demo_nodes(speed: float, *, root: Path | None = None, isolate: bool = True) -> NodesDemo:
+    """`symmtui demo --nodes 2`: temp dir, two simulated exporters, the profile, the NodeSet, the first launch."""
+    from symmtui.errors import UserError
+    from symmtui.launch.profile import load_profile
+    from symmtui.session.nodes import for_nodes
+
+    if not speed > 0:
+        raise UserError(f"--speed must be a positive number, got {speed!r} (1 = a load of about a minute)")
+    root = Path(tempfile.mkdtemp(prefix="symmtui-demo-nodes-")) if root is None else root
+    if isolate:
+        isolate_state(root)
+    exporters = [ExpositionServer(name, status_file(root, name), gpus=TP // len(NODES), first_index=i * TP // len(NODES))
+                 for i, name in enumerate(NODES)]
+    try:
+        profile = load_profile(write_nodes_profile(root, speed=speed, gpus=tuple(e.url for e in exporters)))
+        nodes = for_nodes(profile, gpus=True)
+    except BaseException:
+        for e in exporters:
+            e.close()
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    demo = NodesDemo(root, nodes, exporters)
+    try:
+        nodes.head.session.on_close.append(demo.close)
+        nodes.launch()
+    except BaseException:
+        demo.close()
+        raise
+    return demo

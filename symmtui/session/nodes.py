@@ -188,6 +188,10 @@ class NodeSet:
         self._lock = threading.Lock()
         self._views: dict[str, NodeView] = {}
         self._last_key: tuple[object, ...] | None = None
+        self._stalled_on: str | None = None  # the node whose stacks were taken for the current STALLED
+        self.auto_stacks = False
+        """When the aggregate becomes STALLED, dump the stacks of the node it names (once per stall), posted
+        as that node's StacksTaken (the dashboard turns it on; each node's own auto_stacks stays off)."""
 
     @property
     def head(self) -> Node:
@@ -196,11 +200,15 @@ class NodeSet:
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.spec.name == name)
 
-    def attach(self, post: NodesPost, *, sample_gpus: bool = False) -> None:
-        """Hear every node's messages (wrapped) and the aggregate's changes at ``post`` (any thread)."""
+    def attach(self, post: NodesPost, *, sample_gpus: bool = False, acks_for: str | None = None) -> None:
+        """Hear every node's messages (wrapped) and the aggregate's changes at ``post`` (any thread).
+
+        ``acks_for``: the node whose engine batches the front end acknowledges (``Session.batch_done``: the
+        dashboard's log pane shows that node's log); the other nodes' batches flow freely.
+        """
         self._post = post
         for node in self.nodes:
-            node.session.attach(self._poster(node), sample_gpus=sample_gpus)
+            node.session.attach(self._poster(node), sample_gpus=sample_gpus, acks=node.spec.name == acks_for)
 
     def _poster(self, node: Node) -> Callable[[SessionMessage], None]:
         def post(message: SessionMessage) -> None:
@@ -226,6 +234,15 @@ class NodeSet:
             if key == self._last_key:
                 return
             self._last_key = key
+            stacks_of = None
+            if verdict.state is State.STALLED and verdict.node is not None:
+                if self.auto_stacks and verdict.node != self._stalled_on:
+                    stacks_of = verdict.node
+                self._stalled_on = verdict.node
+            else:
+                self._stalled_on = None
+        if stacks_of is not None:
+            self.node(stacks_of).session.request_stacks(auto=True)
         post = self._post
         if post is not None:
             post(NodesUpdate(verdict))

@@ -25,13 +25,16 @@ from symmtui.core.events import Event
 from symmtui.core.readiness import Snapshot, State
 from symmtui.errors import UserError
 from symmtui.session.core import Session
+from symmtui.session.nodes import NodeSet, NodesVerdict
 from symmtui.textsafe import visible
 from symmtui.ui.bridge import (
     EngineBatchPosted,
     GpuSamplePosted,
+    NodesPosted,
     NoticePosted,
     StacksPosted,
     TopologyPosted,
+    node_poster,
     poster,
 )
 from symmtui.ui.messages import RelaunchDone, StopProgress
@@ -97,9 +100,16 @@ class SymmApp(App[int]):
     ]
 
     def __init__(self, session: Session, *, theme: str | None = None, tick: float = 1.0,
-                 auto_stacks: bool = True) -> None:
+                 auto_stacks: bool = True, nodes: NodeSet | None = None) -> None:
         super().__init__()
         self.session = session
+        self.nodes = nodes
+        """A multi-node server: ``session`` is the node whose log the pane shows (the head); the header and
+        the gauge's banner show the aggregate the NodeSet posts, the gauge lists every node's phase."""
+        self.nodes_verdict: NodesVerdict | None = None
+        if nodes is not None:
+            nodes.auto_stacks = auto_stacks  # the stacks of the node the aggregate names, once per stall
+            auto_stacks = False
         session.auto_stacks = auto_stacks  # one dump when the state becomes STALLED
         self._tick_seconds = tick
         self.theme_names = register_themes(self, load_themes())
@@ -146,11 +156,16 @@ class SymmApp(App[int]):
 
     def on_mount(self) -> None:
         self._exit_on_signals()
-        self.session.attach(poster(self.post_message), acks=True)
+        if self.nodes is not None:
+            self.nodes.attach(node_poster(self.post_message, self.session.host), sample_gpus=True,
+                              acks_for=self.session.host)
+        else:
+            self.session.attach(poster(self.post_message), acks=True)
         if self._tick_seconds > 0:
             self.set_interval(self._tick_seconds, self._tick)
         if self.session.nvml is None:
-            self.query_one(TopologyView).show(None, "no NVML in this session")
+            self.query_one(TopologyView).show(None, "no NVML in this session" if self.nodes is None
+                                              else "no topology for a multi-node server")
         self.log_view.focus()
 
     def _exit_on_signals(self) -> None:
@@ -222,6 +237,8 @@ class SymmApp(App[int]):
         gauge = self.query_one(ReadinessGauge)
         eta, runs = self.session.eta_for(snap)
         gauge.show(snap, eta=eta, eta_runs=runs)
+        if self.nodes_verdict is not None:  # the aggregate over the shown node's own state
+            gauge.show_nodes(self.nodes_verdict)
         detail = ""
         if snap.state in (State.CRASHED, State.TIMED_OUT, State.STALLED) and snap.cause is not None:
             detail = snap.cause.summary
@@ -231,7 +248,10 @@ class SymmApp(App[int]):
             detail = f"in {mmss(shown_elapsed(snap))}"
         elif snap.detail:
             detail = snap.detail
-        self.query_one(StatusHeader).show(snap.state, detail)
+        if self.nodes_verdict is not None:
+            self.query_one(StatusHeader).show(self.nodes_verdict.state, self.nodes_verdict.text)
+        else:
+            self.query_one(StatusHeader).show(snap.state, detail)
         self.query_one(GpuPanel).show_stall(snap.state is State.STALLED)
         key = (snap.errors, snap.warnings, self.patch_applied)
         if key != self._diag_key:
@@ -263,6 +283,13 @@ class SymmApp(App[int]):
         if not out and snap.cause is not None:
             out.append((snap.cause, Diagnosis(snap.cause.headline(), f"read the log at line {snap.cause.line_no} (n)")))
         return out
+
+    @_while_composed
+    def on_nodes_posted(self, message: NodesPosted) -> None:
+        """The aggregate of a multi-node server changed: banner, header and each node's phase."""
+        self.nodes_verdict = message.verdict
+        self.query_one(ReadinessGauge).show_nodes(message.verdict)
+        self.query_one(StatusHeader).show(message.verdict.state, message.verdict.text)
 
     @_while_composed
     def on_gpu_sample_posted(self, message: GpuSamplePosted) -> None:
@@ -393,6 +420,10 @@ class SymmApp(App[int]):
             f"Stop the running server (SIGTERM, then SIGKILL after {sup.grace:.0f} s), wait for its GPU memory "
             f"and port to be released, then launch again:\n\n  {command}"
         )
+        if self.nodes is not None:
+            launches = "\n".join(f"  {n.spec.name}: {n.spec.launch_text}" for n in self.nodes.nodes)
+            body = (f"Stop every node (its stop command, then its launch: SIGTERM, SIGKILL after {sup.grace:.0f} s), "
+                    f"then launch every node again:\n\n{launches}")
         self.push_screen(ConfirmScreen("Relaunch?", body, yes="Relaunch"), self._relaunch_confirmed)
 
     def _relaunch_confirmed(self, yes: bool | None) -> None:
@@ -408,6 +439,15 @@ class SymmApp(App[int]):
         def progress(p: object) -> None:
             self.post_message(StopProgress(p))  # type: ignore[arg-type]
 
+        if self.nodes is not None:
+            try:
+                records = self.nodes.launch(lambda _node: progress)
+            except (UserError, OSError) as exc:
+                self.post_message(RelaunchDone(str(exc), ""))
+                return
+            done = ", ".join(f"{n.spec.name} pid {r.pid}" for n, r in zip(self.nodes.nodes, records, strict=True))
+            self.post_message(RelaunchDone(None, f"launched {done}"))
+            return
         try:
             result = self.session.relaunch(progress)
         except (UserError, OSError) as exc:  # an OSError the launcher did not word: shown, not a crash

@@ -20,6 +20,7 @@ from symmtui.session.messages import (
     TopologyRead,
     VerdictReached,
 )
+from symmtui.session.nodes import NodeMessage, NodesUpdate, NodesVerdict
 
 
 @dataclass
@@ -67,6 +68,13 @@ class VerdictPosted(Message):
     verdict: VerdictReached
 
 
+@dataclass
+class NodesPosted(Message):
+    """A multi-node server's aggregate changed (its state, the node it names, any node's phase)."""
+
+    verdict: NodesVerdict
+
+
 def to_textual(message: SessionMessage) -> Message:
     """The Textual message that carries ``message``."""
     if isinstance(message, EngineBatch):
@@ -87,5 +95,24 @@ def poster(post_message: Callable[[Message], object]) -> Callable[[SessionMessag
 
     def post(message: SessionMessage) -> None:
         post_message(to_textual(message))
+
+    return post
+
+
+def node_poster(post_message: Callable[[Message], object], shown: str) -> Callable[[NodeMessage | NodesUpdate], None]:
+    """A NodeSet ``post`` callable: the ``shown`` node's messages as a Session's; of the other nodes, their
+    notices (named) and stacks dumps; the aggregate's changes as NodesPosted."""
+
+    def post(item: NodeMessage | NodesUpdate) -> None:
+        if isinstance(item, NodesUpdate):
+            post_message(NodesPosted(item.verdict))
+            return
+        message = item.message
+        if item.node == shown:
+            post_message(to_textual(message))
+        elif isinstance(message, Notice):
+            post_message(NoticePosted(Notice(f"{item.node}: {message.text}", message.severity)))
+        elif isinstance(message, StacksTaken):
+            post_message(StacksPosted(message))
 
     return post

@@ -28,7 +28,7 @@ def check_theme(name: str | None) -> str:
     return chosen
 
 
-def run_demo(speed: float, theme: str | None, story: str = "crash", record: bool = True) -> int:
+def run_demo(speed: float, theme: str | None, story: str = "crash", record: bool = True, nodes: int = 1) -> int:
     """`symmtui demo`: build, run the app, and on quit stop the demo's servers and remove its temp dir."""
     from symmtui.bundle.wire import demo_bundle_path, record_demo
     from symmtui.session import open_demo
@@ -36,6 +36,17 @@ def run_demo(speed: float, theme: str | None, story: str = "crash", record: bool
 
     chosen = check_theme(theme)
     boundary.require_terminal("the demo")  # before the demo server starts
+    if nodes > 1:  # the 2-node story (no bundle recorded: the recorder follows one Session's launch)
+        from symmtui.demo.nodes import open_demo_nodes
+
+        nodes_demo = open_demo_nodes(speed)
+        try:
+            result = SymmApp(nodes_demo.nodes.head.session, theme=chosen, nodes=nodes_demo.nodes).run()
+        finally:
+            with contextlib.suppress(OSError):
+                print("symmtui demo: stopping both nodes' servers and removing the temp dir…", file=sys.stderr)
+            nodes_demo.close()
+        return result or 0
     kept = demo_bundle_path(story) if record else None  # the user's state dir, before the demo isolates its own
     session, demo = open_demo(speed, story)
     recorder = record_demo(session, demo, kept) if kept is not None else None

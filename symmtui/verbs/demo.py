@@ -22,9 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "init, STALLED, the stacks panel names it, relaunch (r) recovers; fix: DeepGEMM's "
                         "KeyError: '120a', p shows the profile change (SGLANG_ENABLE_JIT_DEEPGEMM=0), y applies it "
                         "and relaunches, ready")
+    parser.add_argument("--nodes", type=int, choices=(1, 2), default=1, metavar="N",
+                        help="2: a 2-node TP16 server (two simulated nodes; --story does not apply): node1's TP13 "
+                        "hangs in NCCL init, STALLED names node1 and its stacks, relaunch (r) comes up READY")
 
 
 def run(args: argparse.Namespace) -> int:
     from symmtui.ui.entry import run_demo
 
-    return run_demo(float(args.speed), args.theme, args.story, record=not args.no_record)
+    return run_demo(float(args.speed), args.theme, args.story, record=not args.no_record, nodes=args.nodes)

@@ -11,6 +11,7 @@ from textual.widgets import Static
 
 from symmtui.core.ranks import RankSummary
 from symmtui.core.readiness import Snapshot, State
+from symmtui.session.nodes import NodesVerdict
 from symmtui.textsafe import visible
 from symmtui.ui.widgets.fmt import mmss, progress_bar, set_content
 
@@ -77,6 +78,7 @@ class ReadinessGauge(Vertical):
         yield Static("", id="gauge-bar")
         yield Static("", id="gauge-eta")
         yield Static("", id="gauge-ranks")
+        yield Static("", id="gauge-nodes")
         yield Static("", id="gauge-activity")
 
     def on_mount(self) -> None:
@@ -139,6 +141,32 @@ class ReadinessGauge(Vertical):
         eta_line = self.query_one("#gauge-eta", Static)
         set_content(eta_line, Content.assemble(*eta_parts))
         eta_line.display = bool(eta_parts)
+
+    def show_nodes(self, verdict: NodesVerdict) -> None:
+        """A multi-node server: the aggregate's state and line in the banner, then one line per node's phase."""
+        state = verdict.state
+        banner = self.query_one("#state-banner", Static)
+        wanted = state_class(state)
+        if not banner.has_class(wanted):
+            for word in STATE_WORDS.values():
+                banner.remove_class("-state-" + word.lower().replace(" ", "-"))
+            banner.add_class(wanted)
+        set_content(banner, Content.styled(f"{STATE_ICONS[state]} {STATE_WORDS[state]}", "bold"))
+        cause = self.query_one("#gauge-cause", Static)
+        text = verdict.text if state not in (State.STARTING, State.WAITING) else ""
+        set_content(cause, Content.styled(visible(text), f"bold {state_var(state)}"))
+        cause.display = bool(text)
+        width = max(len(v.name) for v in verdict.nodes)
+        lines = []
+        for v in verdict.nodes:
+            named = v.name == verdict.node
+            lines.append(Content.assemble(
+                (f"{STATE_ICONS[v.snapshot.state]} ", state_var(v.snapshot.state)),
+                (v.name.ljust(width), "bold" if named else ""), "  ",
+                (visible(v.phase_text), f"bold {state_var(v.snapshot.state)}" if named else "")))
+        nodes = self.query_one("#gauge-nodes", Static)
+        set_content(nodes, Content("\n").join(lines))
+        nodes.display = True
 
     def show_ranks(self, ranks: RankSummary | None) -> None:
         """The ranks behind ("7/8 ranks finished loading weights; TP5 still loading weights, silent 143 s")."""

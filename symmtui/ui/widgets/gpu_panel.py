@@ -107,7 +107,7 @@ class GpuTable(Widget, can_focus=True):
             total = _num(info.memory_total)
             frac = 0.0 if used is None or not total else used / total
             self.history.setdefault(info.index, deque(maxlen=SPARK_POINTS)).append(frac)
-        height = max(2, len(snapshot.infos) + 1) if snapshot.infos else 2
+        height = max(2, len(snapshot.infos) + 1 + len(self._groups())) if snapshot.infos else 2
         if self.styles.height is None or self.styles.height.value != height:
             self.styles.height = height
         self.refresh()
@@ -121,11 +121,25 @@ class GpuTable(Widget, can_focus=True):
         self.post_message(self.Selected(value))
         self.refresh()
 
+    def _groups(self) -> list[int]:
+        """Indices of the GPUs that start a node's group (GPUs read from several nodes); [] for one host."""
+        infos = self.snapshot.infos if self.snapshot is not None else ()
+        if not any(i.host is not None for i in infos):
+            return []
+        return [k for k, info in enumerate(infos) if k == 0 or info.host != infos[k - 1].host]
+
     def on_click(self, event: events.Click) -> None:
-        row = event.y - 1
-        if self.snapshot and 0 <= row < len(self.snapshot.infos):
-            self.cursor = row
-            self.focus()
+        if not self.snapshot:
+            return
+        groups = set(self._groups())
+        line = 1
+        for k in range(len(self.snapshot.infos)):
+            line += k in groups  # a node's name line comes first
+            if event.y == line:
+                self.cursor = k
+                self.focus()
+                return
+            line += 1
 
     def _row(self, info: GpuInfo, sample: GpuSample, cols: _Columns, selected: bool) -> Content:
         total = _num(info.memory_total) or 0.0
@@ -184,7 +198,10 @@ class GpuTable(Widget, can_focus=True):
             return Content.styled(f"GPUs: {reason}", "$warning")
         cols = _columns(self.size.width)
         lines = [self._header(cols)]
-        for info, sample in zip(snap.infos, snap.samples, strict=False):
+        groups = set(self._groups())
+        for k, (info, sample) in enumerate(zip(snap.infos, snap.samples, strict=False)):
+            if k in groups:  # GPU rows grouped by node
+                lines.append(Content.styled(f"── {info.host or 'this host'} ", "bold $accent"))
             lines.append(self._row(info, sample, cols, info.index == self.cursor))
         return Content("\n").join(lines)
 

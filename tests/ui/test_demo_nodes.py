@@ -1,0 +1,54 @@
+"""`symmtui demo --nodes 2` in-process on a fast clock: node1's TP13 hangs in NCCL init, the aggregate is
+STALLED naming node1 (its stacks shown), r relaunches both nodes, READY; GPU rows grouped by node."""
+
+from __future__ import annotations
+
+import pytest
+
+from symmtui.core.readiness import State
+from symmtui.demo.nodes import open_demo_nodes
+from symmtui.ui.app import SymmApp
+from symmtui.ui.screens.confirm import ConfirmScreen
+from symmtui.ui.widgets.gpu_panel import GpuTable
+from symmtui.ui.widgets.stacks import StacksView
+from tests.ui.kit import text, wait_for
+
+
+def _aggregate(app: SymmApp) -> State | None:
+    return app.nodes_verdict.state if app.nodes_verdict is not None else None
+
+
+@pytest.mark.timeout(120)
+async def test_demo_nodes_hang_on_node1_stalled_then_relaunch_ready() -> None:
+    demo = open_demo_nodes(speed=20.0)
+    try:
+        app = SymmApp(demo.nodes.head.session, nodes=demo.nodes)
+        async with app.run_test(size=(140, 48)) as pilot:
+            # 1. the aggregate: STALLED, naming node1 and the rank on it that never left NCCL init
+            await wait_for(pilot, lambda: _aggregate(app) is State.STALLED and app.nodes_verdict is not None
+                           and app.nodes_verdict.node == "node1", "STALLED naming node1", timeout=60)
+            await wait_for(pilot, lambda: "node1 is behind" in text(app), "the aggregate's line on screen")
+            screen = text(app)
+            assert "TP13 still init distributed" in screen
+            assert "stalled in init distributed" in screen  # the gauge's per-node phase lines
+            # node1's stacks (taken because the aggregate named it): TP13 inside NCCL communicator init
+            stacks = app.query_one(StacksView)
+            await wait_for(pilot, lambda: stacks.taken is not None and stacks.taken.report is not None,
+                           "node1's stacks", timeout=30)
+            assert "nccl_comm_init_rank" in text(app)
+            # GPU rows of both nodes, read from their exporters, grouped under the node's name
+            table = app.query_one(GpuTable)
+            await wait_for(pilot, lambda: table.snapshot is not None and len(table.snapshot.infos) == 16,
+                           "16 GPUs from two exporters")
+            assert "── node0" in text(app) and "── node1" in text(app)
+            # 2. r asks, y relaunches both nodes; the hang was once: READY
+            await pilot.press("r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the relaunch question")
+            assert "node1:" in text(app)  # every node's launch is listed
+            await pilot.press("y")
+            await wait_for(pilot, lambda: not app.relaunching, "the relaunch")
+            await wait_for(pilot, lambda: _aggregate(app) is State.READY, "READY", timeout=60)
+            assert "READY" in text(app)
+    finally:
+        demo.close()
+    assert not demo.root.exists()
