@@ -102,7 +102,8 @@ def aggregate(views: Sequence[NodeView]) -> NodesVerdict:
             why = snap.cause.headline() if snap.cause is not None else snap.detail
             text = f"{final.value.upper()} on {first.name}: {why}{_others(nodes, first.name)}"
             return NodesVerdict(final, first.name, least, text, nodes)
-    if head.snapshot.state is State.READY:
+    unseen = [v.name for v in nodes if v.snapshot.state is State.WAITING]
+    if head.snapshot.state is State.READY and not unseen:
         return NodesVerdict(State.READY, None, head.snapshot.phase,
                             f"READY: {head.name} {head.snapshot.detail}{_others(nodes, head.name)}", nodes)
     timed = [v for v in nodes if v.snapshot.state is State.TIMED_OUT]
@@ -119,6 +120,8 @@ def aggregate(views: Sequence[NodeView]) -> NodesVerdict:
     started = any(v.snapshot.state is not State.WAITING for v in nodes)
     state = State.STARTING if started else State.WAITING
     text = ", ".join(f"{v.name} {v.phase_text}" for v in nodes)
+    if head.snapshot.state is State.READY:  # no READY while a node's log has said nothing: it may be down
+        text = f"{head.name} answers; waiting for the log of {', '.join(unseen)}: {text}"
     return NodesVerdict(state, None, least, text, nodes)
 
 
