@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from symmtui.core.logcmd import LogCommand
 from symmtui.core.readiness import Snapshot, State
 from symmtui.core.rules import PHASE_ORDER
 from symmtui.session.core import Session
@@ -145,11 +146,22 @@ NodesPost = Callable[[NodeMessage | NodesUpdate], object]
 
 @dataclass
 class Node:
-    """One node: its spec from the profile, its Session, and the log its engine follows."""
+    """One node: its spec from the profile, its Session, and the log its engine follows (a file, or the
+    node's ``log_cmd``: e.g. ``ssh node1 tail -F /var/log/sglang.log``, restarted with backoff)."""
 
     spec: NodeSpec
     session: Session
     log: Path | None
+
+    @property
+    def source(self) -> Path | LogCommand | None:
+        """What the node's engine follows: its log command, else its log file."""
+        return self.session.log_command if self.session.log_command is not None else self.log
+
+    @property
+    def source_text(self) -> str:
+        cmd = self.session.log_command
+        return f"`{cmd.text}`" if cmd is not None else str(self.log)
 
 
 @dataclass(frozen=True)
@@ -275,7 +287,7 @@ class NodeSet:
             sup = node.session.supervisor
             record = sup.current() if sup is not None else None
             pid = record.pid if record is not None and sup is not None and sup.is_alive(record) else None
-            node.session.follow(node.log, pid=pid, new_only=new_only,
+            node.session.follow(node.source, pid=pid, new_only=new_only and node.session.log_command is None,
                                 record=record if pid is not None else None)
 
     def launch(self, progress_for: Callable[[str], OnProgress] | None = None) -> list[LaunchRecord]:
@@ -369,7 +381,10 @@ def for_nodes(
         session = Session(host=spec.name, name=f"{_stem(profile)} {spec.name}", settings=settings, supervisor=sup,
                           url=probe if spec.rank == 0 else None,
                           gpus=gpu_source(profile, nvml=nvml) if gpus and spec.rank == 0 else None)
-        nodes.append(Node(spec, session, watched_log(profile, spec)))
+        if spec.log_cmd is not None:
+            session.log_command = LogCommand(spec.log_cmd, spec.log_cmd_text, profile.shell)
+            session.log_command.check()
+        nodes.append(Node(spec, session, watched_log(profile, spec) if spec.log_cmd is None else None))
     return NodeSet(profile, nodes)
 
 

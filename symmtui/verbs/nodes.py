@@ -74,7 +74,8 @@ def launch(args: argparse.Namespace, profile: Profile) -> int:
         nodes.close()
         raise
     for node, rec in zip(nodes.nodes, records, strict=True):
-        clitext.note(f"{node.spec.name}: launched pid {rec.pid} ({node.spec.launch_text}); log {node.log}", err)
+        clitext.note(f"{node.spec.name}: launched pid {rec.pid} ({node.spec.launch_text}); log {node.source_text}",
+                     err)
     try:
         waited = front.verdict()
     except KeyboardInterrupt:

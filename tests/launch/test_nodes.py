@@ -112,8 +112,12 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSshd]:
         daemon.stop()
 
 
-def _node_toml(sshd: LocalSshd, tmp: Path, port: int, *, dead: str | None = None, stall: int = 60) -> Path:
-    """A 2-node profile: each node's launch is `ssh node python -m symmtui.demo.server ... --node-rank N`."""
+def _node_toml(sshd: LocalSshd, tmp: Path, port: int, *, dead: str | None = None, stall: int = 60,
+               log_cmd: bool = False) -> Path:
+    """A 2-node profile: each node's launch is `ssh node python -m symmtui.demo.server ... --node-rank N`.
+
+    ``log_cmd``: node1's server writes its log on the "remote" side (a redirect run by the remote shell) and
+    node1's log is read back with ``log_cmd = "ssh node tail -n +1 -F FILE"``."""
     server = shlex.join([sys.executable, "-m", "symmtui.demo.server", "--speed", "400", "--shards", "3",
                          "--tp", "4", "--nnodes", "2", "--port", str(port), "--dist-init-addr", "127.0.0.1:5000"])
     lines = ["[server]", f'url = "http://127.0.0.1:{port}/health"', f"log_dir = {json.dumps(str(tmp / 'logs'))}",
@@ -122,9 +126,13 @@ def _node_toml(sshd: LocalSshd, tmp: Path, port: int, *, dead: str | None = None
         host = dead if dead is not None and rank == 1 else "node"
         status = tmp / f"status-{rank}.json"
         ssh = sshd.ssh_text(host)
+        remote_log = tmp / "remote-node1.log"
+        redirect = f" '>' {remote_log} '2>&1'" if log_cmd and rank == 1 else ""
         lines += ["[[nodes]]", f'name = "{name}"',
-                  "launch = " + json.dumps(f"{ssh} {server} --node-rank {{node_rank}} --status-file {status}"),
+                  "launch = " + json.dumps(f"{ssh} {server} --node-rank {{node_rank}} --status-file {status}{redirect}"),
                   "stop = " + json.dumps(f"{ssh} {shlex.quote(sys.executable)} {STOP_STATUS} {status}")]
+        if redirect:
+            lines.append("log_cmd = " + json.dumps(f"{ssh} tail -n +1 -F {remote_log}"))
     path = tmp / "symmtui.toml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -145,6 +153,20 @@ def test_two_nodes_launch_ready_and_stop_over_ssh(sshd: LocalSshd, tmp_path: Pat
         stopped = run_cli("stop", "--config", str(cfg))
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     assert "node0: stop command done" in stopped.stdout and "node1: stop command done" in stopped.stdout
+
+
+def test_a_node_log_read_through_log_cmd_over_ssh(sshd: LocalSshd, tmp_path: Path) -> None:
+    cfg = _node_toml(sshd, tmp_path, free_port(), log_cmd=True)
+    try:
+        launched = run_cli("launch", "--config", str(cfg), timeout=60)
+        assert launched.returncode == 0, launched.stdout + launched.stderr
+        assert "node1: launched pid" in launched.stderr and "tail -n +1 -F" in launched.stderr
+        # node1's phases came from `ssh node tail -F` of the file its server wrote on the far side
+        assert "node1 [" in launched.stdout and "nodes: node0 ready, node1" in launched.stdout, launched.stdout
+        assert not (tmp_path / "logs" / "node1" / "latest.log").read_text().strip()  # its launch printed nothing
+    finally:
+        stopped = run_cli("stop", "--config", str(cfg))
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
 def test_an_unreachable_node_crashes_the_launch_and_is_reported_by_stop(sshd: LocalSshd, tmp_path: Path) -> None:
