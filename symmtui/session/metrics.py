@@ -148,7 +148,7 @@ class MetricsServer:
         def app(environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
             if environ.get("PATH_INFO") == "/ready":
                 snap, _ = metrics.current()
-                state = snap.state.value if snap is not None else "not started"
+                state = snap.state.value if snap is not None else State.WAITING.value  # as symmtui_bringup_state says
                 ok = metrics.ready
                 start("200 OK" if ok else "503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8")])
                 return [f"{state}\n".encode()]
