@@ -122,13 +122,35 @@ def is_prometheus(url: str) -> bool:
     return urlsplit(url).path.rstrip("/").endswith(PROMETHEUS_PATH)
 
 
+def _families_wanted(text: str) -> str:
+    """Only the lines of the families symmtui reads (their samples and # HELP / # TYPE lines), so the
+    parser is not run over an exporter's host, process and NVLink series (most of nvitop-exporter's page).
+    A line is one sample in this format (a newline inside a label value is escaped), so the cut is exact."""
+    keep: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            parts = line.split(None, 3)
+            if len(parts) >= 3 and parts[1] in ("HELP", "TYPE") and parts[2] in WANTED:
+                keep.append(line)
+            continue
+        cut = len(line)
+        for sep in ("{", " "):
+            i = line.find(sep)
+            if 0 <= i < cut:
+                cut = i
+        if line[:cut] in WANTED:
+            keep.append(line)
+    return "\n".join(keep) + "\n" if keep else ""
+
+
 def parse_exposition(text: str) -> list[Series]:
     """The samples of the metrics symmtui reads, through prometheus_client's parser; ValueError if the
     text is not the Prometheus text format."""
     from prometheus_client.parser import text_string_to_metric_families
 
+    wanted = _families_wanted(text)
     out: list[Series] = []
-    for family in text_string_to_metric_families(text):
+    for family in text_string_to_metric_families(wanted or text):  # none of ours: the whole page must still parse
         for s in family.samples:
             if s.name in WANTED:
                 out.append(Series(s.name, s.labels, float(s.value)))

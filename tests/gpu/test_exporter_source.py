@@ -214,3 +214,15 @@ def test_a_session_samples_an_exporter_like_nvml(server: str) -> None:
     assert isinstance(msg, Posted)  # the only message: no topology read without NVML
     assert msg.snapshot.infos[0].host == "gpu-node-1" and msg.snapshot.samples[0].utilization_gpu == 100
     assert msg.capability is None and msg.our_pids == frozenset()
+
+
+@pytest.mark.parametrize("text", [DCGM, NVITOP], ids=["dcgm", "nvitop"])
+def test_only_our_families_are_parsed_and_none_is_lost(text: str) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from symmtui.gpu.exporter import WANTED
+
+    whole = [(s.name, s.labels, s.value) for fam in text_string_to_metric_families(text) for s in fam.samples
+             if s.name in WANTED]
+    assert [(s.name, dict(s.labels), s.value) for s in parse_exposition(text)] == whole
+    assert len(whole) >= 7
