@@ -26,6 +26,7 @@ VERBS: dict[str, str] = {
     "demo": "symmtui.verbs.demo",
     "stacks": "symmtui.verbs.stacks",
     "report": "symmtui.verbs.report",
+    "replay": "symmtui.verbs.replay",
 }
 DASHBOARD = "symmtui.verbs.dashboard"
 

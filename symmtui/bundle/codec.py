@@ -39,12 +39,12 @@ MAX_DEPTH = 32
 
 def encode(value: Any) -> Any:
     """``value`` (one of CLASSES, or plain data of them) as JSON-ready data."""
+    if isinstance(value, Enum):  # before str: State and Kind are StrEnums
+        return {"@e": type(value).__name__, "v": value.value}
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, NAType):
         return {"@": "NA"}
-    if isinstance(value, Enum):
-        return {"@e": type(value).__name__, "v": value.value}
     if isinstance(value, frozenset | set):
         return {"@fs": sorted((encode(v) for v in value), key=repr)}
     if isinstance(value, tuple | list):

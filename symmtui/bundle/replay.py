@@ -1,0 +1,330 @@
+"""Replay a bundle: a Session whose messages come from the recording, on its timeline (pause, seek, speed).
+
+:class:`ReplaySession` is a :class:`~symmtui.session.core.Session` without an engine, sampler or
+supervisor: a player thread posts the same ``EngineBatch``, ``GpuSample``, ``TopologyRead`` and
+``Notice`` messages a live session posted, at the recorded times divided by the speed, through the
+same acknowledgement gate. Any front end of a Session shows it unchanged (the dashboard: ``symmtui
+replay``). A seek posts one batch that starts the log pane over (``restarted``) with every line of
+that launch up to the new time, the judgement as it stood then, and the GPU round of that moment.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from symmtui.bundle.codec import decode
+from symmtui.bundle.format import Bundle
+from symmtui.bundle.recorder import GPU_FIELDS
+from symmtui.core.decode import LogLine
+from symmtui.core.events import Event
+from symmtui.core.ranks import RankSummary
+from symmtui.core.readiness import Snapshot, State
+from symmtui.core.rules import strip_ansi
+from symmtui.gpu.results import NA, GpuInfo, GpuProcess
+from symmtui.gpu.results import GpuSample as NvmlSample
+from symmtui.gpu.sampler import GpuSnapshot
+from symmtui.session.core import ACK_POLL, Post, Session
+from symmtui.session.messages import EngineBatch, GpuSample, Notice, TopologyRead
+
+LAST_LINES = 20  # what a snapshot's last_lines held (ReadinessConfig's default)
+MAX_SLEEP = 0.25  # the player wakes at least this often (pause, seek, close)
+
+
+@dataclass
+class _Launch:
+    """One launch (engine generation) of the recording: its lines, events and snapshots, each sorted by time."""
+
+    generation: int
+    lines: list[LogLine] = field(default_factory=list)
+    line_t: list[float] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    event_t: list[float] = field(default_factory=list)
+    snaps: list[tuple[Snapshot, RankSummary | None]] = field(default_factory=list)
+    snap_t: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A moment of the timeline: what changed at ``t`` (a launch's lines/events/snapshot, a GPU round, a note)."""
+
+    t: float
+    kind: str  # "engine", "gpu", "topology", "notice"
+    generation: int = 0
+    payload: Any = None
+
+
+def _na(value: Any) -> Any:
+    return NA if value is None else value
+
+
+class Recording:
+    """A bundle decoded for replay: its launches, GPU rounds, topology and a sorted list of frames."""
+
+    def __init__(self, bundle: Bundle) -> None:
+        data = bundle.data
+        self.bundle = bundle
+        self.launches: dict[int, _Launch] = {}
+        for row in bundle.lines:
+            t, g, no, offset, text = float(row[0]), int(row[1]), int(row[2]), int(row[3]), str(row[4])
+            launch = self._launch(g)
+            launch.lines.append(LogLine(no, offset, text, strip_ansi(text), False, False))
+            launch.line_t.append(t)
+        for t, g, enc in data.get("events") or []:
+            event = decode(enc)
+            if isinstance(event, Event):
+                launch = self._launch(int(g))
+                launch.events.append(event)
+                launch.event_t.append(float(t))
+        for t, g, enc, ranks in data.get("snapshots") or []:
+            snap = decode(enc)
+            if isinstance(snap, Snapshot):
+                launch = self._launch(int(g))
+                rank = decode(ranks) if ranks is not None else None
+                launch.snaps.append((snap, rank if isinstance(rank, RankSummary) else None))
+                launch.snap_t.append(float(t))
+        gpu = data.get("gpu") or {}
+        infos = decode(gpu.get("infos") or [])
+        self.infos: tuple[GpuInfo, ...] = tuple(i for i in infos if isinstance(i, GpuInfo))
+        self.gpu_rounds: list[list[Any]] = list(gpu.get("rounds") or [])
+        self.gpu_t = [float(r[0]) for r in self.gpu_rounds]
+        topo = data.get("topology")
+        self.topology = decode(topo) if topo is not None else None
+        self.topology_reason: str | None = data.get("topology_reason") or (None if topo else "not recorded")
+        frames: list[Frame] = []
+        for g, launch in self.launches.items():
+            moments = sorted(set(launch.line_t) | set(launch.event_t) | set(launch.snap_t))
+            frames += [Frame(t, "engine", g) for t in moments]
+        frames += [Frame(t, "gpu", payload=i) for i, t in enumerate(self.gpu_t)]
+        frames += [Frame(float(n[0]), "notice", payload=(str(n[1]), str(n[2])))
+                   for n in data.get("notices") or [] if n[1] != "file"]
+        frames.sort(key=lambda f: (f.t, f.kind != "engine", f.generation))
+        self.frames = frames
+        self.duration = frames[-1].t if frames else 0.0
+
+    def _launch(self, g: int) -> _Launch:
+        if g not in self.launches:
+            self.launches[g] = _Launch(g)
+        return self.launches[g]
+
+    def generation_at(self, t: float) -> int | None:
+        """The launch shown at ``t``: the last one with anything recorded at or before it."""
+        best: tuple[float, int] | None = None
+        for g, launch in self.launches.items():
+            starts = [x[0] for x in (launch.line_t, launch.event_t, launch.snap_t) if x]
+            if starts and min(starts) <= t and (best is None or min(starts) >= best[0]):
+                best = (min(starts), g)
+        return best[1] if best is not None else None
+
+    def snapshot_at(self, g: int, t: float) -> tuple[Snapshot, RankSummary | None] | None:
+        """The judgement of launch ``g`` as it stood at ``t``: elapsed moved on, last lines filled in."""
+        launch = self.launches[g]
+        i = bisect.bisect_right(launch.snap_t, t) - 1
+        if i < 0:
+            return None
+        snap, ranks = launch.snaps[i]
+        if not snap.state.final:
+            moved = max(0.0, t - launch.snap_t[i])
+            remaining = None if snap.remaining_timeout is None else max(0.0, snap.remaining_timeout - moved)
+            snap = dataclasses.replace(snap, elapsed=snap.elapsed + moved, remaining_timeout=remaining)
+        upto = bisect.bisect_right(launch.line_t, t)
+        last = tuple(ln.plain for ln in launch.lines[max(0, upto - LAST_LINES): upto])
+        return dataclasses.replace(snap, last_lines=last), ranks
+
+    def gpu_sample(self, i: int) -> GpuSample:
+        """GPU round ``i`` as the message the sampler posted."""
+        t, wall, rows, ours, reason = self.gpu_rounds[i][:5]
+        samples = []
+        for index, row in enumerate(rows):
+            values = dict(zip(GPU_FIELDS, row, strict=False))
+            procs_raw = row[len(GPU_FIELDS)] if len(row) > len(GPU_FIELDS) else None
+            procs: Any = NA if procs_raw is None else tuple(
+                GpuProcess(int(p[0]), _na(p[1]), NA, _na(p[2])) for p in procs_raw)
+            v = {f: _na(values.get(f)) for f in GPU_FIELDS if f != "lost"}
+            samples.append(NvmlSample(
+                index=index, time=float(wall), memory_used=v["memory_used"], memory_reserved=v["memory_reserved"],
+                memory_free=v["memory_free"], memory_total=v["memory_total"], utilization_gpu=v["utilization_gpu"],
+                utilization_memory=v["utilization_memory"], temperature_c=v["temperature_c"], power_w=v["power_w"],
+                pcie_gen=v["pcie_gen"], pcie_width=v["pcie_width"], processes=procs, lost=bool(values.get("lost")),
+            ))
+        snap = GpuSnapshot(float(wall), self.infos, tuple(samples), 0.0, reason, seq=i + 1)
+        cap = next((inf.capability for inf in self.infos if isinstance(inf.capability, tuple)), None)
+        return GpuSample(snap, frozenset(int(p) for p in ours or ()), cap)
+
+
+class ReplaySession(Session):
+    """A Session that plays a recording: attach starts the player; ``toggle_pause``, ``seek``, ``speed``."""
+
+    def __init__(self, recording: Recording, *, speed: float = 1.0, paused: bool = False) -> None:
+        data = recording.bundle.data
+        super().__init__(host=str(data.get("host") or "replay"), name=f"replay: {data.get('name') or 'bundle'}")
+        self.recording = recording
+        self.speed = speed
+        self.paused = paused
+        self.position = 0.0  # timeline seconds already shown
+        self._cursor = 0  # the next frame to post
+        self._shown_gen: int | None = None
+        self._control = threading.Event()
+        self._seek_to: float | None = None
+        self._lock = threading.Lock()
+        self._player: threading.Thread | None = None
+        self._sample = True
+        self.ended = threading.Event()
+        """Set while everything recorded has been shown (cleared by a seek back)."""
+
+    # ---- the Session's front-end side --------------------------------------------------------
+
+    def attach(self, post: Post, *, acks: bool = False, sample_gpus: bool = True) -> None:
+        """Start playing into ``post`` (the front end's); GPU rounds are posted when ``sample_gpus``."""
+        self._post = post
+        self._acks = acks
+        self._sample = sample_gpus
+        self._gate.set()
+        rec = self.recording
+        if rec.topology is not None or rec.topology_reason:
+            self.send(TopologyRead(rec.topology, rec.topology_reason))
+        self._player = threading.Thread(target=self._play, name="symmtui-replay", daemon=True)
+        self._player.start()
+
+    def snapshot_now(self) -> Snapshot | None:
+        """The judgement at the current position (the dashboard's once-a-second redraw)."""
+        g = self._shown_gen
+        if g is None:
+            return None
+        at = self.recording.snapshot_at(g, self.position)
+        return at[0] if at is not None else None
+
+    def close(self) -> None:
+        super().close()
+        self._control.set()
+
+    # ---- controls (any thread) ---------------------------------------------------------------
+
+    def toggle_pause(self) -> bool:
+        """Pause or resume; True when now paused."""
+        with self._lock:
+            self.paused = not self.paused
+        self._control.set()
+        return self.paused
+
+    def seek(self, delta: float) -> float:
+        """Move the position by ``delta`` timeline seconds (clamped to the recording); the new position."""
+        with self._lock:
+            base = self._seek_to if self._seek_to is not None else self.position
+            self._seek_to = min(max(0.0, base + delta), self.recording.duration)
+            target = self._seek_to
+        self._control.set()
+        return target
+
+    # ---- the player --------------------------------------------------------------------------
+
+    def _play(self) -> None:
+        frames = self.recording.frames
+        started_wall = time.monotonic()
+        started_pos = self.position
+        while not self.closed:
+            with self._lock:
+                target, self._seek_to = self._seek_to, None
+                paused = self.paused
+            if target is not None:
+                self._jump(target)
+                started_wall, started_pos = time.monotonic(), self.position
+                continue
+            if paused or self._cursor >= len(frames):
+                if self._cursor >= len(frames):
+                    self.ended.set()
+                self._control.wait(MAX_SLEEP)
+                self._control.clear()
+                started_wall, started_pos = time.monotonic(), self.position
+                continue
+            due = frames[self._cursor].t
+            now_pos = started_pos + (time.monotonic() - started_wall) * self.speed
+            if due > now_pos:
+                self.position = now_pos
+                if self._control.wait(min(MAX_SLEEP, (due - now_pos) / self.speed)):
+                    self._control.clear()
+                    started_wall, started_pos = time.monotonic(), self.position
+                continue
+            # every frame due by now goes out in one batch per launch (a fast replay coalesces, as the engine does)
+            end = self._cursor
+            while end < len(frames) and frames[end].t <= now_pos:
+                end += 1
+            self._post_span(self._cursor, end)
+            self._cursor = end
+            self.position = max(self.position, frames[end - 1].t)
+
+    def _wait_gate(self) -> bool:
+        while not self._gate.wait(ACK_POLL):
+            if self.closed:
+                return False
+        if self._acks:
+            self._gate.clear()
+        return True
+
+    def _post_span(self, start: int, end: int) -> None:
+        """Post frames ``[start, end)``: one EngineBatch per launch they touch, the last GPU round, the notes."""
+        rec = self.recording
+        frames = rec.frames[start:end]
+        if not frames:
+            return
+        t_from = rec.frames[start - 1].t if start > 0 else -1.0
+        t_to = frames[-1].t
+        for g in sorted({f.generation for f in frames if f.kind == "engine"}):
+            self._engine_batch(g, t_from, t_to, restart=False)
+        gpu = [f for f in frames if f.kind == "gpu"]
+        if gpu and self._sample:
+            self.send(rec.gpu_sample(int(gpu[-1].payload)))
+        for f in frames:
+            if f.kind == "notice":
+                severity, text = f.payload
+                self.send(Notice(text, severity))
+
+    def _engine_batch(self, g: int, t_from: float, t_to: float, *, restart: bool) -> None:
+        """The lines and events of launch ``g`` recorded in ``(t_from, t_to]`` and its judgement at ``t_to``."""
+        rec = self.recording
+        launch = rec.launches[g]
+        at = rec.snapshot_at(g, t_to)
+        if at is None:
+            return
+        snap, ranks = at
+        lo, hi = bisect.bisect_right(launch.line_t, t_from), bisect.bisect_right(launch.line_t, t_to)
+        elo, ehi = bisect.bisect_right(launch.event_t, t_from), bisect.bisect_right(launch.event_t, t_to)
+        restarted = restart or (self._shown_gen is not None and g != self._shown_gen)
+        if not self._wait_gate():
+            return
+        self._shown_gen = g
+        self.send(EngineBatch(tuple(launch.lines[lo:hi]), tuple(launch.events[elo:ehi]), (), snap, 0, g, None,
+                              restarted, ranks))
+
+    def _jump(self, target: float) -> None:
+        """Show the recording as it stood at ``target``: the launch then, from its first line, in one batch."""
+        rec = self.recording
+        self._cursor = bisect.bisect_right([f.t for f in rec.frames], target)
+        self.position = target
+        g = rec.generation_at(target)
+        if g is not None:
+            self._engine_batch(g, -1.0, target, restart=True)
+        if self._sample and rec.gpu_t:
+            i = bisect.bisect_right(rec.gpu_t, target) - 1
+            if i >= 0:
+                self.send(rec.gpu_sample(i))
+        if self._cursor < len(rec.frames):
+            self.ended.clear()
+
+
+def states_in(recording: Recording) -> list[tuple[float, int, State]]:
+    """(t, launch, state) each time a launch's state changed in the recording, in time order (tests, docs)."""
+    out: list[tuple[float, int, State]] = []
+    for g, launch in recording.launches.items():
+        last: State | None = None
+        for t, (snap, _r) in zip(launch.snap_t, launch.snaps, strict=True):
+            if snap.state is not last:
+                out.append((t, g, snap.state))
+                last = snap.state
+    return sorted(out)
+
+

@@ -1,0 +1,42 @@
+"""The `replay` verb: play a recorded bring-up (a bundle) in the dashboard."""
+
+from __future__ import annotations
+
+import argparse
+
+from symmtui import boundary
+
+HELP = "play a recorded bring-up (a bundle) in the dashboard: space pauses, left/right seek"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `symmtui replay`."""
+    parser.add_argument("bundle", metavar="BUNDLE", type=boundary.path, help="a LOG.symmtui-bundle.json.gz")
+    parser.add_argument("--speed", metavar="N", type=boundary.number(0.01, 10000.0, "times real time"), default=1.0,
+                        help="timeline factor: 10 plays ten times faster than it happened (default 1)")
+    parser.add_argument("--theme", metavar="NAME", default=None,
+                        help="colour theme: symmtui-dark (default), symmtui-light, symmtui-contrast")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read the bundle (errors before the screen opens), then run the dashboard over it."""
+    from symmtui.bundle.format import BundleError, read_bundle
+    from symmtui.bundle.replay import Recording
+    from symmtui.ui.entry import check_theme
+    from symmtui.ui.replay import ReplayApp
+
+    bundle = read_bundle(args.bundle)
+    try:
+        recording = Recording(bundle)
+    except (ValueError, TypeError, IndexError, KeyError) as exc:
+        raise BundleError(f"{args.bundle}: damaged bundle ({type(exc).__name__}: {exc})") from None
+    chosen = check_theme(args.theme)
+    boundary.require_terminal("the replay")
+    from symmtui.bundle.replay import ReplaySession
+
+    session = ReplaySession(recording, speed=float(args.speed))
+    try:
+        result = ReplayApp(session, theme=chosen).run()
+    finally:
+        session.close()
+    return result or 0

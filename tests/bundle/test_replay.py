@@ -1,0 +1,155 @@
+"""The demo's bundle and a stand-in launch's bundle: recorded for real, reported, replayed in the dashboard."""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from symmtui.bundle.format import SUFFIX, read_bundle
+from symmtui.bundle.replay import Recording, ReplaySession, states_in
+from symmtui.bundle.report import markdown
+from symmtui.bundle.wire import record_demo
+from symmtui.core.readiness import Snapshot, State
+from symmtui.session import open_demo
+from symmtui.session.messages import EngineBatch, SessionMessage, VerdictReached
+from symmtui.ui.replay import READ_ONLY, ReplayApp
+from symmtui.ui.widgets.gpu_panel import GpuTable
+from tests.launch.helpers import demo_config, run_cli
+from tests.ui.kit import text, wait_for
+
+pytestmark = pytest.mark.xdist_group("bundle-replay")  # one worker records the demo once for the module
+
+
+def _verdict(q: queue.Queue[SessionMessage], state: State, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        msg = q.get(timeout=max(0.01, deadline - time.monotonic()))
+        if isinstance(msg, VerdictReached) and msg.snapshot.state is state:
+            return
+
+
+@pytest.fixture(scope="module")
+def demo_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The crash story, driven headless: KeyError: 12, the patch, the relaunch, READY; recorded as the demo does."""
+    dest = tmp_path_factory.mktemp("demo") / f"demo-crash{SUFFIX}"
+    session, demo = open_demo(speed=40.0)
+    try:
+        assert record_demo(session, demo, dest) is not None
+        q: queue.Queue[SessionMessage] = queue.Queue()
+        session.attach(q.put)
+        _verdict(q, State.CRASHED)
+        assert session.patcher is not None
+        session.apply_patch(session.patcher.check())
+        session.relaunch()
+        _verdict(q, State.READY)
+    finally:
+        session.close()  # writes the bundle a last time, then the demo removes its temp dir
+    return dest
+
+
+@pytest.fixture(scope="module")
+def standin_bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """`symmtui launch` of the stand-in server (READY), recorded next to its log."""
+    tmp = tmp_path_factory.mktemp("standin")
+    cfg = demo_config(tmp, speed=200.0)
+    res = run_cli("launch", "--config", str(cfg), "--no-preflight")
+    try:
+        assert res.returncode == 0, res.stdout + res.stderr
+        (path,) = (tmp / "logs").glob(f"*{SUFFIX}")
+        yield path
+    finally:
+        run_cli("stop", "--config", str(cfg))
+
+
+def test_the_demo_bundle_holds_the_crash_then_ready_and_reports_both(demo_bundle: Path) -> None:
+    bundle = read_bundle(demo_bundle)
+    assert bundle.data["final"] is True
+    assert [v["state"] for v in bundle.verdicts] == ["crashed", "ready"]
+    states = [(g, s) for _t, g, s in states_in(Recording(bundle))]
+    crash = states.index(next(x for x in states if x[1] is State.CRASHED))
+    ready = states.index(next(x for x in states if x[1] is State.READY))
+    assert crash < ready and states[crash][0] != states[ready][0]  # two launches, in that order
+    assert bundle.data["gpu"]["rounds"] and bundle.data["topology"] is not None
+    env = bundle.environment
+    assert env is not None and len(env.gpus) == 8 and env.capability == "12.0"
+    md = markdown(bundle)
+    assert md.startswith("## symmtui report: READY")
+    assert "### Root cause (an earlier launch)" in md and "KeyError: 12" in md
+    assert "- **Launch 1:** **CRASHED**" in md and "**READY**" in md.split("- **Launch 1:**")[1]
+
+
+async def test_replay_of_the_demo_shows_the_crash_then_ready_and_seeks(demo_bundle: Path) -> None:
+    recording = Recording(read_bundle(demo_bundle))
+    crash_t = next(t for t, _g, s in states_in(recording) if s is State.CRASHED)
+    session = ReplaySession(recording, speed=max(1.0, recording.duration / 1.5))
+    app = ReplayApp(session, step=crash_t + 0.01)
+    shown: list[State] = []
+    draw = app.show_snapshot
+
+    def spy(snap: Snapshot) -> None:
+        if not shown or shown[-1] is not snap.state:
+            shown.append(snap.state)
+        draw(snap)
+
+    def state() -> State | None:
+        return app.last_snapshot.state if app.last_snapshot is not None else None
+
+    app.show_snapshot = spy  # type: ignore[method-assign]
+    try:
+        async with app.run_test(size=(130, 40)) as pilot:
+            # 1. played through: the first launch's crash, then the relaunch's READY, with the GPU panel
+            await wait_for(pilot, lambda: session.ended.is_set() and State.READY in shown, "the replay to end READY")
+            assert shown.index(State.CRASHED) < shown.index(State.READY), shown
+            assert "READY" in text(app)
+            table = app.query_one(GpuTable)
+            await wait_for(pilot, lambda: table.snapshot is not None, "a recorded GPU round on the panel")
+            # 2. seek: pause, back to the start, one step forward lands just past the crash
+            await pilot.press("space")
+            assert session.paused
+            for _ in range(int(recording.duration / (crash_t + 0.01)) + 1):
+                await pilot.press("left")
+            await pilot.press("right")
+            await wait_for(pilot, lambda: state() is State.CRASHED, "the seek back to the crash")
+            await wait_for(pilot, lambda: "KeyError: 12" in text(app), "the crash in the log pane again")
+            assert abs(session.position - (crash_t + 0.01)) < 1e-6
+            # 3. resume: it plays on to READY; intents act on live servers only
+            await pilot.press("space")
+            await wait_for(pilot, lambda: state() is State.READY, "READY after resuming")
+            await pilot.press("p")
+            await wait_for(pilot, lambda: any(n.message == READ_ONLY for n in app._notifications), "the read-only note")
+    finally:
+        session.close()
+
+
+def test_replay_and_report_of_a_standin_launch(standin_bundle: Path) -> None:
+    bundle = read_bundle(standin_bundle)
+    assert bundle.final is not None and bundle.final["state"] == "ready"
+    md = markdown(bundle)
+    assert md.startswith("## symmtui report: READY") and "| 1 (READY) | loading weights |" in md
+    recording = Recording(bundle)
+    # the Session's message contract, as any front end reads it (the dashboard above reads the same)
+    session = ReplaySession(recording, speed=max(1.0, recording.duration / 0.3))
+    q: queue.Queue[SessionMessage] = queue.Queue()
+    session.attach(q.put)
+    try:
+        assert session.ended.wait(30)
+    finally:
+        session.close()
+    batches = _drain(q)
+    lines = [ln.text for b in batches for ln in b.lines]
+    assert lines == [r[4] for r in bundle.lines]
+    assert batches[-1].snapshot.state is State.READY
+    assert [b.snapshot.state for b in batches].count(State.READY) >= 1
+
+
+def _drain(q: queue.Queue[SessionMessage]) -> list[EngineBatch]:
+    out: list[EngineBatch] = []
+    while not q.empty():
+        msg = q.get_nowait()
+        if isinstance(msg, EngineBatch):
+            out.append(msg)
+    return out
