@@ -109,6 +109,17 @@ def phases_json(snap: Snapshot) -> list[dict[str, Any]]:
     return out
 
 
+def _spread(items: list[Any], keep: float) -> list[Any]:
+    """About ``keep`` of ``items``, evenly spread, the last always among them."""
+    n = len(items)
+    want = max(1, int(n * keep))
+    if n <= want:
+        return items
+    step = n / want
+    picked = [items[int(i * step)] for i in range(want - 1)]
+    return [*picked, items[-1]]
+
+
 def redacted(node: Any) -> Any:
     """Every string in a JSON tree through :func:`symmtui.redact.redact` (keys too: they can be env names' values)."""
     if isinstance(node, str):
@@ -380,14 +391,23 @@ class Recorder:
         }
 
     def encoded(self, *, final: bool = False) -> bytes:
-        """The compressed file, within :data:`format.MAX_FILE_BYTES` (less of the log until it fits)."""
-        share = 1.0
+        """The compressed file, within :data:`format.MAX_FILE_BYTES`: less of the log until it fits, then
+        fewer events, snapshots and GPU rounds (evenly spread, the last of each kept)."""
+        share, keep = 1.0, 1.0
         while True:
             doc = self.document(final=final, log_share=share)
+            if keep < 1.0:
+                for key in ("events", "snapshots"):
+                    doc[key] = _spread(doc[key], keep)
+                doc["gpu"]["rounds"] = _spread(doc["gpu"]["rounds"], keep)
+                doc["trimmed"] = keep
             data = gzip.compress(json.dumps(doc, separators=(",", ":")).encode("utf-8"), compresslevel=6, mtime=0)
-            if len(data) <= fmt.MAX_FILE_BYTES or share < 0.01:
+            if len(data) <= fmt.MAX_FILE_BYTES or keep < 1e-4:
                 return data
-            share /= 2
+            if share >= 1 / 64:
+                share /= 2
+            else:
+                share, keep = 0.0, keep / 2
 
     def target(self) -> Path:
         """Where this generation's bundle goes: ``dest``, next to its log, or the state dir when neither."""

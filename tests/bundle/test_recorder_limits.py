@@ -1,0 +1,124 @@
+"""The recorder's bounds and its codec, fed real lines and samples directly (no processes, no screen)."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from symmtui.bundle import format as fmt
+from symmtui.bundle.codec import decode, encode
+from symmtui.bundle.format import read_bundle
+from symmtui.bundle.recorder import Recorder
+from symmtui.bundle.replay import Recording
+from symmtui.core.decode import LogLine
+from symmtui.core.events import Event
+from symmtui.core.readiness import Snapshot, State
+from symmtui.launch.envinfo import EnvInfo
+from symmtui.session.messages import EngineBatch, GpuSample, TopologyRead, VerdictReached
+from tests.ui.kit import CRASH_LOG, fixed_gpus, read_lines, replay
+
+Crash = tuple[list[LogLine], list[Event], Snapshot]
+
+
+@pytest.fixture(scope="module")
+def crash() -> Crash:
+    lines = read_lines(CRASH_LOG)
+    events, snap = replay(lines)
+    return lines, events, snap
+
+
+def _recorder(dest: Path) -> Recorder:
+    return Recorder(name="t", host="h", command=None, dest=dest,
+                    env=lambda: EnvInfo(taken_at=0.0, symmtui="test"))
+
+
+def test_the_log_keeps_its_head_and_tail_and_counts_the_middle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               crash: Crash) -> None:
+    lines, events, snap = crash
+    monkeypatch.setattr(fmt, "HEAD_BYTES", 4000)
+    monkeypatch.setattr(fmt, "TAIL_BYTES", 6000)
+    rec = _recorder(tmp_path / "b.json.gz")
+    for i in range(0, len(lines), 10):  # the engine's batches
+        rec.ingest(i * 0.01, EngineBatch(tuple(lines[i:i + 10]), (), (), snap, 0, 0, None))
+    rec.ingest(9.0, VerdictReached(snap, 0, None, None))
+    path = rec.write(final=True)
+    assert path is not None
+    bundle = read_bundle(path)
+    log = bundle.data["log"]
+    kept = [r[2] for r in bundle.lines]
+    assert kept[0] == 1 and kept[-1] == lines[-1].no  # the first lines and the last ones (the crash) stay
+    assert log["omitted_lines"] == len(lines) - len(kept) > 0
+    assert log["lines_seen"] == len(lines)
+    assert sum(len(r[4]) + 24 for r in log["tail"]) <= 6000
+
+
+def test_gpu_rounds_are_downsampled_past_the_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fmt, "MAX_GPU_ROUNDS", 50)
+    gpus, topo = fixed_gpus(0.5)
+    rec = _recorder(tmp_path / "b.json.gz")
+    rec.ingest(0.0, TopologyRead(topo, None))
+    for i in range(400):
+        rec.ingest(float(i), GpuSample(dataclasses.replace(gpus, time=1000.0 + i), frozenset({4242}), (12, 0)))
+    doc = rec.document()
+    rounds = doc["gpu"]["rounds"]
+    assert len(rounds) <= 50 and doc["gpu"]["stride"] == 8
+    times = [r[0] for r in rounds]
+    assert times == sorted(times) and times[0] == 0.0 and times[-1] >= 350  # the whole span, evenly
+    assert rounds[0][3] == [4242] and len(rounds[0][2]) == 8
+
+
+def test_a_changed_judgement_is_kept_and_time_passing_is_not(tmp_path: Path,
+                                                             crash: Crash) -> None:
+    _lines, _events, snap = crash
+    rec = _recorder(tmp_path / "b.json.gz")
+    starting = dataclasses.replace(snap, state=State.STARTING, cause=None)
+    for i in range(20):
+        rec.ingest(float(i), EngineBatch((), (), (), dataclasses.replace(starting, elapsed=float(i)), 0, 0, None))
+    rec.ingest(21.0, EngineBatch((), (), (), snap, 0, 0, None))
+    assert [s[2]["state"] for s in rec.document()["snapshots"]] == [
+        {"@e": "State", "v": "starting"}, {"@e": "State", "v": "crashed"}]
+
+
+def test_the_file_stays_under_its_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        crash: Crash) -> None:
+    lines, events, snap = crash
+    rec = _recorder(tmp_path / "b.json.gz")
+    for i in range(0, len(lines), 50):
+        rec.ingest(float(i), EngineBatch(tuple(lines[i:i + 50]), tuple(events), (), snap, 0, 0, None))
+    whole = len(rec.encoded())
+    monkeypatch.setattr(fmt, "MAX_FILE_BYTES", whole // 2)
+    data = rec.encoded()
+    assert len(data) <= whole // 2
+    doc = json.loads(gzip.decompress(data))
+    assert doc["log"]["omitted_lines"] > 0  # the log went first
+    assert doc["snapshots"][-1] == rec.document()["snapshots"][-1]  # the last judgement always stays
+
+
+def test_the_codec_gives_back_what_it_kept(crash: Crash) -> None:
+    _lines, events, snap = crash
+    back = decode(json.loads(json.dumps(encode(snap))))
+    assert back == snap and back.state is State.CRASHED and back.cause == snap.cause
+    assert decode(json.loads(json.dumps(encode(events)))) == tuple(events)
+    _gpus, topo = fixed_gpus(0.0)
+    assert decode(json.loads(json.dumps(encode(topo)))) == topo
+    with pytest.raises(ValueError, match="unknown record"):
+        decode({"@": "Popen", "args": ["rm"]})
+    with pytest.raises(ValueError, match="has no field"):
+        decode({"@": "PhaseSpan", "name": "x", "start": 0.0, "evil": 1})
+
+
+def test_a_bundle_written_at_the_verdict_replays(tmp_path: Path, crash: Crash) -> None:
+    lines, events, snap = crash
+    rec = _recorder(tmp_path / "b.json.gz")
+    rec.ingest(0.5, EngineBatch(tuple(lines), tuple(events), (), snap, 0, 0, None))
+    rec.ingest(0.5, VerdictReached(snap, 0, None, None))
+    path = rec.write()
+    assert path is not None
+    recording = Recording(read_bundle(path))
+    at = recording.snapshot_at(0, 10.0)
+    assert at is not None and at[0].state is State.CRASHED and at[0].last_lines[-1] == lines[-1].plain
+    assert read_bundle(path).data["final"] is False
