@@ -399,3 +399,30 @@ def gpu_source(profile: Profile, *, nvml: Nvml | None = None, timeout: float = 2
 
 def _stem(profile: Profile) -> str:
     return profile.path.stem if profile.path is not None else "profile"
+
+
+def nodes_profile(config: str | None) -> Profile | None:
+    """The profile the dashboard would open (``--config``, else ./symmtui.toml, ...) when it lists
+    ``[[nodes]]``; None otherwise (no profile, or one server)."""
+    from symmtui.launch.profile import find_profile, load_profile
+
+    if config is None and find_profile(None) is None:
+        return None
+    profile = load_profile(config)
+    return profile if profile.nodes else None
+
+
+def open_nodes(profile: Profile, *, url: str | None = None) -> NodeSet:
+    """A NodeSet for the dashboard, following every node (and its running launch), sampling every node's GPUs."""
+    nvml = None
+    if any(n.gpus == "nvml" for n in profile.nodes):
+        from symmtui.gpu.nvml import Nvml
+
+        nvml = Nvml()
+    nodes = for_nodes(profile, url=url, gpus=True, nvml=nvml)
+    try:
+        nodes.follow()
+    except BaseException:
+        nodes.close()
+        raise
+    return nodes

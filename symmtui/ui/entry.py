@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from symmtui.core.logcmd import LogCommand
+    from symmtui.launch.profile import Profile
     from symmtui.notify.notifier import Notifier
     from symmtui.session import Session
 
@@ -75,6 +76,12 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
     from symmtui.verbs import metricsopts
 
     chosen = check_theme(theme)
+    if log is None and log_cmd is None:
+        from symmtui.session.nodes import nodes_profile
+
+        several = nodes_profile(config)
+        if several is not None:
+            return _run_nodes_dashboard(several, url, chosen, auto_stacks)
     session = open_dashboard(config, log, url, log_cmd=log_cmd)
     notifier = None
     server = None
@@ -95,6 +102,21 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
 
             notifier.warn = lambda text: clitext.note(f"warning: {text}", sys.stderr)
             notifier.finish()
+    return result or 0
+
+
+def _run_nodes_dashboard(profile: Profile, url: str | None, theme: str, auto_stacks: bool) -> int:
+    """The dashboard of a ``[[nodes]]`` profile: every node followed (its running launch, if any), the
+    aggregate shown, GPU rows grouped by node. (No bundle, notifications or metrics endpoint yet.)"""
+    from symmtui.session.nodes import open_nodes
+    from symmtui.ui.app import SymmApp
+
+    nodes = open_nodes(profile, url=url)
+    try:
+        boundary.require_terminal("the dashboard")
+        result = SymmApp(nodes.head.session, theme=theme, auto_stacks=auto_stacks, nodes=nodes).run()
+    finally:
+        nodes.close()
     return result or 0
 
 

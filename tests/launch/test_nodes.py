@@ -101,6 +101,25 @@ def test_aggregate_stalled_names_the_node_behind() -> None:
     assert (v.state, v.node) == (State.STALLED, "n1")
 
 
+# ---- wait on two watched nodes (attach only: each a log file) -------------------------------------
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def test_wait_names_the_node_whose_log_crashed(tmp_path: Path) -> None:
+    text = (f'[server]\ntimeout = 20\n[[nodes]]\nname = "gpu-a"\nlog = "{FIXTURES / "sglang-tp8-ready.log"}"\n'
+            f'[[nodes]]\nname = "gpu-b"\nlog = "{FIXTURES / "sglang-tp8-symm-mem-keyerror.log"}"\n')
+    cfg = tmp_path / "nodes.toml"
+    cfg.write_text(text)
+    waited = run_cli("wait", "--config", str(cfg), timeout=60)
+    assert waited.returncode == 1, waited.stdout + waited.stderr
+    out = waited.stdout
+    assert "gpu-a [" in out and "gpu-b [" in out
+    assert "CRASHED on gpu-b after" in out and "KeyError: 12 at torch_symm_mem.py:83" in out, out
+    assert "next:  press p to apply the SM120 patch" in out  # the crashed node's own diagnosis
+    assert out.rstrip().endswith("nodes: gpu-a ready, gpu-b crashed")
+
+
 # ---- two nodes over real ssh --------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

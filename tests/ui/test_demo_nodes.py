@@ -3,6 +3,8 @@ STALLED naming node1 (its stacks shown), r relaunches both nodes, READY; GPU row
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from symmtui.core.readiness import State
@@ -11,7 +13,7 @@ from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.widgets.gpu_panel import GpuTable
 from symmtui.ui.widgets.stacks import StacksView
-from tests.ui.kit import text, wait_for
+from tests.ui.kit import FIXTURES, text, wait_for
 
 
 def _aggregate(app: SymmApp) -> State | None:
@@ -52,3 +54,25 @@ async def test_demo_nodes_hang_on_node1_stalled_then_relaunch_ready() -> None:
     finally:
         demo.close()
     assert not demo.root.exists()
+
+
+async def test_dashboard_of_a_nodes_profile_shows_the_aggregate_and_each_node(tmp_path: Path) -> None:
+    from symmtui.launch.profile import load_profile
+    from symmtui.session.nodes import nodes_profile, open_nodes
+
+    cfg = tmp_path / "symmtui.toml"
+    cfg.write_text(f'[server]\n[[nodes]]\nname = "gpu-a"\nlog = "{FIXTURES / "sglang-tp8-ready.log"}"\n'
+                   f'[[nodes]]\nname = "gpu-b"\nlog = "{FIXTURES / "sglang-tp8-symm-mem-keyerror.log"}"\n')
+    profile = nodes_profile(str(cfg))
+    assert profile is not None and profile == load_profile(cfg)
+    nodes = open_nodes(profile)
+    try:
+        app = SymmApp(nodes.head.session, nodes=nodes)
+        async with app.run_test(size=(140, 48)) as pilot:
+            await wait_for(pilot, lambda: "CRASHED on gpu-b: KeyError: 12" in text(app), "the aggregate's verdict")
+            await wait_for(pilot, lambda: "✔ gpu-a" in text(app), "gpu-a READY in the gauge")  # each node's state
+            screen = text(app)
+            assert "✖ gpu-b" in screen and "CRASHED on gpu-b" in screen  # the aggregate stays CRASHED
+            assert "fired up and ready to roll" in screen  # the log pane: the head's log
+    finally:
+        nodes.close()
