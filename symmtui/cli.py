@@ -27,6 +27,7 @@ VERBS: dict[str, str] = {
     "stacks": "symmtui.verbs.stacks",
     "report": "symmtui.verbs.report",
     "replay": "symmtui.verbs.replay",
+    "history": "symmtui.verbs.history",
 }
 DASHBOARD = "symmtui.verbs.dashboard"
 

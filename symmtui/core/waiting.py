@@ -42,7 +42,8 @@ class WaitResult:
 
 class _Printer:
     def __init__(self, out: TextIO, port_owner: PortOwner | None = None,
-                 on_stall: Callable[[], list[str]] | None = None) -> None:
+                 on_stall: Callable[[], list[str]] | None = None,
+                 on_ready: Callable[[], list[str]] | None = None) -> None:
         self.out = out
         self.port_owner = port_owner
         self.spans_printed = 0
@@ -52,6 +53,7 @@ class _Printer:
         self.numbering = Numbering()
         self.ranks: RankSummary | None = None
         self.on_stall = on_stall
+        self.on_ready = on_ready
 
     def line(self, text: str) -> None:
         # Log text (blocks, last lines, headlines) is sanitised there; a gone reader is not an error:
@@ -94,6 +96,9 @@ class _Printer:
         for text in clitext.verdict_lines(snap, diagnose=self._diagnose, label=self.label, ranks=ranks,
                                           max_block=MAX_BLOCK_PRINT):
             self.line(text)
+        if snap.state is State.READY and self.on_ready is not None:
+            for text in self.on_ready():
+                self.line(f"  {text}")
 
     def _diagnose(self, ev: Event) -> Diagnosis | None:
         return diagnose(ev, port_owner=self.port_owner)
@@ -106,13 +111,16 @@ class _Printer:
 
 def report(bringup: Bringup, updates: queue.Queue[EngineUpdate], out: TextIO,
            clock: Callable[[], float] = time.monotonic, *, port_owner: PortOwner | None = None,
-           on_stall: Callable[[], list[str]] | None = None) -> WaitResult:
+           on_stall: Callable[[], list[str]] | None = None,
+           on_ready: Callable[[], list[str]] | None = None) -> WaitResult:
     """Print phase lines from ``updates`` until the bring-up's verdict, then the verdict. Stops ``bringup``.
 
     ``port_owner`` lets the diagnosis name the process holding a port (the launcher passes it).
     ``on_stall`` gives lines to print under the STALLED line (the stacks summary), once per stall.
+    ``on_ready`` gives lines to add to the READY block (the phases against earlier launches); it is asked
+    after the engine stopped, so every observer of the verdict has run.
     """
-    printer = _Printer(out, port_owner, on_stall)
+    printer = _Printer(out, port_owner, on_stall, on_ready)
     t0 = clock()
     final_at: float | None = None  # the engine's state went final before its update reached us
     try:

@@ -51,6 +51,11 @@ Several nodes: ``--nnodes 2 --node-rank R`` prints only this node's ranks (TP8..
 and the node fields of ``server_args``; only node 0 serves HTTP (a worker node goes quiet after its
 CUDA graphs, as SGLang's does).
 
+``--delays FILE``: a JSON object read at start, e.g. ``{"weights": 90}``: seconds the log's clock
+(the line timestamps, which phase durations are read from) jumps at the end of the step ``init``,
+``weights``, ``kv``, ``graphs`` or ``http``, as if it had taken that much longer; nothing waits. A
+missing file is no delay. Two launches of one command (one command hash) can so differ in one phase.
+
 ``--status-file PATH``: after every step the server atomically rewrites PATH with one JSON
 object ``{"pid", "state": "loading"|"ready"|"crashed", "phase", "progress": 0..1,
 "memory_fraction": 0..1, "time"}``; ``memory_fraction`` is how full each GPU would be (the demo's
@@ -86,6 +91,8 @@ class _Server:
         self.progress = 0.0
         self.memory = 0.0
         self.state = "loading"
+        self.delays = _delays(args.delays)
+        self.clock_offset = 0.0  # seconds the log's timestamps run ahead (--delays)
 
     # -- output ----------------------------------------------------------------------------
 
@@ -95,7 +102,7 @@ class _Server:
             sys.stdout.flush()
 
     def stamp(self, rank: int | None = None) -> str:
-        now = _dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+        now = (_dt.datetime.now() + _dt.timedelta(seconds=self.clock_offset)).strftime("%Y-%m-%d %H:%M:%S")
         return f"[{now} TP{rank}]" if rank is not None else f"[{now}]"
 
     def ranks(self, text: str) -> None:
@@ -104,6 +111,10 @@ class _Server:
 
     def sleep(self, real_seconds: float) -> None:
         time.sleep(real_seconds / self.speed)
+
+    def extra(self, step: str) -> None:
+        """The ``--delays`` file's seconds for ``step``: the log's clock jumps ahead by that much."""
+        self.clock_offset += self.delays.get(step, 0.0)
 
     def status(self, phase: str | None = None, progress: float | None = None, memory: float | None = None) -> None:
         if phase is not None:
@@ -207,6 +218,7 @@ class _Server:
             self.sleep(8)
             return self.keyerror()
         self.sleep(3)
+        self.extra("init")
         self.ranks("Init torch distributed ends. mem usage=0.42 GB")
         self.sleep(1)
         self.ranks("Load weight begin. avail mem=93.21 GB")
@@ -227,6 +239,7 @@ class _Server:
                 time.sleep(5)  # the signal is delivered before this returns
             if n < shards:
                 self.sleep(per)
+        self.extra("weights")
         self.ranks(
             "Load weight end. type=GlmMoeDsaForCausalLM, dtype=torch.bfloat16, avail mem=40.87 GB, mem usage=52.34 GB."
         )
@@ -235,6 +248,7 @@ class _Server:
         self.ranks("KV Cache is allocated. #tokens: 612352, KV size: 29.83 GB")
         self.ranks("Memory pool end. avail mem=9.61 GB")
         self.sleep(1)
+        self.extra("kv")
         self.ranks("Capture cuda graph begin. This can take up to several minutes. avail mem=9.55 GB")
         if a.deepgemm_sm120 and os.environ.get(DEEPGEMM_ENV) != "0":
             self.sleep(2)
@@ -253,6 +267,7 @@ class _Server:
             )
             self.status(progress=n / batches, memory=_MEM_KV + (_MEM_GRAPHS - _MEM_KV) * n / batches)
             self.sleep(3)
+        self.extra("graphs")
         self.ranks("Capture cuda graph end. Time elapsed: 31.84 s. mem usage=1.21 GB. avail mem=8.34 GB.")
         self.status(progress=1.0, memory=_MEM_GRAPHS)
         self.sleep(2)
@@ -271,6 +286,7 @@ class _Server:
         self.out(f"{self.stamp()} INFO:     Waiting for application startup.")
         self.out(f"{self.stamp()} INFO:     Application startup complete.")
         self.listen()
+        self.extra("http")
         self.out(f"{self.stamp()} INFO:     Uvicorn running on http://0.0.0.0:{a.port} (Press CTRL+C to quit)")
         self.sleep(1)
         self.out(f'{self.stamp()} INFO:     127.0.0.1:51234 - "GET /get_model_info HTTP/1.1" 200 OK')
@@ -380,6 +396,17 @@ KeyError: 12
 """
 
 
+def _delays(path: str | None) -> dict[str, float]:
+    """The ``--delays`` file: step -> real seconds (missing file: none)."""
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    return {str(k): float(v) for k, v in data.items()}
+
+
 def _tqdm_tail(n: int, total: int, per_it: float) -> str:
     """tqdm's "[elapsed<remaining, rate]" for ``n`` of ``total`` at ``per_it`` seconds each."""
     rate = "?it/s" if n == 0 else f"{per_it:.2f}s/it"
@@ -437,6 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ignore-sigterm", action="store_true", help="ignore SIGTERM (a stop must SIGKILL)")
     p.add_argument("--grandchildren", type=int, default=0, help="fork N setsid workers that outlive the server")
     p.add_argument("--worker-lifetime", type=float, default=600.0, help="seconds a grandchild lives (default 600)")
+    p.add_argument("--delays", metavar="FILE", help="JSON {step: seconds} the log's clock jumps after init/weights/kv/graphs/http")
     p.add_argument("--status-file", help="rewrite this JSON file with state/phase/progress/memory_fraction")
     p.add_argument("--tty-progress", action="store_true", help="carriage-return progress bars, like tqdm")
     p.add_argument("--listen-early", action="store_true", help="open the HTTP port at start (503 until ready)")

@@ -40,6 +40,8 @@ class HistoryEntry:
     """Patch state at launch ("patched", "unpatched", "not needed", ...), as the caller knew it."""
     profile_key: str = ""
     log_path: str = ""
+    versions: Mapping[str, str] = field(default_factory=dict)
+    """What it ran with (symmtui, sglang, vllm, torch, nccl, driver, ...: ``launch.versions``); empty: not read."""
 
     @property
     def ready_after(self) -> float | None:
@@ -60,6 +62,7 @@ class HistoryEntry:
             "patch": self.patch,
             "profile_key": self.profile_key,
             "log_path": self.log_path,
+            "versions": dict(self.versions),
         }
 
     @classmethod
@@ -70,6 +73,9 @@ class HistoryEntry:
         if not isinstance(phases, dict):
             raise TypeError("phases must be an object")
         end = d.get("end")
+        versions = d.get("versions") or {}
+        if not isinstance(versions, dict):
+            raise TypeError("versions must be an object")
         return cls(
             launch_id=str(d["launch_id"]),
             command_hash=str(d["command_hash"]),
@@ -81,6 +87,7 @@ class HistoryEntry:
             patch=None if d.get("patch") is None else str(d["patch"]),
             profile_key=str(d.get("profile_key", "")),
             log_path=str(d.get("log_path", "")),
+            versions={str(k): str(v) for k, v in versions.items()},
         )
 
 

@@ -83,6 +83,11 @@ class Supervisor:
         """Warnings of the last launch() that did not stop it (e.g. latest.log could not be updated)."""
         self._exit: dict[str, int] = {}
         self._exit_cond = threading.Condition()
+        from symmtui.launch.versions import VersionProbe
+
+        self.versions = VersionProbe()
+        """Reads each launch's versions in the background; the history keeps them (set ``versions.nvml``
+        for the driver's)."""
 
     # ---- state -------------------------------------------------------------------------------
 
@@ -219,6 +224,7 @@ class Supervisor:
                 raise
             self._watch(proc, launch_id)
             self._last = record
+            self.versions.start(launch_id, p)
             self.notes = self._point_latest(log_path)
             return record
 
@@ -559,6 +565,7 @@ class Supervisor:
             patch=patch,
             profile_key=record.profile_key,
             log_path=record.log_path,
+            versions=self.versions.get(record.launch_id),  # symmtui's at least; the rest once read
         )
         return (history or history_mod.History()).append_once(entry)
 

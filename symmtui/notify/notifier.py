@@ -163,6 +163,10 @@ def attach(session: Session, config: NotifyConfig | None, *, warn: Callable[[str
            bell: Callable[[], str | None] | None = None, lines: Lines | None = None) -> Notifier:
     """A Notifier observing ``session`` (``config`` None: the defaults, no webhook). ``warn`` defaults to the
     Session's notices (a front end shows them)."""
+    timings = session.timings
+    if lines is None and timings is not None:
+        def lines(note: VerdictNote) -> tuple[str, ...]:  # the phases against earlier launches, once READY
+            return tuple(timings.lines(note.launch_id)) if note.verdict == "ready" else ()
     notifier = Notifier(config or NotifyConfig(), name=session.name, host=session.host,
                         warn=warn or (lambda text: session.notify(text, "warning")), bell=bell, lines=lines)
     session.observe(notifier.observe)

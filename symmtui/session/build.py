@@ -92,6 +92,7 @@ def for_profile(
     settings = bringup_settings(profile, ready=ready, crash=crash, timeout=timeout, stall=stall)
     supervisor = Supervisor(profile, gpu_pids=gpu_pids_from(nvml) if nvml is not None else None, grace=grace,
                             gpu_timeout=gpu_timeout, port_timeout=port_timeout)
+    supervisor.versions.nvml = nvml  # the driver's versions in the history too
     session = Session(host=socket.gethostname(), name=name or profile_name(profile), settings=settings,
                       supervisor=supervisor, nvml=nvml, url=profile.url, port_owner=ports.port_owner)
     session.patcher = _installed_patcher(session, python_of(profile.argv))

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from symmtui.launch.state import LaunchRecord
     from symmtui.launch.supervisor import Supervisor
     from symmtui.session.patching import Patcher, PatchView
+    from symmtui.session.timings import PhaseTimings
 
 Post = Callable[[SessionMessage], object]
 VERDICTS = (State.READY, State.CRASHED, State.STALLED, State.TIMED_OUT, State.STOPPED)
@@ -121,6 +122,13 @@ class Session:
         self._stacks_lock = threading.Lock()  # one dump at a time
         self.stall_nvml: Nvml | None = None
         """NVML read once per stacks dump when no sampler runs (`wait`): the GPUs' evidence of a hang."""
+        self.timings: PhaseTimings | None = None
+        """A launch's phases against its usual ones, once READY (a profile's session: it has a history)."""
+        if supervisor is not None:
+            from symmtui.session.timings import PhaseTimings
+
+            self.timings = PhaseTimings()
+            self.observe(self.timings.observe)  # first: the notification's text may quote it
 
     # ---- wiring ------------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ class Headless:
         try:
             return report(engine, self.updates, out if out is not None else sys.stdout,
                           port_owner=self.session.port_owner,
-                          on_stall=self.session.stacks_summary if stacks else None)
+                          on_stall=self.session.stacks_summary if stacks else None,
+                          on_ready=self.session.timings.lines if self.session.timings is not None else None)
         finally:
             self.session.close()

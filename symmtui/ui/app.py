@@ -236,7 +236,9 @@ class SymmApp(App[int]):
         self.last_snapshot = snap
         gauge = self.query_one(ReadinessGauge)
         eta, runs = self.session.eta_for(snap)
-        gauge.show(snap, eta=eta, eta_runs=runs)
+        timings = self.session.timings
+        gauge.show(snap, eta=eta, eta_runs=runs,
+                   timings=timings.lines() if timings is not None and snap.state is State.READY else None)
         if self.nodes_verdict is not None:  # the aggregate over the shown node's own state
             gauge.show_nodes(self.nodes_verdict)
         detail = ""

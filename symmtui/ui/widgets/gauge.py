@@ -77,6 +77,7 @@ class ReadinessGauge(Vertical):
         yield Static("", id="gauge-phase")
         yield Static("", id="gauge-bar")
         yield Static("", id="gauge-eta")
+        yield Static("", id="gauge-timings")
         yield Static("", id="gauge-ranks")
         yield Static("", id="gauge-nodes")
         yield Static("", id="gauge-activity")
@@ -86,8 +87,10 @@ class ReadinessGauge(Vertical):
         self.query_one("#gauge-cause", Static).update(Content.styled("for the server log", "$muted"))
         self.query_one("#state-banner").add_class(state_class(State.WAITING))
 
-    def show(self, snapshot: Snapshot, *, eta: float | None = None, eta_runs: int = 0) -> None:
-        """Render one readiness snapshot; `eta` is seconds left predicted from launch history."""
+    def show(self, snapshot: Snapshot, *, eta: float | None = None, eta_runs: int = 0,
+             timings: list[str] | None = None) -> None:
+        """Render one readiness snapshot; `eta` is seconds left predicted from launch history; `timings`:
+        once READY, the phases that differ from earlier launches (``symmtui.launch.timings``)."""
         self.snapshot = snapshot
         state = snapshot.state
         banner = self.query_one("#state-banner", Static)
@@ -141,6 +144,10 @@ class ReadinessGauge(Vertical):
         eta_line = self.query_one("#gauge-eta", Static)
         set_content(eta_line, Content.assemble(*eta_parts))
         eta_line.display = bool(eta_parts)
+        shown = [t.removeprefix("timings: ") for t in timings or ()] if state is State.READY else []
+        timings_line = self.query_one("#gauge-timings", Static)
+        set_content(timings_line, Content.styled("\n".join(shown), "$warning"))
+        timings_line.display = bool(shown)
 
     def show_nodes(self, verdict: NodesVerdict) -> None:
         """A multi-node server: the aggregate's state and line in the banner, then one line per node's phase."""

@@ -1,0 +1,68 @@
+"""The versions a launch ran with (symmtui, sglang, vllm, torch, NCCL, the driver), read in the background
+when it starts so the history can keep them at its verdict without the verdict waiting for them."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from symmtui import __version__
+
+if TYPE_CHECKING:
+    from symmtui.gpu.nvml import Nvml
+    from symmtui.launch.envinfo import EnvInfo
+    from symmtui.launch.profile import Profile
+
+KEEP = 16  # launches whose probe is kept (a long dashboard session relaunches many times)
+DELAY = 1.0
+"""Seconds after the launch before the read starts: the server's (and the other nodes') start comes first;
+the read (child interpreters, an import of torch) competes for the CPU. A load takes minutes."""
+
+
+def versions_of(info: EnvInfo) -> dict[str, str]:
+    """The version fields of an EnvInfo that are known (an absent key: not installed or not read)."""
+    out = {"symmtui": info.symmtui}
+    for name, ver in info.versions:
+        if ver is not None:
+            out[name] = ver
+    for name, value in (("nccl", info.nccl), ("cuda (torch)", info.torch_cuda), ("driver", info.driver),
+                        ("cuda driver", info.cuda_driver)):
+        if value:
+            out[name] = value
+    return out
+
+
+class VersionProbe:
+    """One background read of the environment per launch (``start``); ``get`` never waits."""
+
+    def __init__(self, nvml: Nvml | None = None) -> None:
+        self.nvml = nvml
+        self._lock = threading.Lock()
+        self._found: dict[str, dict[str, str] | None] = {}  # launch_id -> versions (None: still reading)
+
+    def start(self, launch_id: str, profile: Profile) -> None:
+        """Read the versions the profile's command runs with on a daemon thread (child interpreters, NVML),
+        DELAY seconds from now; returns at once."""
+        with self._lock:
+            self._found[launch_id] = None
+            while len(self._found) > KEEP:
+                self._found.pop(next(iter(self._found)))
+
+        def work() -> None:
+            time.sleep(DELAY)
+            from symmtui.launch.envinfo import ServerCommand, capture
+
+            # never raises: what cannot be read is None (and left out)
+            found = versions_of(capture(ServerCommand.from_profile(profile), nvml=self.nvml))
+            with self._lock:
+                if launch_id in self._found:
+                    self._found[launch_id] = found
+
+        threading.Thread(target=work, name="symmtui-versions", daemon=True).start()
+
+    def get(self, launch_id: str) -> Mapping[str, str]:
+        """The versions read for ``launch_id``; symmtui's alone while still reading (or never started)."""
+        with self._lock:
+            return dict(self._found.get(launch_id) or {"symmtui": __version__})

@@ -1,0 +1,72 @@
+"""Phase timings against earlier runs: two real launches of the stand-in server, the second slower in one
+phase (its --delays file, outside the command's hash); the READY block compares from the second ready
+launch, `symmtui history` prints both, and versions that changed are named under a slower phase."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from symmtui import __version__
+from symmtui.launch.history import History, HistoryEntry
+from symmtui.launch.timings import compare
+from tests.launch.helpers import demo_config, run_cli, stop_at_end
+
+__all__ = ["stop_at_end"]
+
+
+def test_the_second_ready_launch_names_its_slower_phase_and_history_prints_both(tmp_path: Path) -> None:
+    delays = tmp_path / "delays.json"  # the log's clock jumps 2 s after the weights (nothing waits)
+    delays.write_text(json.dumps({"weights": 2}))
+    cfg = demo_config(tmp_path, "--delays", str(delays), speed=800.0, shards=3)
+    first = run_cli("launch", "--config", str(cfg))
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "READY after" in first.stdout and "timings:" not in first.stdout  # nothing to compare with yet
+
+    delays.write_text(json.dumps({"weights": 6}))
+    second = run_cli("launch", "--config", str(cfg))
+    assert second.returncode == 0, second.stdout + second.stderr
+    slower = [ln.strip() for ln in second.stdout.splitlines() if ln.strip().startswith("timings: loading weights")]
+    assert len(slower) == 1, second.stdout
+    assert "(usual " in slower[0] and "x slower)" in slower[0]
+
+    entries = History().entries()
+    assert [e.verdict for e in entries] == ["ready", "ready"]
+    assert entries[1].phases["loading weights"] >= entries[0].phases["loading weights"] + 3
+    assert all(e.versions.get("symmtui") == __version__ for e in entries)  # the rest is read 1 s after start
+
+    table = run_cli("history", "--config", str(cfg))
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].split()[:4] == ["started", "verdict", "total", "launch"]
+    rows = [ln for ln in lines[1:] if ln[:4].isdigit()]
+    assert len(rows) == 2 and all("  ready  " in r and "symmtui " in r for r in rows)
+    assert any(ln.strip().startswith("timings: loading weights") for ln in lines)
+
+    as_json = json.loads(run_cli("history", "--json").stdout)
+    assert [x["launch_id"] for x in as_json["launches"]] == [e.launch_id for e in entries]
+    assert as_json["launches"][1]["phases"]["loading weights"] == entries[1].phases["loading weights"]
+
+
+def _entry(n: int, weights: float, versions: dict[str, str], verdict: str = "ready") -> HistoryEntry:
+    return HistoryEntry(launch_id=f"L{n}", command_hash="c", start=1000.0 * n, end=1000.0 * n + 100 + weights,
+                        verdict=verdict, phases={"init distributed": 10.0, "loading weights": weights,
+                                                 "capturing CUDA graphs": 40.0}, versions=versions)
+
+
+def test_the_usual_is_the_median_of_the_last_ready_launches_and_an_upgrade_is_named() -> None:
+    old = {"symmtui": "0.1.0", "sglang": "0.5.3", "torch": "2.8.0"}
+    new = {**old, "sglang": "0.5.4"}
+    earlier = [_entry(1, 400, old), _entry(2, 95, old), _entry(3, 90, old), _entry(4, 0, old, "crashed"),
+               _entry(5, 100, old), _entry(6, 95, old), _entry(7, 99, old)]
+    now = _entry(8, 212, new)
+    found = compare(now, [*earlier, now])
+    assert found is not None and found.samples == 5  # the last five ready ones: 400 s is out of the window
+    assert found.lines() == [
+        "timings: loading weights 212 s (usual 95 s, 2.2x slower)",
+        "timings: slower since an upgrade: sglang 0.5.3 -> 0.5.4 (the 5 launches compared ran the old versions)",
+    ]
+    # within the rule (1.5x and 5 s or 5% of the usual load): nothing to say
+    assert compare(_entry(9, 120, old), [*earlier, _entry(9, 120, old)]).lines() == []  # type: ignore[union-attr]
+    # the first ready launch has nothing to compare with
+    assert compare(earlier[0], earlier[:1]) is None
