@@ -3,6 +3,7 @@ STALLED naming node1 (its stacks shown), r relaunches both nodes, READY; GPU row
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,8 @@ async def test_demo_nodes_hang_on_node1_stalled_then_relaunch_ready() -> None:
             await wait_for(pilot, lambda: "node1 is behind" in text(app), "the aggregate's line on screen")
             screen = text(app)
             assert "TP13 still init distributed" in screen
-            assert "stalled in init distributed" in screen  # the gauge's per-node phase lines
+            # the gauge's per-node phase lines (node1 may still read as starting when node0 went quiet first)
+            assert re.search(r"[⏸▶] node1 +(stalled in )?init distributed", screen), screen
             # node1's stacks (taken because the aggregate named it): TP13 inside NCCL communicator init
             stacks = app.query_one(StacksView)
             await wait_for(pilot, lambda: stacks.taken is not None and stacks.taken.report is not None,
