@@ -66,6 +66,8 @@ class Bringup:
     restarted with backoff when it exits). ``tail_lines`` and ``last_launch`` do not apply to it (the
     command decides what it replays); ``new_only`` skips, after a ``restart``, the lines the command
     prints again that the previous generation had shown (a first start has nothing to compare with).
+    ``log_spool``: a file that gets a copy of the command's output (``CommandFollower(spool=)``), for a
+    reader of old lines by offset (the dashboard's log pane).
     """
 
     def __init__(
@@ -84,7 +86,9 @@ class Bringup:
         probe_interval: tuple[float, float] = (0.25, 5.0),
         clock: Callable[[], float] = time.monotonic,
         exit_reason: Callable[[int | None], str | None] | None = None,
+        log_spool: str | os.PathLike[str] | None = None,
     ) -> None:
+        self.log_spool = log_spool
         self.ruleset = ruleset if ruleset is not None else RuleSet()
         base = config if config is not None else ReadinessConfig()
         self.config = replace(base, need_probe=url is not None and log_path is not None, has_pid=pid is not None)
@@ -242,7 +246,7 @@ class Bringup:
         gen = self._generation
         if self.log_command is not None:
             seen = self._seen if self.new_only else None
-            command = CommandFollower(self.log_command, replay=seen)
+            command = CommandFollower(self.log_command, replay=seen, spool=self.log_spool)
             self._follower = command
             self._spawn(self._follow_loop, command, stop, gen, threading.Event(), name="symmtui-follow")
         elif self.log_path is not None:

@@ -28,6 +28,7 @@ __all__ = [
     "LogCommand",
     "LogCommandError",
     "ReplayFilter",
+    "spool_path",
 ]
 
 READ_BYTES = 1 << 20
@@ -40,7 +41,7 @@ STOP_GRACE = 1.0
 """After SIGTERM to the command's process group, wait this long before SIGKILL."""
 SHOWN_CHARS = 160
 """Characters of the command's last line quoted in an "exited" notice."""
-NO_PROGRAM = 127  # what a shell answers for "command not found": such a command is not restarted fast
+SPOOL_PREFIX = "logcmd-"
 
 
 class LogCommandError(UserError):
@@ -230,6 +231,10 @@ class CommandFollower:
     killed when ``watch`` returns or ``close`` is called. Notices (``FileNotice``, ``path`` = the
     program): "started", "exited" (with the code, the last line and the wait before the restart),
     "replayed" (how many lines of a restart were already shown), "error" (cannot start).
+
+    ``spool``: a file that gets every byte read, in order, so a line's ``offset`` is its place there (the
+    dashboard's log pane reads lines that left its memory back from it, as from a log file). Created
+    (empty) by the first read, removed by ``close``.
     """
 
     def __init__(
@@ -242,8 +247,12 @@ class CommandFollower:
         clock: Callable[[], float] = time.monotonic,
         debounce: float = 0.005,
         env: dict[str, str] | None = None,
+        spool: str | os.PathLike[str] | None = None,
     ) -> None:
         self.command = command
+        self.spool = Path(spool) if spool is not None else None
+        self._spool_fd: int | None = None
+        self._spool_broken = False
         self.backoff = backoff if backoff is not None else Backoff()
         self.replay = replay if replay is not None else ReplayFilter()
         self.path = Path(command.program)
@@ -305,6 +314,29 @@ class CommandFollower:
                 self._kill()
             finally:
                 self._watching.release()
+        self._close_spool()
+
+    def _close_spool(self) -> None:
+        with self._lock:
+            fd, self._spool_fd = self._spool_fd, None
+            if fd is not None:
+                os.close(fd)
+            if self.spool is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.spool)
+
+    def _to_spool(self, data: bytes) -> None:
+        """Append what was read to the spool (a full disk stops the copy, not the reading)."""
+        if self.spool is None or self._spool_broken:
+            return
+        try:
+            if self._spool_fd is None:
+                self._spool_fd = os.open(self.spool, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._spool_fd, view):]
+        except OSError:
+            self._spool_broken = True  # lines past this point are not read back from it: said by the pane
 
     # -- one run -------------------------------------------------------------------------------
 
@@ -384,6 +416,7 @@ class CommandFollower:
                 split.flush(out)
                 self._note_last(out)
                 return True
+            self._to_spool(data)
             split.feed(data, out)
             got += len(data)
         self._note_last(out)
@@ -496,3 +529,17 @@ def _running_in_group(pgid: int) -> bool:
         if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
             return True
     return False
+
+
+def spool_path(directory: Path) -> Path:
+    """A new spool file's path in ``directory`` for this process; spools of processes that are gone
+    (a dashboard that was killed) are removed first."""
+    for old in directory.glob(f"{SPOOL_PREFIX}*.log"):
+        pid = old.name[len(SPOOL_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}"):
+            with contextlib.suppress(OSError):
+                old.unlink()
+    n = 0
+    while (directory / f"{SPOOL_PREFIX}{os.getpid()}-{n}.log").exists():
+        n += 1
+    return directory / f"{SPOOL_PREFIX}{os.getpid()}-{n}.log"

@@ -135,6 +135,7 @@ def open_dashboard(config: str | None, log: str | None, url: str | None, *,
     if profile is None:
         name = f"attach `{log_cmd.text}`" if log_cmd is not None else None
         session = for_attach(AttachSpec(log=Path(log) if log is not None else None, url=url), nvml=nvml, name=name)
+        session.spool_log_commands = True  # the log pane reads old lines back from the command's copy
         session.follow(log_cmd or log, tail_lines=ATTACH_TAIL_LINES)
         return session
     if log is None and log_cmd is None and profile.log_cmd is not None:
@@ -162,6 +163,7 @@ def open_dashboard(config: str | None, log: str | None, url: str | None, *,
         record = None
     if log_path is None and profile.log_path is not None:
         log_path = str(profile.log_path)
+    session.spool_log_commands = True  # the log pane reads old lines back from the command's copy
     if log_cmd is not None and log is None:
         session.follow(log_cmd, pid=pid, record=record, recorded=recorded)
         return session

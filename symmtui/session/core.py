@@ -95,6 +95,10 @@ class Session:
         self.log_path: str | None = None
         self.log_command: LogCommand | None = None
         """The command whose output is the log (``follow(LogCommand)``); relaunches follow it again."""
+        self.spool_log_commands = False
+        """Keep a copy of a log command's output in the state dir while it runs (the dashboard sets it:
+        its log pane reads lines that left its memory back from that copy, as from a log file)."""
+        self._spool: str | None = None
         self._batch_log_path: str | None = None  # the file of the generation being posted
         self.estimate: Estimate | None = None
         self.on_close: list[Callable[[], None]] = []
@@ -212,9 +216,16 @@ class Session:
         ``log_path`` stays None (no file to read lines back from) and ``log_command`` is set."""
         if self.engine is not None:
             raise RuntimeError("this session already follows a bring-up; use launch() to start over")
+        spool = None
         if isinstance(log_path, LogCommand):
             self.log_command = log_path
-            self.log_path = self._batch_log_path = None
+            self.log_path = None
+            if self.spool_log_commands:
+                from symmtui.core.logcmd import spool_path
+                from symmtui.paths import state_dir
+
+                spool = self._spool = str(spool_path(state_dir("logcmd")))
+            self._batch_log_path = self._spool
         else:
             self.log_command = None
             self.log_path = self._batch_log_path = str(log_path) if log_path is not None else None
@@ -226,7 +237,7 @@ class Session:
         self.engine = Bringup(
             log_path, ruleset=self.settings.ruleset, config=self.settings.readiness, url=self.url, pid=pid,
             new_only=new_only, tail_lines=tail_lines, on_update=self._on_engine_update,
-            probe_timeout=probe_timeout, exit_reason=self._exit_reason,
+            probe_timeout=probe_timeout, exit_reason=self._exit_reason, log_spool=spool,
         )
         self.engine.start()  # now: its clock starts with the launch; batches wait until a front end attaches
         return self.engine
@@ -249,8 +260,8 @@ class Session:
             return  # a batch of the launch before a relaunch
         restarted = update.generation > self._generation
         self._generation = update.generation
-        if restarted:
-            self._batch_log_path = self.log_path  # set by the relaunch before the engine restarted
+        if restarted:  # the file of the relaunch (set before the engine restarted), or the command's copy
+            self._batch_log_path = self.log_path if self.log_path is not None else self._spool
         if update.snapshot.state in RECORDED:
             self._finish(update.snapshot, update.generation)
         verdict = self._verdict_change(update)

@@ -303,3 +303,44 @@ def test_a_relaunch_over_the_same_command_skips_what_it_replays(tmp_path: Path) 
     assert [ln.text for ln in seen] == ["[2026-11-29 10:00:00 TP0] Load weight begin. avail mem=93.21 GB"]
     assert snap.state is State.STARTING and snap.phase == "loading weights"
     assert any(n.kind == "replayed" and f"printed {crash.count(chr(10))} lines" in n.message for n in notices)
+
+
+def test_the_dashboards_copy_of_a_commands_output_holds_each_line_at_its_offset(tmp_path: Path) -> None:
+    """The log pane reads lines that left its memory back from a file by offset: for a command that file is
+    the session's copy of the output (replays and all), removed when the session closes."""
+    from symmtui.session.core import Session
+    from symmtui.session.messages import EngineBatch, SessionMessage
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "1.log").write_bytes(READY_LOG.read_bytes())
+    (runs / "2.log").write_bytes(b"\x1b[33mWARNING\x1b[0m a new line after the restart\n")
+    batches: list[EngineBatch] = []
+
+    def post(m: SessionMessage) -> None:
+        if isinstance(m, EngineBatch):
+            batches.append(m)
+
+    session = Session(host="test", name="logcmd")
+    session.spool_log_commands = True
+    session.attach(post)
+    import symmtui.core.logcmd as logcmd
+
+    engine = session.follow(writer("--runs", str(runs), "--exit", "0"))
+    follower = engine._follower
+    assert isinstance(follower, CommandFollower)
+    follower.backoff = Backoff(first=0.02, cap=0.02)
+    deadline = time.monotonic() + 10
+    while not any("a new line after" in ln.plain for b in batches for ln in b.lines) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    follower.backoff = Backoff(first=30, cap=30)
+    spool = Path(batches[-1].log_path or "")
+    assert spool.name.startswith(logcmd.SPOOL_PREFIX) and spool.parent.name == "logcmd"
+    data = spool.read_bytes()
+    lines = [ln for b in batches for ln in b.lines if not ln.progress]
+    assert len(lines) == READY_LOG.read_text().count("\n") + 1  # the replay is not shown twice ...
+    for ln in lines:  # ... but every shown line is in the copy at its offset
+        raw = data[ln.offset:data.index(b"\n", ln.offset)]
+        assert raw.decode("utf-8", "replace").rstrip("\r").endswith(ln.text.split("\r")[-1])
+    session.close()
+    assert not spool.exists()
