@@ -164,6 +164,9 @@ class Recorder:
         self._worker = threading.Thread(target=self._run, name="symmtui-bundle", daemon=True)
         self._env_done = threading.Event()
         self._closed = False
+        self.environment: EnvInfo | None = None
+        """The environment once captured (``env_done`` set): the launch history can take its versions here."""
+        self.env_done = self._env_done
         self.path: Path | None = None
         self.writes = 0
         self.error: str | None = None
@@ -217,6 +220,7 @@ class Recorder:
             env = self._env_fn()
         except (OSError, UserError, ValueError) as exc:  # capture words its own failures; these are the unforeseen
             env = EnvInfo(taken_at=time.time(), symmtui="unknown", notes=(f"environment not read: {exc}",))
+        self.environment = env
         self._queue.put((self._clock() - self._t0, _EnvReady(env)))
         self._env_done.set()
 

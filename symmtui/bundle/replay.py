@@ -83,6 +83,8 @@ class Recording:
         for t, g, enc, ranks in data.get("snapshots") or []:
             snap = decode(enc)
             if isinstance(snap, Snapshot):
+                if not isinstance(snap.state, State):  # an early bundle kept the state as its plain name
+                    snap = dataclasses.replace(snap, state=State(str(snap.state)))
                 launch = self._launch(int(g))
                 rank = decode(ranks) if ranks is not None else None
                 launch.snaps.append((snap, rank if isinstance(rank, RankSummary) else None))
@@ -187,6 +189,9 @@ class ReplaySession(Session):
         rec = self.recording
         if rec.topology is not None or rec.topology_reason:
             self.send(TopologyRead(rec.topology, rec.topology_reason))
+        if sample_gpus and not rec.gpu_rounds:  # `wait` samples no GPUs: say so rather than "reading GPUs…"
+            why = "no GPU samples in this bundle (recorded by symmtui wait, or without NVML)"
+            self.send(GpuSample(GpuSnapshot(time.time(), (), (), 0.0, why), frozenset(), None))
         self._player = threading.Thread(target=self._play, name="symmtui-replay", daemon=True)
         self._player.start()
 

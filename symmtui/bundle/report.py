@@ -35,9 +35,17 @@ def _seconds(value: Any) -> str:
 
 
 def _cell(text: Any) -> str:
-    """Text safe in a Markdown table cell: one line, pipes escaped, code-quoted when it looks like code."""
-    s = str(text).replace("\r", " ").replace("\n", " ").replace("|", "\\|")
-    return s
+    """Text safe in a Markdown table cell: one line, pipes escaped."""
+    return str(text).replace("\r", " ").replace("\n", " ").replace("|", "\\|")
+
+
+def _code(text: Any) -> str:
+    """Inline code that holds any backticks of ``text`` (a longer backtick run around it)."""
+    s = _cell(text)
+    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    tick = "`" * (longest + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{tick}{pad}{s}{pad}{tick}"
 
 
 def _fence(lines: list[str], lang: str = "text") -> list[str]:
@@ -140,7 +148,7 @@ def _environment(bundle: Bundle) -> list[str]:
     if env is None:
         return [*out, "Not captured (the run ended before the capture finished)."]
     out += ["| | |", "|---|---|"]
-    out += [f"| {_cell(k)} | `{_cell(v)}` |" for k, v in env.rows()]
+    out += [f"| {_cell(k)} | {_code(v)} |" for k, v in env.rows()]
     if env.notes:
         out += ["", *[f"- {n}" for n in env.notes]]
     return out

@@ -122,3 +122,17 @@ def test_a_bundle_written_at_the_verdict_replays(tmp_path: Path, crash: Crash) -
     at = recording.snapshot_at(0, 10.0)
     assert at is not None and at[0].state is State.CRASHED and at[0].last_lines[-1] == lines[-1].plain
     assert read_bundle(path).data["final"] is False
+
+
+def test_an_early_bundle_with_plain_state_names_still_replays(tmp_path: Path, crash: Crash) -> None:
+    lines, events, snap = crash
+    rec = _recorder(tmp_path / "b.json.gz")
+    rec.ingest(0.5, EngineBatch(tuple(lines), tuple(events), (), snap, 0, 0, None))
+    path = rec.write()
+    assert path is not None
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    for s in doc["snapshots"]:
+        s[2]["state"] = s[2]["state"]["v"]  # how the first recorder wrote it (a StrEnum kept as a string)
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    at = Recording(read_bundle(path)).snapshot_at(0, 1.0)
+    assert at is not None and at[0].state is State.CRASHED

@@ -15,7 +15,7 @@ from symmtui.bundle.report import markdown
 from symmtui.bundle.wire import record_demo
 from symmtui.core.readiness import Snapshot, State
 from symmtui.session import open_demo
-from symmtui.session.messages import EngineBatch, SessionMessage, VerdictReached
+from symmtui.session.messages import EngineBatch, GpuSample, SessionMessage, VerdictReached
 from symmtui.ui.replay import READ_ONLY, ReplayApp
 from symmtui.ui.widgets.gpu_panel import GpuTable
 from tests.launch.helpers import demo_config, run_cli
@@ -139,17 +139,18 @@ def test_replay_and_report_of_a_standin_launch(standin_bundle: Path) -> None:
         assert session.ended.wait(30)
     finally:
         session.close()
-    batches = _drain(q)
+    messages = _drain(q)
+    batches = [m for m in messages if isinstance(m, EngineBatch)]
+    gpus = [m for m in messages if isinstance(m, GpuSample)]
+    assert gpus and gpus[0].snapshot.unavailable_reason is not None  # launched without NVML: said, not "reading"
     lines = [ln.text for b in batches for ln in b.lines]
     assert lines == [r[4] for r in bundle.lines]
     assert batches[-1].snapshot.state is State.READY
     assert [b.snapshot.state for b in batches].count(State.READY) >= 1
 
 
-def _drain(q: queue.Queue[SessionMessage]) -> list[EngineBatch]:
-    out: list[EngineBatch] = []
+def _drain(q: queue.Queue[SessionMessage]) -> list[SessionMessage]:
+    out: list[SessionMessage] = []
     while not q.empty():
-        msg = q.get_nowait()
-        if isinstance(msg, EngineBatch):
-            out.append(msg)
+        out.append(q.get_nowait())
     return out
