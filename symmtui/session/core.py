@@ -131,7 +131,7 @@ class Session:
         if supervisor is not None:
             from symmtui.session.timings import PhaseTimings
 
-            self.timings = PhaseTimings()
+            self.timings = PhaseTimings(supervisor.profile.command_hash)
             self.observe(self.timings.observe)  # first: the notification's text may quote it
 
     # ---- wiring ------------------------------------------------------------------------------

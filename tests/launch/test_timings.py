@@ -30,6 +30,12 @@ def test_the_second_ready_launch_names_its_slower_phase_and_history_prints_both(
     assert len(slower) == 1, second.stdout
     assert "(usual " in slower[0] and "x slower)" in slower[0]
 
+    # `wait` on the profile follows its latest log, not a launch: the same comparison, that launch's own
+    # history line left out
+    waited = run_cli("wait", "--config", str(cfg), "--no-record")
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    assert [ln.strip() for ln in waited.stdout.splitlines() if ln.strip().startswith("timings:")] == slower
+
     entries = History().entries()
     assert [e.verdict for e in entries] == ["ready", "ready"]
     assert entries[1].phases["loading weights"] >= entries[0].phases["loading weights"] + 3
