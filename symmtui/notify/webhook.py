@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import errno
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
-
-import httpx
 
 from symmtui import __version__
 from symmtui.notify.config import Webhook
 from symmtui.notify.message import VerdictNote
+
+if TYPE_CHECKING:  # imported with the first POST: `wait` without a webhook never loads httpx (~0.1 s)
+    import httpx
 
 BACKOFF = 0.25
 """Seconds before the first retry; doubled for each next one (at most BACKOFF_MAX)."""
@@ -47,6 +48,8 @@ def request_of(hook: Webhook, note: VerdictNote) -> tuple[str, dict[str, Any]]:
 
 def _why(exc: httpx.HTTPError, timeout: float) -> str:
     """An httpx failure in a few words, with nothing of the URL in them."""
+    import httpx
+
     if isinstance(exc, httpx.TimeoutException):
         return f"no answer within {timeout:g} s"
     cur: BaseException | None = exc
@@ -65,6 +68,8 @@ def deliver(hook: Webhook, note: VerdictNote, *, timeout: float, retries: int,
             cancel: threading.Event | None = None) -> str | None:
     """POST the note; None once a 2xx came back, else one line why not (after ``retries`` more tries on a
     connection failure, a timeout, HTTP 5xx or 429; a 4xx is final). ``cancel`` ends the waits between tries."""
+    import httpx
+
     url, body = request_of(hook, note)
     cancel = cancel or threading.Event()
     failures: list[str] = []

@@ -16,6 +16,7 @@ from symmtui.session.settings import bringup_settings
 if TYPE_CHECKING:
     from symmtui.core.logcmd import LogCommand
     from symmtui.demo.story import Demo
+    from symmtui.gpu.facts import PatchFacts
     from symmtui.gpu.nvml import Nvml
     from symmtui.launch.profile import Profile
     from symmtui.session.patching import Patcher
@@ -56,11 +57,14 @@ def _installed_patcher(session: Session, python: str | None, site: Path | None =
                        package: str | None = None) -> Patcher:
     """The patcher for the SGLang/vLLM that ``python`` (or this interpreter) imports, asking
     ``symmtui.gpu.facts`` with the session's NVML and topology (the same answer `symmtui patch` gets)."""
-    from symmtui.gpu.facts import patch_facts
     from symmtui.session.patching import Patcher
 
-    return Patcher(site=site, package=package, python=python,
-                   facts=lambda: patch_facts(session.nvml, session.topology))
+    def facts() -> PatchFacts:
+        from symmtui.gpu.facts import patch_facts  # with NVML: loaded when a check is asked for
+
+        return patch_facts(session.nvml, session.topology)
+
+    return Patcher(site=site, package=package, python=python, facts=facts)
 
 
 def for_profile(

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from symmtui.gpu.facts import PatchFacts
-from symmtui.patch import Capability, CheckReport, apply, check, diff, revert
-from symmtui.patch.hostcaps import with_others
 from symmtui.session.messages import PatchState
+
+if TYPE_CHECKING:  # the patch engine loads on the first check: `wait` and `launch` build a Patcher, never use it
+    from symmtui.gpu.facts import PatchFacts
+    from symmtui.patch import Capability, CheckReport
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class Patcher:
 
     def _facts(self) -> tuple[Capability, PatchFacts]:
         from symmtui.errors import UserError
+        from symmtui.patch import Capability
 
         facts = self.facts()
         if facts.capability is None:
@@ -68,6 +71,9 @@ class Patcher:
         return Capability.of(facts.capability), facts
 
     def check(self) -> PatchView:
+        from symmtui.patch import check, diff
+        from symmtui.patch.hostcaps import with_others
+
         cap, facts = self._facts()
         report = check(self.site, self.package, cap, python=self.python, nvlink=facts.nvlink)
         report = with_others(report, facts.capabilities.also_needed)
@@ -76,10 +82,14 @@ class Patcher:
 
     def apply(self, view: PatchView) -> PatchState:
         """Apply the diff the user saw (refused if the files changed since); the new state as data."""
+        from symmtui.patch import apply
+
         cap, facts = self._facts()
         result = apply(self.site, self.package, cap, python=self.python, expected=view.report, nvlink=facts.nvlink)
         return PatchState(applied=result.status in ("applied", "already"), text=result.message)
 
     def revert(self) -> PatchState:
         """Put the original bytes back."""
+        from symmtui.patch import revert
+
         return PatchState(applied=False, text=revert(self.site, self.package, python=self.python).message)

@@ -32,6 +32,19 @@ def test_crash_log_exits_1_with_cause_block_and_diagnosis() -> None:
     assert "Received sigquit" in out  # the secondary error is listed
 
 
+def test_wait_on_a_log_loads_neither_httpx_nor_the_patch_engine() -> None:
+    """`wait --log` with no URL and no webhook never imports httpx or the patch engine: every `wait`,
+    `launch` and `stop` (and every test that starts one) would pay ~0.05 CPU-s more at start."""
+    code = ("import runpy, sys\n"
+            f"sys.argv = ['symmtui', 'wait', '--log', {str(KEYERROR_LOG)!r}, '--stall', '0', '--no-record']\n"
+            "try:\n    runpy.run_module('symmtui', run_name='__main__')\n"
+            "except SystemExit as e:\n    code = e.code\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'httpx' or m.startswith('symmtui.patch'))\n"
+            "print('exit', code, bad, file=sys.stderr)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env())
+    assert r.stderr.splitlines()[-1] == "exit 1 []", r.stderr
+
+
 def test_started_before_the_log_exists_then_ready(tmp_path: Path) -> None:
     log = tmp_path / "logs" / "server.log"
     proc = subprocess.Popen(symmtui_cmd("wait", "--log", str(log), "--timeout", "60"),

@@ -64,7 +64,8 @@ def test_ready_flips_from_503_to_200_during_a_real_wait(tmp_path: Path) -> None:
                                  "--metrics-port", str(port), "--metrics-linger", "2"],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            _until(lambda: _try(f"{base}/ready") is not None)
+            # the server answers from before the engine's first snapshot ("not started"): wait that out
+            _until(lambda: _try(f"{base}/ready") is not None and _get(f"{base}/ready")[1] != "not started\n")
             status, body = _get(f"{base}/ready")
             assert status == 503 and body.strip() in ("waiting", "starting")
             _until(lambda: "starting" in _get(f"{base}/ready")[1])
