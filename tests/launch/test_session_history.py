@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from textual.widgets import Static
 
 from symmtui.core.readiness import READY_WAITING_HEALTH, State
 from symmtui.launch import History
+from symmtui.notify.config import NotifyConfig
+from symmtui.notify.notifier import attach
 from symmtui.session import open_dashboard
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
@@ -21,11 +25,16 @@ __all__ = ["stop_at_end"]
 async def test_cli_and_dashboard_launches_record_the_same_fields(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SYMMTUI_NVML_STANDIN", "rtx-pro-6000-x8-pcie")  # capability 12: the preflight runs
-    cfg = demo_config(tmp_path)
+    delays = tmp_path / "delays.json"  # the stand-in's log clock jumps after the weights (nothing waits)
+    delays.write_text(json.dumps({"weights": 2}))
+    cfg = demo_config(tmp_path, "--delays", str(delays))
     cli = run_cli("launch", "--config", str(cfg))
     assert cli.returncode == 0, cli.stdout + cli.stderr
 
+    delays.write_text(json.dumps({"weights": 6}))  # the dashboard's relaunch is slower in one phase
     session = open_dashboard(str(cfg), None, None)
+    told: list[str] = []
+    notifier = attach(session, NotifyConfig(bell=False, desktop=False), warn=told.append)
     app = SymmApp(session)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
@@ -37,8 +46,15 @@ async def test_cli_and_dashboard_launches_record_the_same_fields(tmp_path: Path,
             await wait_for(pilot, lambda: app.last_snapshot is not None and app.last_snapshot.state is State.READY
                            and len(History().entries()) == 2, "READY and the dashboard launch in the history",
                            timeout=90)
+            # once READY, the gauge compares the relaunch with the launch before it, and so does the notification
+            await wait_for(pilot, lambda: "loading weights 6 s (usual 2 s, 3.0x slower)" in str(
+                app.query_one("#gauge-timings", Static).render()), "the gauge's timings line", timeout=10)
     finally:
         session.close()
+    notifier.finish()
+    ready = [n for n in notifier.sent if n.state == "READY"]
+    assert ready and ready[-1].lines == ("timings: loading weights 6 s (usual 2 s, 3.0x slower)",), notifier.sent
+    assert told == []
 
     from_cli, from_dashboard = History().entries()
     assert from_cli.launch_id != from_dashboard.launch_id
