@@ -27,16 +27,21 @@ TP = 16
 HANG_RANK = 13  # on node 1 (ranks TP8-TP15)
 
 
+def hang_rank(tp: int) -> int:
+    """The rank that hangs: TP13 of TP16 (the sixth of node 1's eight); the last rank for a smaller TP."""
+    return HANG_RANK if tp == TP else tp - 1
+
+
 def write_nodes_profile(root: Path, *, speed: float, port: int | None = None, stall: float | None = None,
-                        timeout: float = 600.0, gpus: tuple[str, ...] = ()) -> Path:
+                        timeout: float = 600.0, gpus: tuple[str, ...] = (), tp: int = TP) -> Path:
     """Write ``root/symmtui.toml`` for the 2-node story and return it (logs under ``root/logs/<node>``).
 
     ``gpus``: each node's exporter URL (the demo's simulated dcgm-exporters); none: no ``gpus`` key."""
     port = port if port is not None else free_port()
     init = free_port()
     server = [sys.executable, "-m", "symmtui.demo.server", "--speed", f"{BASE_SPEED * speed:g}", "--port", str(port),
-              "--tp", str(TP), "--nnodes", str(len(NODES)), "--dist-init-addr", f"127.0.0.1:{init}",
-              "--hang-rank", str(HANG_RANK)]
+              "--tp", str(tp), "--nnodes", str(len(NODES)), "--dist-init-addr", f"127.0.0.1:{init}",
+              "--hang-rank", str(hang_rank(tp))]
     stall_s = stall if stall is not None else max(2.0, HANG_STALL / speed)
     lines = [
         "# symmtui 2-node demo profile (written by the demo; lives in a temp dir)",
@@ -82,7 +87,8 @@ class NodesDemo:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def open_demo_nodes(speed: float, *, root: Path | None = None, isolate: bool = True) -> NodesDemo:
+def open_demo_nodes(speed: float, *, root: Path | None = None, isolate: bool = True,
+                    stall: float | None = None, tp: int = TP) -> NodesDemo:
     """`symmtui demo --nodes 2`: temp dir, two simulated exporters, the profile, the NodeSet, the first launch."""
     from symmtui.errors import UserError
     from symmtui.launch.profile import load_profile
@@ -93,10 +99,12 @@ def open_demo_nodes(speed: float, *, root: Path | None = None, isolate: bool = T
     root = Path(tempfile.mkdtemp(prefix="symmtui-demo-nodes-")) if root is None else root
     if isolate:
         isolate_state(root)
-    exporters = [ExpositionServer(name, status_file(root, name), gpus=TP // len(NODES), first_index=i * TP // len(NODES))
+    per = tp // len(NODES)
+    exporters = [ExpositionServer(name, status_file(root, name), gpus=per, first_index=i * per)
                  for i, name in enumerate(NODES)]
     try:
-        profile = load_profile(write_nodes_profile(root, speed=speed, gpus=tuple(e.url for e in exporters)))
+        profile = load_profile(write_nodes_profile(root, speed=speed, stall=stall, tp=tp,
+                                                   gpus=tuple(e.url for e in exporters)))
         nodes = for_nodes(profile, gpus=True)
     except BaseException:
         for e in exporters:

@@ -298,14 +298,24 @@ class NodeSet:
         if missing:
             raise UserError(f"cannot launch: node {', '.join(missing)} has no launch command in "
                             f"{self.profile.path}; add launch = \"ssh NODE ...\" to its [[nodes]] table")
-        self.stop_commands(only_launched=True)
+        for result in self.stop_commands(only_launched=True):  # the remote servers of the last launch
+            if not result.ok:
+                self.node(result.node).session.notify(f"before launching: {result.line()}", "warning")
+
+        def stop_local(node: Node) -> None:  # every node's earlier launch at once (each waits out its grace)
+            sup = node.session.supervisor
+            if sup is not None and sup.current() is not None:
+                sup.stop(progress_for(node.spec.name) if progress_for is not None else None)
+
+        with ThreadPoolExecutor(max_workers=len(self.nodes), thread_name_prefix="symmtui-node-stop") as pool:
+            list(pool.map(stop_local, self.nodes))
         records: list[LaunchRecord] = []
         for node in self.nodes:
             own = node.spec.log is None  # else the node's log is elsewhere: follow it from its end
             on_progress = progress_for(node.spec.name) if progress_for is not None else None
-            result = node.session.launch(on_progress, preflight=False,
+            launched = node.session.launch(on_progress, preflight=False,
                                          watch_log=None if own else str(node.log))
-            records.append(result.record)
+            records.append(launched.record)
         return records
 
     def stop_commands(self, *, only_launched: bool = False) -> list[StopCommandResult]:

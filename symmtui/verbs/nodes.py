@@ -66,9 +66,6 @@ def launch(args: argparse.Namespace, profile: Profile) -> int:
     nodes = for_nodes(profile, timeout=args.timeout, stall=args.stall, grace=args.grace)
     front = NodesHeadless(nodes, err)
     try:
-        for result in nodes.stop_commands(only_launched=True):
-            if not result.ok:
-                clitext.note(f"warning: {result.line()}", err)
         records = nodes.launch(_progress(err))
     except BaseException:
         nodes.close()
