@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from symmtui import __version__
+from symmtui.cli import main
 from symmtui.launch.history import History, HistoryEntry
 from symmtui.launch.timings import compare
 from tests.launch.helpers import demo_config, run_cli, stop_at_end
@@ -15,7 +18,8 @@ from tests.launch.helpers import demo_config, run_cli, stop_at_end
 __all__ = ["stop_at_end"]
 
 
-def test_the_second_ready_launch_names_its_slower_phase_and_history_prints_both(tmp_path: Path) -> None:
+def test_the_second_ready_launch_names_its_slower_phase_and_history_prints_both(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     delays = tmp_path / "delays.json"  # the log's clock jumps 2 s after the weights (nothing waits)
     delays.write_text(json.dumps({"weights": 2}))
     cfg = demo_config(tmp_path, "--delays", str(delays), speed=800.0, shards=3)
@@ -32,24 +36,25 @@ def test_the_second_ready_launch_names_its_slower_phase_and_history_prints_both(
 
     # `wait` on the profile follows its latest log, not a launch: the same comparison, that launch's own
     # history line left out
-    waited = run_cli("wait", "--config", str(cfg), "--no-record")
-    assert waited.returncode == 0, waited.stdout + waited.stderr
-    assert [ln.strip() for ln in waited.stdout.splitlines() if ln.strip().startswith("timings:")] == slower
+    capsys.readouterr()
+    assert main(["wait", "--config", str(cfg), "--no-record", "--no-stacks"]) == 0
+    waited = capsys.readouterr().out
+    assert [ln.strip() for ln in waited.splitlines() if ln.strip().startswith("timings:")] == slower, waited
 
     entries = History().entries()
     assert [e.verdict for e in entries] == ["ready", "ready"]
     assert entries[1].phases["loading weights"] >= entries[0].phases["loading weights"] + 3
     assert all(e.versions.get("symmtui") == __version__ for e in entries)  # the rest is read 1 s after start
 
-    table = run_cli("history", "--config", str(cfg))
-    assert table.returncode == 0, table.stderr
-    lines = table.stdout.splitlines()
+    assert main(["history", "--config", str(cfg)]) == 0  # in this process: the verb reads the same history
+    lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:4] == ["started", "verdict", "total", "launch"]
     rows = [ln for ln in lines[1:] if ln[:4].isdigit()]
     assert len(rows) == 2 and all("  ready  " in r and "symmtui " in r for r in rows)
     assert any(ln.strip().startswith("timings: loading weights") for ln in lines)
 
-    as_json = json.loads(run_cli("history", "--json").stdout)
+    assert main(["history", "--json"]) == 0
+    as_json = json.loads(capsys.readouterr().out)
     assert [x["launch_id"] for x in as_json["launches"]] == [e.launch_id for e in entries]
     assert as_json["launches"][1]["phases"]["loading weights"] == entries[1].phases["loading weights"]
 

@@ -53,9 +53,12 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
         _until(lambda: "main" in t("list-clients"), "the tmux client to attach", 10)
         yield t
     finally:
-        t("kill-server")
-        client.terminate()
-        client.wait(10)
+        t("kill-server")  # the attached client exits with its server, and `script` with it
+        try:
+            client.wait(5)
+        except subprocess.TimeoutExpired:
+            client.kill()
+            client.wait(5)
 
 
 def test_wait_notify_in_tmux_shows_a_message_and_rings_the_window(tmux: Tmux, tmp_path: Path) -> None:
