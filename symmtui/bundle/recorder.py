@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from symmtui import fsatomic, paths
 from symmtui.bundle import format as fmt
 from symmtui.bundle.codec import encode
-from symmtui.core.diagnose import diagnose
+from symmtui.core.diagnose import event_json
 from symmtui.errors import UserError
 from symmtui.launch.envinfo import EnvInfo, ServerCommand, capture
 from symmtui.redact import redact
@@ -77,25 +77,7 @@ def cause_json(event: Event | None, ruleset: RuleSet | None = None) -> dict[str,
     """A cause as ``symmtui scan --json`` gives one: summary, headline, line, block, and the catalogue's diagnosis."""
     if event is None:
         return None
-    d = diagnose(event, ruleset)
-    return {
-        "summary": event.summary,
-        "headline": event.headline(),
-        "rule": event.rule_id,
-        "line": event.line_no,
-        "time": event.ts,
-        "count": event.count,
-        "ranks": sorted(event.ranks),
-        "block": list(event.block) if event.block else [event.text],
-        "diagnosis": None if d is None else {
-            "id": d.id,
-            "cause": d.cause,
-            "action": d.action,
-            "intent": d.intent,
-            "fix": d.fix.as_json() if d.fix is not None else None,
-            "source": list(d.source),
-        },
-    }
+    return event_json(event, ruleset, time=event.ts)
 
 
 def phases_json(snap: Snapshot) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from symmtui.core.events import PROCESS_EXIT, Event
 from symmtui.core.rules import Action, Kind, Rule, RuleMatch, RuleSet
@@ -121,3 +121,27 @@ def diagnose(event: Event, ruleset: RuleSet | None = None, *, port_owner: PortOw
         fix=fix,
         source=rule.source,
     )
+
+
+def event_json(event: Event, ruleset: RuleSet | None = None, *, time: object) -> dict[str, Any]:
+    """An event as ``symmtui scan --json`` documents it (summary, headline, line, block, the catalogue's
+    diagnosis); ``time`` is its time as the caller writes it (scan: ISO text, a bundle: the timestamp)."""
+    d = diagnose(event, ruleset)
+    return {
+        "summary": event.summary,
+        "headline": event.headline(),
+        "rule": event.rule_id,
+        "line": event.line_no,
+        "time": time,
+        "count": event.count,
+        "ranks": sorted(event.ranks),
+        "block": list(event.block) if event.block else [event.text],
+        "diagnosis": None if d is None else {
+            "id": d.id,
+            "cause": d.cause,
+            "action": d.action,
+            "intent": d.intent,
+            "fix": d.fix.as_json() if d.fix is not None else None,
+            "source": list(d.source),
+        },
+    }

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 from symmtui import boundary, clitext
 from symmtui.core import litscan
 from symmtui.core.decode import LogLine, clean_raw, make_line, newlines
-from symmtui.core.diagnose import diagnose
+from symmtui.core.diagnose import diagnose, event_json
 from symmtui.core.events import Event, EventBuilder, split_prefix
 from symmtui.core.readiness import PhaseSpan, Readiness, ReadinessConfig, State
 from symmtui.core.rules import Rule, RuleSet
@@ -504,25 +504,7 @@ def fmt_duration(seconds: float | None) -> str:
 
 
 def _event_json(ev: Event) -> dict[str, Any]:
-    d = diagnose(ev)
-    return {
-        "summary": ev.summary,
-        "headline": ev.headline(),
-        "rule": ev.rule_id,
-        "line": ev.line_no,
-        "time": _iso(ev.ts),
-        "count": ev.count,
-        "ranks": sorted(ev.ranks),
-        "block": list(ev.block) if ev.block else [ev.text],
-        "diagnosis": None if d is None else {
-            "id": d.id,
-            "cause": d.cause,
-            "action": d.action,
-            "intent": d.intent,
-            "fix": d.fix.as_json() if d.fix is not None else None,
-            "source": list(d.source),
-        },
-    }
+    return event_json(ev, time=_iso(ev.ts))
 
 
 def report_json(rep: ScanReport) -> dict[str, Any]:
