@@ -144,7 +144,6 @@ def open_dashboard(config: str | None, log: str | None, url: str | None, *,
         return session
     if log is None and log_cmd is None and profile.log_cmd is not None:
         log_cmd = profile.log_cmd
-        log_cmd.check()
     session = for_profile(profile, nvml=nvml)
     if url is not None:
         from symmtui.core.probe import check_url

@@ -44,9 +44,8 @@ def run(args: argparse.Namespace) -> int:
     if args.dash_log is not None:
         boundary.regular_file(args.dash_log, what="--log", missing_ok=True,
                               hint="give the server's log file (it may not exist yet)")
+    # a program that cannot start is not an error here: the dashboard shows it and keeps trying (wait exits 2)
     log_cmd = log_command_option(args.dash_log_cmd, args.dash_log_cmd_shell, log=args.dash_log)
-    if log_cmd is not None:
-        log_cmd.check()
 
     return run_dashboard(args.dash_config, args.dash_log, args.dash_url, args.dash_theme,
                          auto_stacks=not args.dash_no_auto_stacks, notify=args.dash_notify, log_cmd=log_cmd,

@@ -53,9 +53,27 @@ async def test_dashboard_follows_a_log_command_and_says_when_it_exits(tmp_path: 
     assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
 
 
-def test_dashboard_log_cmd_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--log-cmd", "no-such-log-program-xyz -f"]) == 2
+async def test_a_log_command_that_cannot_start_is_shown_not_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dashboard keeps running: the reason is an error toast and the log pane's title (wait exits 2)."""
+    monkeypatch.setenv("SYMMTUI_NVML_STANDIN", "rtx-pro-6000-x8-pcie")
+    session = open_dashboard(None, None, None, log_cmd=LogCommand.parse("no-such-log-program-xyz logs -f sglang"))
+    app = SymmApp(session)
+    toasts: list[str] = []
+    shown = app.notify
+    app.notify = lambda message, **kw: (toasts.append(message), shown(message, **kw))[1]  # type: ignore[method-assign]
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: "not found on PATH" in str(app.log_view.border_subtitle),
+                           "the reason in the log pane's title")
+            assert any("'no-such-log-program-xyz' not found on PATH" in t for t in toasts)
+            assert app.last_snapshot is not None and app.last_snapshot.state is State.WAITING
+    finally:
+        session.close()
+
+
+def test_dashboard_log_cmd_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--log-cmd", "kubectl logs -f 'pod/x"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("symmtui: error: log command `no-such-log-program-xyz -f`") and err.count("\n") == 1
+    assert err.startswith("symmtui: error: cannot split the log command") and err.count("\n") == 1
     assert main(["--log-cmd", "true", "--log", "x.log"]) == 2
     assert "not both" in capsys.readouterr().err
