@@ -42,9 +42,9 @@ def wait(args: argparse.Namespace, profile: Profile) -> int:
     from symmtui.session.nodes import for_nodes
     from symmtui.session.nodeswait import NodesHeadless
 
-    if args.log is not None or args.pid is not None:
+    if args.log is not None or args.pid is not None or args.log_cmd is not None:
         raise UserError(f"{profile.path} lists [[nodes]]: each node names its own log; "
-                        "drop --log/--pid (or watch one node with symmtui wait --log FILE)")
+                        "drop --log/--log-cmd/--pid (or watch one node with symmtui wait --log FILE)")
     nodes = for_nodes(profile, timeout=args.timeout, stall=args.stall, ready=args.ready, crash=args.crash,
                       url=args.url)
     front = NodesHeadless(nodes)

@@ -120,6 +120,14 @@ def test_wait_names_the_node_whose_log_crashed(tmp_path: Path) -> None:
     assert out.rstrip().endswith("nodes: gpu-a ready, gpu-b crashed")
 
 
+def test_wait_on_a_nodes_profile_refuses_a_single_log_option(tmp_path: Path) -> None:
+    cfg = tmp_path / "nodes.toml"
+    cfg.write_text('[server]\n[[nodes]]\nname = "a"\nlog = "/x/a.log"\n')
+    waited = run_cli("wait", "--config", str(cfg), "--log-cmd", "ssh a tail -F /x/a.log")
+    assert waited.returncode == 2 and waited.stdout == ""
+    assert waited.stderr.count("\n") == 1 and "each node names its own log; drop --log/--log-cmd/--pid" in waited.stderr
+
+
 # ---- two nodes over real ssh --------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
