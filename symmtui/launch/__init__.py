@@ -6,8 +6,9 @@ supervisor, the process tools and psutil.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from symmtui.lazy import module_getattr
 
 if TYPE_CHECKING:
     from symmtui.launch.history import Estimate, History, HistoryEntry, eta
@@ -47,8 +48,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'symmtui.launch' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"symmtui.launch.{module}"), name)
+__getattr__ = module_getattr(__name__, _WHERE)

@@ -6,8 +6,9 @@ dashboard's first paint does not wait for the patch engine or the launcher to im
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from symmtui.lazy import module_getattr
 
 if TYPE_CHECKING:
     from symmtui.session.build import AttachSpec, for_attach, for_profile, open_dashboard, open_demo
@@ -49,8 +50,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'symmtui.session' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"symmtui.session.{module}"), name)
+__getattr__ = module_getattr(__name__, _WHERE)
