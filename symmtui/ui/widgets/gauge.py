@@ -87,18 +87,23 @@ class ReadinessGauge(Vertical):
         self.query_one("#gauge-cause", Static).update(Content.styled("for the server log", "$muted"))
         self.query_one("#state-banner").add_class(state_class(State.WAITING))
 
-    def show(self, snapshot: Snapshot, *, eta: float | None = None, eta_runs: int = 0,
-             timings: list[str] | None = None) -> None:
-        """Render one readiness snapshot; `eta` is seconds left predicted from launch history; `timings`:
-        once READY, the phases that differ from earlier launches (``symmtui.launch.timings``)."""
-        self.snapshot = snapshot
-        state = snapshot.state
+    def _banner(self, state: State) -> Static:
+        """The state banner, its class switched to ``state``'s (the theme colours it by class)."""
         banner = self.query_one("#state-banner", Static)
         wanted = state_class(state)
         if not banner.has_class(wanted):
             for word in STATE_WORDS.values():
                 banner.remove_class("-state-" + word.lower().replace(" ", "-"))
             banner.add_class(wanted)
+        return banner
+
+    def show(self, snapshot: Snapshot, *, eta: float | None = None, eta_runs: int = 0,
+             timings: list[str] | None = None) -> None:
+        """Render one readiness snapshot; `eta` is seconds left predicted from launch history; `timings`:
+        once READY, the phases that differ from earlier launches (``symmtui.launch.timings``)."""
+        self.snapshot = snapshot
+        state = snapshot.state
+        banner = self._banner(state)
         detail = ""
         if state in (State.CRASHED, State.STALLED, State.TIMED_OUT) and snapshot.cause is not None:
             detail = snapshot.cause.headline()
@@ -152,12 +157,7 @@ class ReadinessGauge(Vertical):
     def show_nodes(self, verdict: NodesVerdict) -> None:
         """A multi-node server: the aggregate's state and line in the banner, then one line per node's phase."""
         state = verdict.state
-        banner = self.query_one("#state-banner", Static)
-        wanted = state_class(state)
-        if not banner.has_class(wanted):
-            for word in STATE_WORDS.values():
-                banner.remove_class("-state-" + word.lower().replace(" ", "-"))
-            banner.add_class(wanted)
+        banner = self._banner(state)
         set_content(banner, Content.styled(f"{STATE_ICONS[state]} {STATE_WORDS[state]}", "bold"))
         cause = self.query_one("#gauge-cause", Static)
         text = verdict.text if state not in (State.STARTING, State.WAITING) else ""
