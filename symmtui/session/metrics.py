@@ -15,6 +15,7 @@ import socketserver
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, Final
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -32,68 +33,114 @@ STATES: Final = tuple(s.value for s in State)
 Clock = Callable[[], float]
 
 
-class BringupMetrics:
-    """The observer: call it with every Session message (it returns at once and never raises on them)."""
+@dataclass
+class _Node:
+    """What one node's Session said last."""
 
-    def __init__(self, *, profile: str, node: str, ready_history: Iterable[float] = (),
-                 clock: Clock = time.monotonic) -> None:
-        self.profile, self.node = profile, node
+    snap: Snapshot | None = None
+    at: float = 0.0  # clock() when snap arrived
+    generation: int = -1
+    ready_seen: set[int] = field(default_factory=set)  # generations whose READY went into the histogram
+    crash_seen: set[int] = field(default_factory=set)
+
+
+class BringupMetrics:
+    """The observer: call it with every Session message (it returns at once and never raises on them).
+
+    One node (``node=``: the instance itself is the observer) or several (``nodes=``: ``observer(name)``
+    for each node's Session; ``ready`` only when every node is READY)."""
+
+    def __init__(self, *, profile: str, node: str | None = None, nodes: Iterable[str] = (),
+                 ready_history: Iterable[float] = (), clock: Clock = time.monotonic) -> None:
+        names = list(nodes) or [node or "local"]
+        self.profile, self.node = profile, names[0]
         self.clock = clock
         self.registry = CollectorRegistry(auto_describe=True)
         self._lock = threading.Lock()
-        self._snap: Snapshot | None = None
-        self._at = 0.0  # clock() when _snap arrived
-        self._generation = -1
-        self._ready_seen: set[int] = set()  # generations whose READY went into the histogram
-        self._crash_seen: set[int] = set()
+        self._nodes = {name: _Node() for name in names}
+        self.aggregate: Callable[[], State] | None = None
+        """Several nodes: the state their verdict aggregates to (a [[nodes]] profile's rule); /ready follows it."""
         self.ready_seconds = Histogram("symmtui_bringup_ready_seconds",
                                        "Seconds from launch (or the start of watching) to READY, one per launch",
                                        ["profile", "node"], buckets=READY_BUCKETS, registry=self.registry)
         self.crashes = Counter("symmtui_bringup_crashes", "Crashed bring-ups by the catalogue entry that "
                                "diagnosed them (entry=\"unknown\": no entry matched)",
                                ["profile", "node", "entry"], registry=self.registry)
-        self._ready = self.ready_seconds.labels(profile, node)
+        for name in names:
+            self.ready_seconds.labels(profile, name)  # every node's series exists from the start (count 0)
         for seconds in ready_history:
-            self._ready.observe(seconds)
+            self.ready_seconds.labels(profile, self.node).observe(seconds)
         self.registry.register(_StateCollector(self))
 
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(self._nodes)
+
     def __call__(self, message: SessionMessage) -> None:
+        self._observe(self.node, message)
+
+    def observer(self, node: str) -> Callable[[SessionMessage], None]:
+        """The observer of node ``node``'s Session."""
+        if node not in self._nodes:
+            raise KeyError(node)
+        return lambda message: self._observe(node, message)
+
+    def _observe(self, name: str, message: SessionMessage) -> None:
         if isinstance(message, EngineBatch):
-            self._update(message.snapshot, message.generation)
+            self._update(name, message.snapshot, message.generation)
         elif isinstance(message, VerdictReached):
-            snap = message.snapshot
-            self._update(snap, message.generation)
-            if snap.state is State.READY and message.generation not in self._ready_seen:
-                self._ready_seen.add(message.generation)
+            snap, gen = message.snapshot, message.generation
+            self._update(name, snap, gen)
+            node = self._nodes[name]
+            if snap.state is State.READY and gen not in node.ready_seen:
+                node.ready_seen.add(gen)
                 took = snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed
-                self._ready.observe(max(0.0, took))
-            elif snap.state is State.CRASHED and message.generation not in self._crash_seen:
-                self._crash_seen.add(message.generation)
+                self.ready_seconds.labels(self.profile, name).observe(max(0.0, took))
+            elif snap.state is State.CRASHED and gen not in node.crash_seen:
+                node.crash_seen.add(gen)
                 entry = snap.cause.rule_id if snap.cause is not None and snap.cause.rule_id else "unknown"
-                self.crashes.labels(self.profile, self.node, entry).inc()
+                self.crashes.labels(self.profile, name, entry).inc()
 
-    def _update(self, snap: Snapshot, generation: int) -> None:
+    def _update(self, name: str, snap: Snapshot, generation: int) -> None:
         with self._lock:
-            if generation < self._generation:
+            node = self._nodes[name]
+            if generation < node.generation:
                 return  # a batch of the launch before a relaunch
-            self._generation = generation
-            self._snap, self._at = snap, self.clock()
+            node.generation = generation
+            node.snap, node.at = snap, self.clock()
 
-    def current(self) -> tuple[Snapshot | None, float]:
-        """The last snapshot and its elapsed seconds now (still counting until a final state)."""
+    def current(self, node: str | None = None) -> tuple[Snapshot | None, float]:
+        """A node's last snapshot and its elapsed seconds now (still counting until a final state)."""
         with self._lock:
-            snap, at = self._snap, self._at
+            n = self._nodes[node or self.node]
+            snap, at = n.snap, n.at
         if snap is None:
             return None, 0.0
         if snap.state.final and snap.verdict_elapsed is not None:
             return snap, snap.verdict_elapsed
         return snap, snap.elapsed + max(0.0, self.clock() - at)
 
+    def state_of(self, node: str) -> str:
+        snap, _ = self.current(node)
+        return snap.state.value if snap is not None else State.WAITING.value
+
+    def overall(self) -> str:
+        """The state /ready judges: the one node's, the aggregate's, else READY only when every node is."""
+        if self.aggregate is not None:
+            return self.aggregate().value
+        states = {self.state_of(n) for n in self._nodes}
+        return states.pop() if len(states) == 1 else "starting"
+
     @property
     def ready(self) -> bool:
-        """True while the bring-up's state is READY (what /ready answers)."""
-        snap, _ = self.current()
-        return snap is not None and snap.state is State.READY
+        """True while the state is READY (what /ready answers)."""
+        return self.overall() == State.READY.value
+
+    def ready_text(self) -> str:
+        """/ready's body: the state, and each node's with several ("ready (gpu-a ready, gpu-b starting)")."""
+        if len(self._nodes) == 1:
+            return self.state_of(self.node)
+        return f"{self.overall()} ({', '.join(f'{n} {self.state_of(n)}' for n in self._nodes)})"
 
 
 class _StateCollector(Collector):
@@ -104,29 +151,26 @@ class _StateCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         o = self.owner
-        snap, elapsed = o.current()
-        state = snap.state.value if snap is not None else State.WAITING.value
         states = StateSetMetricFamily("symmtui_bringup_state", "The bring-up's state (1 for the current one)",
                                       labels=["profile", "node"])
-        states.add_metric([o.profile, o.node], {s: s == state for s in STATES})
-        yield states
         phase = GaugeMetricFamily("symmtui_bringup_phase", "The bring-up's phase now (1 for the current one)",
                                   labels=["profile", "node", "phase"])
-        if snap is not None and snap.phase:
-            phase.add_metric([o.profile, o.node, snap.phase], 1.0)
+        elapsed = GaugeMetricFamily("symmtui_bringup_elapsed_seconds",
+                                    "Seconds since the launch (or the start of watching); frozen at the verdict",
+                                    labels=["profile", "node"])
+        for node in o.nodes:
+            snap, seconds = o.current(node)
+            state = snap.state.value if snap is not None else State.WAITING.value
+            states.add_metric([o.profile, node], {s: s == state for s in STATES})
+            if snap is not None and snap.phase:
+                phase.add_metric([o.profile, node, snap.phase], 1.0)
+            elapsed.add_metric([o.profile, node], seconds)
+        yield states
         yield phase
-        yield _elapsed(o, elapsed)
+        yield elapsed
 
     def describe(self) -> Iterator[Metric]:
         return iter(())
-
-
-def _elapsed(o: BringupMetrics, elapsed: float) -> GaugeMetricFamily:
-    fam = GaugeMetricFamily("symmtui_bringup_elapsed_seconds",
-                            "Seconds since the launch (or the start of watching); frozen at the verdict",
-                            labels=["profile", "node"])
-    fam.add_metric([o.profile, o.node], elapsed)
-    return fam
 
 
 class _Quiet(WSGIRequestHandler):
@@ -147,11 +191,9 @@ class MetricsServer:
 
         def app(environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
             if environ.get("PATH_INFO") == "/ready":
-                snap, _ = metrics.current()
-                state = snap.state.value if snap is not None else State.WAITING.value  # as symmtui_bringup_state says
                 ok = metrics.ready
                 start("200 OK" if ok else "503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8")])
-                return [f"{state}\n".encode()]
+                return [f"{metrics.ready_text()}\n".encode()]
             return prom(environ, start)  # type: ignore[no-any-return]
 
         try:
@@ -208,4 +250,32 @@ def serve_session(session: Any, *, host: str, port: int, profile: str | None = N
                              ready_history=ready_history(session))
     server = MetricsServer(metrics, host=host, port=port)
     session.observe(metrics)
+    return server
+
+
+def serve_nodes(nodes: Any, *, host: str, port: int) -> MetricsServer:
+    """Observe every node of a ``[[nodes]]`` NodeSet under one endpoint (``node`` = the node's name);
+    /ready follows the profile's aggregate verdict (``session.nodes.aggregate``: READY when the head
+    serves and no node crashed). The caller closes the server."""
+    from symmtui.session.nodes import NodeView, aggregate
+
+    profile = nodes.profile
+    name = profile.path.stem if getattr(profile, "path", None) is not None else "profile"
+    specs = [n.spec for n in nodes.nodes]
+    metrics = BringupMetrics(profile=name, nodes=[s.name for s in specs],
+                             ready_history=ready_history(nodes.head.session))
+
+    def overall() -> State:
+        views = []
+        for spec in specs:
+            snap, _ = metrics.current(spec.name)
+            if snap is None:
+                return State.WAITING
+            views.append(NodeView(spec.name, spec.rank, snap))
+        return aggregate(views).state
+
+    metrics.aggregate = overall
+    server = MetricsServer(metrics, host=host, port=port)
+    for node in nodes.nodes:
+        node.session.observe(metrics.observer(node.spec.name))
     return server

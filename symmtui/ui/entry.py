@@ -81,7 +81,7 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
 
         several = nodes_profile(config)
         if several is not None:
-            return _run_nodes_dashboard(several, url, chosen, auto_stacks)
+            return _run_nodes_dashboard(several, url, chosen, auto_stacks, metrics)
     session = open_dashboard(config, log, url, log_cmd=log_cmd)
     notifier = None
     server = None
@@ -105,18 +105,25 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
     return result or 0
 
 
-def _run_nodes_dashboard(profile: Profile, url: str | None, theme: str, auto_stacks: bool) -> int:
+def _run_nodes_dashboard(profile: Profile, url: str | None, theme: str, auto_stacks: bool,
+                         metrics: tuple[int | None, str] = (None, "127.0.0.1")) -> int:
     """The dashboard of a ``[[nodes]]`` profile: every node followed (its running launch, if any), the
-    aggregate shown, GPU rows grouped by node. (No bundle, notifications or metrics endpoint yet.)"""
+    aggregate shown, GPU rows grouped by node, the metrics endpoint over every node when asked. (No
+    bundle or notifications yet.)"""
     from symmtui.session.nodes import open_nodes
     from symmtui.ui.app import SymmApp
+    from symmtui.verbs import metricsopts
 
     nodes = open_nodes(profile, url=url)
+    server = None
     try:
         boundary.require_terminal("the dashboard")
+        server = metricsopts.serve_nodes(nodes, *metrics)  # before the app attaches: it sees every message
         result = SymmApp(nodes.head.session, theme=theme, auto_stacks=auto_stacks, nodes=nodes).run()
     finally:
         nodes.close()
+        if server is not None:
+            server.close()
     return result or 0
 
 

@@ -33,3 +33,22 @@ def serve(session: Any, port_number: int | None, host: str) -> Any:
     from symmtui.session.metrics import serve_session
 
     return serve_session(session, host=host, port=port_number)
+
+
+def serve_nodes(nodes: Any, port_number: int | None, host: str) -> Any:
+    """The endpoint over every node of a ``[[nodes]]`` NodeSet (None without --metrics-port)."""
+    if port_number is None:
+        return None
+    from symmtui.session.metrics import serve_nodes as serve_all
+
+    return serve_all(nodes, host=host, port=port_number)
+
+
+def linger(seconds: float) -> None:
+    """Keep the endpoint answering with the verdict (a probe reads it) until ``seconds`` or Ctrl-C."""
+    import threading
+
+    try:
+        threading.Event().wait(seconds)
+    except KeyboardInterrupt:
+        return

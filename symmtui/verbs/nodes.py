@@ -45,15 +45,29 @@ def wait(args: argparse.Namespace, profile: Profile) -> int:
     if args.log is not None or args.pid is not None or args.log_cmd is not None:
         raise UserError(f"{profile.path} lists [[nodes]]: each node names its own log; "
                         "drop --log/--log-cmd/--pid (or watch one node with symmtui wait --log FILE)")
+    from symmtui.verbs import metricsopts
+
     nodes = for_nodes(profile, timeout=args.timeout, stall=args.stall, ready=args.ready, crash=args.crash,
                       url=args.url)
-    front = NodesHeadless(nodes)
     try:
-        nodes.follow(new_only=args.new_only)
+        server = metricsopts.serve_nodes(nodes, args.metrics_port, args.metrics_host)  # every node, one endpoint
     except BaseException:
         nodes.close()
         raise
-    return front.verdict().exit_code
+    try:
+        front = NodesHeadless(nodes)
+        try:
+            nodes.follow(new_only=args.new_only)
+        except BaseException:
+            nodes.close()
+            raise
+        code = front.verdict().exit_code
+        if server is not None and args.metrics_linger:
+            metricsopts.linger(args.metrics_linger)
+        return code
+    finally:
+        if server is not None:
+            server.close()
 
 
 def launch(args: argparse.Namespace, profile: Profile) -> int:

@@ -68,9 +68,6 @@ def run(args: argparse.Namespace) -> int:
         if profile.nodes:
             from symmtui.verbs import nodes
 
-            if args.metrics_port is not None:
-                raise UserError("--metrics-port is not served for a profile with [[nodes]] yet: "
-                                "run symmtui wait --metrics-port on each node's log instead")
             return nodes.wait(args, profile)
         if log is None and log_cmd is None:
             log_cmd = profile.log_cmd
@@ -118,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         if notifier is not None:
             notifier.finish(result.snapshot)  # bounded: webhooks still in flight get FLUSH_BOUND seconds
         if server is not None and args.metrics_linger:
-            _linger(args.metrics_linger)
+            metricsopts.linger(args.metrics_linger)
         return result.exit_code
     finally:
         if server is not None:
@@ -143,12 +140,3 @@ def log_command_option(text: str | None, shell: bool, *, log: str | None, new_on
                         "tail -n 0 -F, journalctl -f -n 0)")
     return LogCommand.parse(text, shell=shell)
 
-
-def _linger(seconds: float) -> None:
-    """Keep the metrics endpoint answering with the verdict (a probe reads it) until ``seconds`` or Ctrl-C."""
-    import threading
-
-    try:
-        threading.Event().wait(seconds)
-    except KeyboardInterrupt:
-        return

@@ -133,3 +133,34 @@ def test_port_in_use_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFix
     assert rc == 2
     assert err.count("\n") == 1 and err.startswith(f"symmtui: error: --metrics-port {port}: the port is in use")
     assert "pick another port" in err
+
+
+def test_a_nodes_profile_is_one_endpoint_ready_when_every_node_is(tmp_path: Path) -> None:
+    log_a = tmp_path / "a.log"  # the head node (rank 0): the aggregate is READY when it is and none crashed
+    cfg = tmp_path / "pair.toml"
+    cfg.write_text(f'[server]\ntimeout = 60\n[[nodes]]\nname = "gpu-a"\nlog = "{log_a}"\n'
+                   f'[[nodes]]\nname = "gpu-b"\nlog = "{READY_LOG}"\n')
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    head = BEFORE_READY.split("[2026-11-29 09:47:58 TP0] Capture cuda graph end")[0]
+    with Writer(log_a) as writer:
+        writer.write(head)
+        proc = subprocess.Popen([sys.executable, "-m", "symmtui", "wait", "--config", str(cfg),
+                                 "--metrics-port", str(port), "--metrics-linger", "2"],
+                                env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            _until(lambda: (_try(f"{base}/ready") or 0) == 503
+                   and _get(f"{base}/ready")[1].strip() == "starting (gpu-a starting, gpu-b ready)")
+            m = _Scrape(_get(f"{base}/metrics")[1])
+            assert m.value("symmtui_bringup_state", node="gpu-a", profile="pair", symmtui_bringup_state="starting") == 1
+            assert m.value("symmtui_bringup_state", node="gpu-b", profile="pair", symmtui_bringup_state="ready") == 1
+            writer.write(READY_TEXT[len(head):])
+            _until(lambda: _get(f"{base}/ready")[0] == 200)
+            assert _get(f"{base}/ready")[1].strip() == "ready (gpu-a ready, gpu-b ready)"
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 0, err
