@@ -322,7 +322,12 @@ def usable_dir(path: Path, *, what: str, env: str) -> None:
 
 def require_terminal(what: str, *, stdin: bool = True,
                      hint: str = "run it in a terminal, or use `symmtui wait` / `symmtui scan` in scripts") -> None:
-    """Refuse to start a full-screen ``what`` when stdin (if ``stdin``) or stdout is not a terminal."""
+    """Refuse to start a full-screen ``what`` when stdin (if ``stdin``) or stdout is not a terminal.
+
+    Under `symmtui serve` (textual-serve sets TEXTUAL_DRIVER to Textual's web driver) the app talks to
+    the browser over its pipes: no terminal is needed there."""
+    if os.environ.get("TEXTUAL_DRIVER", "").startswith("textual.drivers.web_driver:"):
+        return
     streams = (("standard input", sys.stdin),) if stdin else ()
     for name, stream in (*streams, ("standard output", sys.stdout)):
         try:

@@ -28,6 +28,7 @@ VERBS: dict[str, str] = {
     "report": "symmtui.verbs.report",
     "replay": "symmtui.verbs.replay",
     "history": "symmtui.verbs.history",
+    "serve": "symmtui.verbs.serve",
 }
 DASHBOARD = "symmtui.verbs.dashboard"
 
