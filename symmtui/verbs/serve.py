@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "lets anyone who reaches it drive the dashboard, and a warning says so)")
     parser.add_argument("--config", metavar="FILE", type=boundary.path,
                         help="serve the dashboard of this launch profile (without it: the demo)")
-    demo.add_arguments(parser)  # --speed, --story, --theme (--theme also applies to a profile's dashboard)
+    demo.add_arguments(parser)  # the demo's options (--theme also applies to a profile's dashboard)
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -40,7 +40,9 @@ def command_line(args: argparse.Namespace) -> str:
     if args.config is not None:
         parts = ["--config", str(Path(args.config).resolve()), *theme]
     else:
-        parts = ["demo", "--speed", repr(float(args.speed)), "--story", args.story, *theme]
+        parts = ["demo", "--speed", repr(float(args.speed)), "--story", args.story, "--nodes", str(args.nodes), *theme]
+        if args.no_record:
+            parts.append("--no-record")
     # exec: the shell textual-serve starts becomes the dashboard, so a SIGTERM reaches the dashboard itself
     return f"exec {python} -m symmtui " + " ".join(shlex.quote(p) for p in parts)
 
@@ -109,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
     if not is_loopback(args.host):
         clitext.note(f"warning: listening on {args.host}: anyone who can reach {url} can drive this dashboard "
                      "(relaunch, patch, stop); there is no login", sys.stderr)
-    what = f"the dashboard of {args.config}" if args.config is not None else f"the demo (story {args.story})"
+    story = f"{args.nodes} nodes" if args.nodes > 1 else f"story {args.story}"
+    what = f"the dashboard of {args.config}" if args.config is not None else f"the demo ({story})"
     server = _server(command_line(args), sock, url, f"symmtui serve: {what} on {url} (Ctrl+C stops)")
     server.serve()
     return 0
