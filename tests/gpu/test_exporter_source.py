@@ -226,3 +226,34 @@ def test_only_our_families_are_parsed_and_none_is_lost(text: str) -> None:
              if s.name in WANTED]
     assert [(s.name, dict(s.labels), s.value) for s in parse_exposition(text)] == whole
     assert len(whole) >= 7
+
+
+def test_watch_json_keeps_a_source_that_stops_answering(server: str, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from symmtui.cli import build_parser
+    from symmtui.gpu.remote import sources_main
+
+    args = build_parser().parse_args(["gpus", "--source", f"{server}/flaky/metrics", "--source",
+                                      f"{server}/dcgm/metrics", "--watch", "--json", "--interval", "0.05"])
+    args.max_frames = 3
+    real_read = ExporterSource.read
+    reads = {"n": 0}
+
+    def read(self: ExporterSource) -> object:
+        """The real read; the flaky exporter answers the first round (two reads) and then no more."""
+        reads["n"] += 1
+        _Handler.toggles["/flaky/metrics"] = reads["n"] <= 2
+        return real_read(self)
+
+    monkeypatch.setattr(ExporterSource, "read", read)
+    try:
+        assert sources_main(args) == 0
+    finally:
+        _Handler.toggles.clear()
+    docs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(docs) == 3
+    last = docs[-1]
+    flaky = next(s for s in last["sources"] if s["url"].endswith("/flaky/metrics"))
+    assert "HTTP 503" in flaky["error"]
+    by_host = {g["host"]: g for g in last["gpus"]}
+    assert by_host["gpu-node-1"]["lost"] is True and by_host["gpu1-wl8sg"]["lost"] is False
