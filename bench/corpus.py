@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,22 +112,28 @@ def _cause_text(cause: dict[str, Any] | None, lines: list[str]) -> str:
     return "\n".join(parts)
 
 
+def wait_args(log: Path, timeout: float) -> list[str]:
+    """`symmtui wait`'s arguments for a finished file: no stall (a finished log is silent), no bundle (the
+    corpus is read in place: nothing is written beside its logs)."""
+    return ["wait", "--log", str(log), "--timeout", str(timeout), "--stall", "0", "--no-record"]
+
+
 def run_wait(log: Path, timeout: float = WAIT_TIMEOUT_S) -> str:
     """`symmtui wait` on a finished file: its exit code read as a verdict (a log with neither: after ``timeout``)."""
-    cmd = [sys.executable, "-m", "symmtui", "wait", "--log", str(log), "--timeout", str(timeout),
-           "--stall", "0", "--no-record"]  # the corpus is read in place: no bundle beside its logs
+    cmd = [sys.executable, "-m", "symmtui", *wait_args(log, timeout)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 60, check=False)
     return WAIT_EXIT.get(proc.returncode, f"exit {proc.returncode}")
 
 
-def judge(case: Case, wait_timeout: float = WAIT_TIMEOUT_S) -> Outcome:
-    """Scan and wait on one case and compare with its label."""
+def judge(case: Case, wait_timeout: float = WAIT_TIMEOUT_S,
+          wait: Callable[[Path, float], str] = run_wait) -> Outcome:
+    """Scan and wait on one case and compare with its label (``wait``: how `symmtui wait` is run)."""
     from symmtui.core.scan import report_json, scan_file
 
     rep = report_json(scan_file(case.log))
     cause = rep.get("cause")
     lines = case.log.read_text(encoding="utf-8", errors="replace").splitlines()
-    out = Outcome(case=case, scan_verdict=str(rep.get("verdict")), wait_verdict=run_wait(case.log, wait_timeout),
+    out = Outcome(case=case, scan_verdict=str(rep.get("verdict")), wait_verdict=wait(case.log, wait_timeout),
                   cause_text=_cause_text(cause, lines), diagnosis_ids=_diagnosis_ids(cause))
     out.scan_ok = out.scan_verdict == case.verdict
     out.wait_ok = out.wait_verdict == case.verdict
