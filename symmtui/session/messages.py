@@ -74,12 +74,14 @@ class StacksTaken:
 
     ``auto``: taken because the state became STALLED (once per stall), not on the user's key.
     ``saved``: where it was written next to the log (None: not saved, or no log).
+    ``node``: the node of a multi-node server whose processes these are (None: one server).
     """
 
     report: StacksReport | None
     error: str | None
     auto: bool
     saved: str | None = None
+    node: str | None = None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ each other (they carry lines): the Session sends the next only after the app cal
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from textual.message import Message
 
@@ -108,11 +108,11 @@ def node_poster(post_message: Callable[[Message], object], shown: str) -> Callab
             post_message(NodesPosted(item.verdict))
             return
         message = item.message
-        if item.node == shown:
+        if isinstance(message, StacksTaken):  # any node's dump, named (the panel says whose)
+            post_message(StacksPosted(replace(message, node=item.node)))
+        elif item.node == shown:
             post_message(to_textual(message))
         elif isinstance(message, Notice):
             post_message(NoticePosted(Notice(f"{item.node}: {message.text}", message.severity)))
-        elif isinstance(message, StacksTaken):
-            post_message(StacksPosted(message))
 
     return post

@@ -40,6 +40,8 @@ async def test_demo_nodes_hang_on_node1_stalled_then_relaunch_ready() -> None:
             await wait_for(pilot, lambda: stacks.taken is not None and stacks.taken.report is not None,
                            "node1's stacks", timeout=30)
             await wait_for(pilot, lambda: "nccl_comm_init_rank" in text(app), "node1's stacks on screen")
+            assert stacks.taken is not None and stacks.taken.node == "node1"
+            assert "node1 on STALLED" in str(stacks.border_subtitle)
             # GPU rows of both nodes, read from their exporters, grouped under the node's name
             table = app.query_one(GpuTable)
             await wait_for(pilot, lambda: table.snapshot is not None and len(table.snapshot.infos) == 4,

@@ -47,6 +47,8 @@ class StacksView(Static):
         self.taken = taken
         when = time.strftime("%H:%M:%S", time.localtime(taken.report.taken_at)) if taken.report else ""
         how = "on STALLED" if taken.auto else "on s"
+        if taken.node is not None:
+            how = f"{taken.node} {how}"
         self.border_subtitle = f"{when} {how}".strip()
         self.update(render_stacks(taken))
         self.display = True
