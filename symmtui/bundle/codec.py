@@ -35,6 +35,7 @@ def _known(name: str) -> type[Any] | None:
         CLASSES[name] = Topology
     return CLASSES.get(name)
 MAX_DEPTH = 32
+_FIELDS: dict[type[Any], tuple[str, ...]] = {}  # a kept class -> the fields kept (compare=True), in order
 
 
 def encode(value: Any) -> Any:
@@ -51,14 +52,16 @@ def encode(value: Any) -> Any:
         return [encode(v) for v in value]
     if isinstance(value, Mapping):
         return {"@m": {str(k): encode(v) for k, v in value.items()}}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    names = _FIELDS.get(type(value))
+    if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
         name = type(value).__name__
         if _known(name) is not type(value):
             raise TypeError(f"the bundle does not keep {name}")
-        out: dict[str, Any] = {"@": name}
-        for f in dataclasses.fields(value):
-            if f.compare:
-                out[f.name] = encode(getattr(value, f.name))
+        names = _FIELDS[type(value)] = tuple(f.name for f in dataclasses.fields(value) if f.compare)
+    if names is not None:
+        out: dict[str, Any] = {"@": type(value).__name__}
+        for key in names:
+            out[key] = encode(getattr(value, key))
         return out
     raise TypeError(f"the bundle does not keep {type(value).__name__}")
 

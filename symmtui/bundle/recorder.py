@@ -4,7 +4,8 @@
 message with the time and puts it on a queue. One worker thread (``symmtui-bundle``) turns messages
 into the bundle's bounded records (see ``symmtui.bundle.format`` for the limits) and writes the file;
 a second one captures the environment (``symmtui.launch.envinfo.capture``: a child interpreter, NVML)
-so a slow torch import never delays a record. Everything written passes ``symmtui.redact.redact``.
+so a slow torch import never delays a record. Everything kept passes ``symmtui.redact.redact`` once, as
+it is recorded (a write then only encodes and compresses).
 """
 
 from __future__ import annotations
@@ -242,7 +243,7 @@ class Recorder:
             self._gpu(t, message.snapshot, message.our_pids)
         elif isinstance(message, TopologyRead):
             try:
-                self._topology = encode(message.topology)
+                self._topology = redacted(encode(message.topology))
             except TypeError as exc:
                 self._topology, self._topology_reason = None, f"not kept: {exc}"
             else:
@@ -290,7 +291,7 @@ class Recorder:
                 self._notices.append([t, "file", f"{notice.kind}: {notice.message}"])
         for event in batch.events:
             if len(self._events) < fmt.MAX_EVENTS:
-                self._events.append([t, g, encode(event)])
+                self._events.append([t, g, redacted(encode(event))])
             else:
                 self._events_omitted += 1
         self._snapshot(t, g, batch.snapshot, batch.ranks)
@@ -304,8 +305,8 @@ class Recorder:
         if key == self._snap_key:
             return
         self._snap_key = key
-        self._snaps.append([t, g, encode(dataclasses.replace(snap, last_lines=())),
-                            None if ranks is None else encode(ranks)])
+        self._snaps.append([t, g, redacted(encode(dataclasses.replace(snap, last_lines=()))),
+                            None if ranks is None else redacted(encode(ranks))])
         if len(self._snaps) > fmt.MAX_SNAPSHOTS:
             self._thin_snapshots()
 
@@ -324,13 +325,14 @@ class Recorder:
     def _gpu(self, t: float, snap: GpuSnapshot, ours: frozenset[int]) -> None:
         if self._infos is None or len(self._infos) != len(snap.infos):
             try:
-                self._infos = encode(snap.infos)
+                self._infos = redacted(encode(snap.infos))
             except TypeError:
                 self._infos = []
         self._gpu_seen += 1
         if (self._gpu_seen - 1) % self._stride:
             return
-        self._rounds.append([t, round(snap.time, 3), gpu_rows(snap), sorted(ours), snap.unavailable_reason])
+        reason = redact(snap.unavailable_reason) if snap.unavailable_reason else None
+        self._rounds.append([t, round(snap.time, 3), gpu_rows(snap), sorted(ours), reason])
         if len(self._rounds) > fmt.MAX_GPU_ROUNDS:
             self._rounds = self._rounds[::2]
             self._stride *= 2
@@ -347,10 +349,10 @@ class Recorder:
             keep_tail = int(len(tail) * log_share)
             omitted += (len(head) - keep_head) + (len(tail) - keep_tail)
             head, tail = head[:keep_head], tail[len(tail) - keep_tail:]
-        rest = redacted({
-            "name": self.name,
-            "host": self.host,
-            "generations": [self._gens[g] for g in sorted(self._gens)],
+        rest = {  # every record was redacted as it was kept; these few strings are redacted here
+            "name": redact(self.name),
+            "host": redact(self.host),
+            "generations": redacted([self._gens[g] for g in sorted(self._gens)]),
             "events": self._events,
             "events_omitted": self._events_omitted,
             "snapshots": self._snaps,
@@ -358,10 +360,10 @@ class Recorder:
             "gpu": {"fields": list(GPU_FIELDS), "infos": self._infos, "stride": self._stride,
                     "rounds": self._rounds},
             "topology": self._topology,
-            "topology_reason": self._topology_reason,
-            "verdicts": self._verdicts,
-            "notices": self._notices,
-        })
+            "topology_reason": redact(self._topology_reason or "") or None,
+            "verdicts": redacted(self._verdicts),
+            "notices": redacted(self._notices),
+        }
         return {
             "format": fmt.FORMAT,
             "version": fmt.VERSION,
