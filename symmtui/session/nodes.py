@@ -309,6 +309,10 @@ class NodeSet:
 
         with ThreadPoolExecutor(max_workers=len(self.nodes), thread_name_prefix="symmtui-node-stop") as pool:
             list(pool.map(stop_local, self.nodes))
+        with self._lock:  # a new launch: the last one's node states are no evidence about it
+            self._views.clear()
+            self._last_key = None
+            self._stalled_on = None
         records: list[LaunchRecord] = []
         for node in self.nodes:
             own = node.spec.log is None  # else the node's log is elsewhere: follow it from its end
