@@ -81,3 +81,14 @@ def test_the_usual_is_the_median_of_the_last_ready_launches_and_an_upgrade_is_na
     assert compare(_entry(9, 120, old), [*earlier, _entry(9, 120, old)]).lines() == []  # type: ignore[union-attr]
     # the first ready launch has nothing to compare with
     assert compare(earlier[0], earlier[:1]) is None
+
+
+def test_history_prints_log_text_sanitised(capsys: pytest.CaptureFixture[str]) -> None:
+    History().append(HistoryEntry(launch_id="L1", command_hash="c", start=1000.0, end=1014.0, verdict="crashed",
+                                  cause="KeyError: 12 \x1b]0;owned\x07 at x.py:1", phases={"init distributed": 3.0},
+                                  versions={"sglang": "0.5.3\x1b[2J"}))
+    assert main(["history"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "KeyError: 12 \\x1b]0;owned\\x07 at x.py:1" in out and "sglang 0.5.3\\x1b[2J" in out
+    assert "crashed" in out and "14 s" in out
