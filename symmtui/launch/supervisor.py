@@ -224,7 +224,7 @@ class Supervisor:
                 raise
             self._watch(proc, launch_id)
             self._last = record
-            self.versions.start(launch_id, p)
+            self.versions.start(launch_id, p, alive=lambda: self.is_alive(record))
             self.notes = self._point_latest(log_path)
             return record
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from symmtui import __version__
@@ -42,9 +42,9 @@ class VersionProbe:
         self._lock = threading.Lock()
         self._found: dict[str, dict[str, str] | None] = {}  # launch_id -> versions (None: still reading)
 
-    def start(self, launch_id: str, profile: Profile) -> None:
+    def start(self, launch_id: str, profile: Profile, alive: Callable[[], bool] | None = None) -> None:
         """Read the versions the profile's command runs with on a daemon thread (child interpreters, NVML),
-        DELAY seconds from now; returns at once."""
+        DELAY seconds from now, unless ``alive`` says by then that the launch is gone; returns at once."""
         with self._lock:
             self._found[launch_id] = None
             while len(self._found) > KEEP:
@@ -52,6 +52,8 @@ class VersionProbe:
 
         def work() -> None:
             time.sleep(DELAY)
+            if alive is not None and not alive():
+                return  # stopped or crashed at once: nobody waits for its versions (symmtui's are kept)
             from symmtui.launch.envinfo import ServerCommand, capture
 
             # never raises: what cannot be read is None (and left out)

@@ -92,3 +92,44 @@ def test_history_prints_log_text_sanitised(capsys: pytest.CaptureFixture[str]) -
     assert "\x1b" not in out and "\x07" not in out
     assert "KeyError: 12 \\x1b]0;owned\\x07 at x.py:1" in out and "sglang 0.5.3\\x1b[2J" in out
     assert "crashed" in out and "14 s" in out
+
+
+def _fake_sglang(site: Path, version: str) -> None:
+    """A site dir holding an 'sglang' package at ``version`` (its dist-info is what a version is read from)."""
+    for old in site.glob("sglang-*.dist-info"):
+        (old / "METADATA").unlink()
+        old.rmdir()
+    (site / "sglang").mkdir(parents=True, exist_ok=True)
+    (site / "sglang" / "__init__.py").write_text("")
+    info = site / f"sglang-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n")
+
+
+def test_versions_are_read_from_the_servers_interpreter_and_an_upgrade_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import time
+
+    from symmtui.launch import versions
+    from symmtui.launch.profile import parse_profile
+
+    monkeypatch.setattr(versions, "DELAY", 0.0)
+    site = tmp_path / "site"
+    text = (f'[server]\ncommand = [{json.dumps(sys.executable)}, "-m", "sglang.launch_server"]\n'
+            f'log_dir = "{tmp_path / "logs"}"\n[server.env]\nPYTHONPATH = "{site}"\n')
+    profile = parse_profile(text, tmp_path / "symmtui.toml")
+    probe = versions.VersionProbe()
+    read: list[dict[str, str]] = []
+    for n, version in enumerate(("0.5.3", "0.5.4")):
+        _fake_sglang(site, version)
+        probe.start(f"L{n}", profile)  # a real child interpreter with the profile's environment
+        deadline = time.monotonic() + 20
+        while "sglang" not in probe.get(f"L{n}") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        read.append(dict(probe.get(f"L{n}")))
+    assert [r.get("sglang") for r in read] == ["0.5.3", "0.5.4"] and read[0]["symmtui"] == __version__
+    before = _entry(1, 95, read[0])
+    now = _entry(2, 212, read[1])
+    assert compare(now, [before, now]).lines()[-1] == (  # type: ignore[union-attr]
+        "timings: slower since an upgrade: sglang 0.5.3 -> 0.5.4 (the 1 launch compared ran the old versions)")
