@@ -27,8 +27,11 @@ def _remove(temp: Path) -> None:
         temp.unlink()
 
 
-def stage(path: Path, data: bytes, *, mode: int, owner: tuple[int, int] | None = None) -> Path:
+def stage(path: Path, data: bytes, *, mode: int, owner: tuple[int, int] | None = None,
+          durable: bool = True) -> Path:
     """A new temp file beside ``path`` holding ``data``, fsynced, with ``mode`` (and ``owner``: uid, gid).
+
+    ``durable`` False skips the fsync (a report artifact rewritten often: still all-or-nothing for readers).
 
     ``path`` itself is not touched (nor need it exist). On any error the temp file is removed and the
     error propagates.
@@ -42,14 +45,15 @@ def stage(path: Path, data: bytes, *, mode: int, owner: tuple[int, int] | None =
             os.fchmod(fh.fileno(), mode)  # mkstemp's 0600 until here, whatever the umask
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
     except BaseException:
         _remove(temp)
         raise
     return temp
 
 
-def commit(temp: Path, path: Path) -> None:
+def commit(temp: Path, path: Path, *, durable: bool = True) -> None:
     """Rename the staged ``temp`` over ``path`` (a symlink there is replaced, not followed), fsync the dir.
 
     If the rename fails the temp file is removed and the error propagates; ``path`` is untouched.
@@ -59,12 +63,17 @@ def commit(temp: Path, path: Path) -> None:
     except BaseException:
         _remove(temp)
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int = 0o600, owner: tuple[int, int] | None = None) -> None:
-    """Create or replace ``path`` with ``data`` and ``mode``: readers see the old file or the new, never part."""
-    commit(stage(path, data, mode=mode, owner=owner), path)
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o600, owner: tuple[int, int] | None = None,
+                 durable: bool = True) -> None:
+    """Create or replace ``path`` with ``data`` and ``mode``: readers see the old file or the new, never part.
+
+    ``durable`` False: no fsync of the file and its directory (after a power cut the old file or none may
+    be there; readers still never see part of one): for files rewritten often whose loss costs little."""
+    commit(stage(path, data, mode=mode, owner=owner, durable=durable), path, durable=durable)
 
 
 def read_json(path: Path) -> Any:

@@ -162,3 +162,11 @@ def test_read_json_says_none_only_when_there_is_no_file(tmp_path: Path) -> None:
     path.mkdir()  # a directory where the file should be: unreadable, not "none yet"
     with pytest.raises(OSError):
         fsatomic.read_json(path)
+
+
+def test_a_write_that_need_not_be_durable_is_still_all_or_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "bundle.gz"
+    target.write_bytes(b"old")
+    fsatomic.write_atomic(target, b"new", mode=0o600, durable=False)
+    assert target.read_bytes() == b"new" and target.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["bundle.gz"]  # no temp file left beside it

@@ -216,7 +216,7 @@ class Recorder:
                 if not self._env_done.is_set():
                     self._env_done.wait(ENV_WAIT_AT_CLOSE)
                     self._drain_env()
-                self.write(final=True)
+                self.write(final=True)  # cheap (no fsync): the file then says it holds the whole run
                 return
             if isinstance(message, _EnvReady):
                 self._env = message.env
@@ -414,14 +414,14 @@ class Recorder:
             data = self.encoded(final=final)
             path = self.target()
             try:
-                fsatomic.write_atomic(path, data, mode=0o600)
+                fsatomic.write_atomic(path, data, mode=0o600, durable=False)
             except PermissionError:
                 if self.dest is not None:
                     raise
                 # a log in a directory we may not write (an attach to /var/log/...): the state dir instead
                 path = paths.state_dir("bundles") / path.name
                 self._paths[str(self._gens.get(self._gen, {}).get("log_path"))] = path
-                fsatomic.write_atomic(path, data, mode=0o600)
+                fsatomic.write_atomic(path, data, mode=0o600, durable=False)
         except (OSError, UserError) as exc:
             self.error = f"could not write the bundle: {exc}"
             if self.warn is not None:
