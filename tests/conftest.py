@@ -33,6 +33,32 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return 2 * cpus if cpus <= 4 else cpus
 
 
+# Files whose tests each take many seconds of wall time (real demos in Textual and tmux, a wheel build,
+# real releases, many child processes): collected first, so the workers start them first and the run
+# does not end waiting on one of them. The rest keep their order; a file's tests stay together.
+LONG_FIRST = (
+    "tests/ui/test_wheel_themes.py",
+    "tests/stacks/test_demo_hang_story.py",
+    "tests/patch/test_real_releases.py",
+    "tests/ui/test_tmux.py",
+    "tests/ui/test_demo_nodes.py",
+    "tests/ui/test_demo_story.py",
+    "tests/ui/test_demo_fix_story.py",
+    "tests/bundle/test_replay.py",
+    "tests/ui/test_serve.py",
+    "tests/faults/test_fuzz_cli.py",
+    "tests/launch/test_session_history.py",
+    "tests/stacks/test_dashboard_stacks.py",
+    "tests/core/test_scan_serving.py",
+    "tests/launch/test_nodes.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {path: i for i, path in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_xdg(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Every test gets its own XDG state/config dirs, so no test reads or writes the user's."""
