@@ -1,9 +1,10 @@
-"""Record and report through the real command line: a launched stand-in server, a followed log, planted secrets."""
+"""Record, report and replay through the real command line: a launched stand-in server, a followed log, planted secrets."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import queue
 import shutil
 import sys
 from pathlib import Path
@@ -11,8 +12,11 @@ from pathlib import Path
 import pytest
 
 from symmtui.bundle.format import SUFFIX, read_bundle
+from symmtui.bundle.replay import Recording, ReplaySession
 from symmtui.cli import main
+from symmtui.core.readiness import State
 from symmtui.core.waiting import EXIT_CRASHED
+from symmtui.session.messages import EngineBatch, GpuSample, SessionMessage
 from tests.launch.helpers import free_port, run_cli, stop_at_end, write_profile
 
 __all__ = ["stop_at_end"]
@@ -71,6 +75,29 @@ def test_launch_records_a_bundle_and_the_report_hides_planted_secrets(tmp_path: 
     assert "| HF_TOKEN | `(set)` |" in md and "| NCCL_DEBUG | `INFO` |" in md
     assert md.rstrip().endswith("</sub>") and "</details>" in md
     run_cli("stop", "--config", str(cfg))
+    _replays_every_line(path)
+
+
+def _replays_every_line(path: Path) -> None:
+    """The bundle played back through the Session's message contract, as any front end reads it (the
+    dashboard over the same ReplaySession: tests/bundle/test_replay.py)."""
+    bundle = read_bundle(path)
+    recording = Recording(bundle)
+    session = ReplaySession(recording, speed=max(1.0, recording.duration / 0.3))
+    q: queue.Queue[SessionMessage] = queue.Queue()
+    session.attach(q.put)
+    try:
+        assert session.ended.wait(30)
+    finally:
+        session.close()
+    messages: list[SessionMessage] = []
+    while not q.empty():
+        messages.append(q.get_nowait())
+    batches = [m for m in messages if isinstance(m, EngineBatch)]
+    assert [ln.text for b in batches for ln in b.lines] == [r[4] for r in bundle.lines]
+    assert batches[-1].snapshot.state is State.CRASHED
+    gpus = [m for m in messages if isinstance(m, GpuSample)]
+    assert gpus and gpus[0].snapshot.unavailable_reason is not None  # launched without NVML: said, not "reading"
 
 
 def test_wait_records_next_to_the_log_unless_told_not_to(tmp_path: Path) -> None:

@@ -1,10 +1,9 @@
-"""The demo's bundle and a stand-in launch's bundle: recorded for real, reported, replayed in the dashboard."""
+"""The demo's bundle: recorded for real (the crash story, headless), reported, replayed in the dashboard."""
 
 from __future__ import annotations
 
 import queue
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,10 +14,9 @@ from symmtui.bundle.report import markdown
 from symmtui.bundle.wire import record_demo
 from symmtui.core.readiness import Snapshot, State
 from symmtui.session import open_demo
-from symmtui.session.messages import EngineBatch, GpuSample, SessionMessage, VerdictReached
+from symmtui.session.messages import SessionMessage, VerdictReached
 from symmtui.ui.replay import READ_ONLY, ReplayApp
 from symmtui.ui.widgets.gpu_panel import GpuTable
-from tests.launch.helpers import demo_config, run_cli
 from tests.ui.kit import text, wait_for
 
 pytestmark = pytest.mark.xdist_group("bundle-replay")  # one worker records the demo once for the module
@@ -49,20 +47,6 @@ def demo_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     finally:
         session.close()  # writes the bundle a last time, then the demo removes its temp dir
     return dest
-
-
-@pytest.fixture(scope="module")
-def standin_bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """`symmtui launch` of the stand-in server (READY), recorded next to its log."""
-    tmp = tmp_path_factory.mktemp("standin")
-    cfg = demo_config(tmp, speed=200.0)
-    res = run_cli("launch", "--config", str(cfg), "--no-preflight")
-    try:
-        assert res.returncode == 0, res.stdout + res.stderr
-        (path,) = (tmp / "logs").glob(f"*{SUFFIX}")
-        yield path
-    finally:
-        run_cli("stop", "--config", str(cfg))
 
 
 def test_the_demo_bundle_holds_the_crash_then_ready_and_reports_both(demo_bundle: Path) -> None:
@@ -123,34 +107,3 @@ async def test_replay_of_the_demo_shows_the_crash_then_ready_and_seeks(demo_bund
             await wait_for(pilot, lambda: any(n.message == READ_ONLY for n in app._notifications), "the read-only note")
     finally:
         session.close()
-
-
-def test_replay_and_report_of_a_standin_launch(standin_bundle: Path) -> None:
-    bundle = read_bundle(standin_bundle)
-    assert bundle.final is not None and bundle.final["state"] == "ready"
-    md = markdown(bundle)
-    assert md.startswith("## symmtui report: READY") and "| 1 (READY) | loading weights |" in md
-    recording = Recording(bundle)
-    # the Session's message contract, as any front end reads it (the dashboard above reads the same)
-    session = ReplaySession(recording, speed=max(1.0, recording.duration / 0.3))
-    q: queue.Queue[SessionMessage] = queue.Queue()
-    session.attach(q.put)
-    try:
-        assert session.ended.wait(30)
-    finally:
-        session.close()
-    messages = _drain(q)
-    batches = [m for m in messages if isinstance(m, EngineBatch)]
-    gpus = [m for m in messages if isinstance(m, GpuSample)]
-    assert gpus and gpus[0].snapshot.unavailable_reason is not None  # launched without NVML: said, not "reading"
-    lines = [ln.text for b in batches for ln in b.lines]
-    assert lines == [r[4] for r in bundle.lines]
-    assert batches[-1].snapshot.state is State.READY
-    assert [b.snapshot.state for b in batches].count(State.READY) >= 1
-
-
-def _drain(q: queue.Queue[SessionMessage]) -> list[SessionMessage]:
-    out: list[SessionMessage] = []
-    while not q.empty():
-        out.append(q.get_nowait())
-    return out
