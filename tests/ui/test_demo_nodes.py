@@ -75,8 +75,8 @@ async def test_dashboard_of_a_nodes_profile_shows_the_aggregate_and_each_node(tm
         async with app.run_test(size=(140, 48)) as pilot:
             await wait_for(pilot, lambda: "CRASHED on gpu-b: KeyError: 12" in text(app), "the aggregate's verdict")
             await wait_for(pilot, lambda: "✔ gpu-a" in text(app), "gpu-a READY in the gauge")  # each node's state
+            await wait_for(pilot, lambda: "fired up and ready to roll" in text(app), "the head's log in the pane")
             screen = text(app)
             assert "✖ gpu-b" in screen and "CRASHED on gpu-b" in screen  # the aggregate stays CRASHED
-            assert "fired up and ready to roll" in screen  # the log pane: the head's log
     finally:
         nodes.close()
