@@ -136,3 +136,19 @@ def test_an_early_bundle_with_plain_state_names_still_replays(tmp_path: Path, cr
     path.write_bytes(gzip.compress(json.dumps(doc).encode()))
     at = Recording(read_bundle(path)).snapshot_at(0, 1.0)
     assert at is not None and at[0].state is State.CRASHED
+
+
+def test_a_relaunch_moves_the_bundle_next_to_the_new_log(tmp_path: Path, crash: Crash) -> None:
+    lines, events, snap = crash
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    first.write_text("x\n")
+    second.write_text("y\n")
+    rec = Recorder(name="t", host="h", command=None, env=lambda: EnvInfo(taken_at=0.0, symmtui="test"))
+    rec.ingest(1.0, EngineBatch(tuple(lines), tuple(events), (), snap, 0, 0, str(first)))
+    assert rec.write() == tmp_path / f"a.log{fmt.SUFFIX}"
+    ready = dataclasses.replace(snap, state=State.READY, cause=None)
+    rec.ingest(2.0, EngineBatch(tuple(lines[:3]), (), (), ready, 0, 1, str(second), True))
+    assert rec.write(final=True) == tmp_path / f"b.log{fmt.SUFFIX}"
+    earlier, whole = read_bundle(tmp_path / f"a.log{fmt.SUFFIX}"), read_bundle(tmp_path / f"b.log{fmt.SUFFIX}")
+    assert [g["generation"] for g in earlier.data["generations"]] == [0]
+    assert [g["generation"] for g in whole.data["generations"]] == [0, 1]  # the session's whole story
