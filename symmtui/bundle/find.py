@@ -17,9 +17,10 @@ def find_bundle(given: str | None, config: str | None) -> Path:
 
     profile = load_profile(config)
     if profile.log is not None:
-        path = bundle_path(profile.log)
-        if path.is_file():
-            return path
+        first = bundle_path(profile.log)  # this log's bundles: LOG.symmtui-bundle.json.gz, LOG.2..., the newest
+        newest = newest_bundle(first.parent, first.name[: -len(SUFFIX)])
+        if newest is not None:
+            return newest
     elif profile.log_dir is not None:
         found = newest_bundle(profile.log_dir)
         if found is not None:

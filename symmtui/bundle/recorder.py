@@ -216,7 +216,8 @@ class Recorder:
                 if not self._env_done.is_set():
                     self._env_done.wait(ENV_WAIT_AT_CLOSE)
                     self._drain_env()
-                self.write(final=True)  # cheap (no fsync): the file then says it holds the whole run
+                if self._gens or self._verdicts or self._rounds:  # a run that showed nothing leaves no file
+                    self.write(final=True)  # cheap (no fsync): the file then says it holds the whole run
                 return
             if isinstance(message, _EnvReady):
                 self._env = message.env
@@ -403,9 +404,9 @@ class Recorder:
             return self.dest
         log = self._gens.get(self._gen, {}).get("log_path")
         key = str(log)
-        if key not in self._paths:
-            self._paths[key] = (fmt.bundle_path(log) if log else
-                                paths.state_dir("bundles") / fmt.fallback_name(self.name, self._wall0))
+        if key not in self._paths:  # chosen once per log: this run's later writes replace its own file
+            self._paths[key] = fmt.free_path(fmt.bundle_path(log) if log else
+                                             paths.state_dir("bundles") / fmt.fallback_name(self.name, self._wall0))
         return self._paths[key]
 
     def write(self, *, final: bool = False) -> Path | None:

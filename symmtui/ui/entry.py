@@ -87,8 +87,8 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
     server = None
     profile = session.supervisor.profile if session.supervisor is not None else None
     try:
-        record_session(session, server_command(profile), enabled=record)
         boundary.require_terminal("the dashboard")  # after the profile's and options' own errors
+        record_session(session, server_command(profile), enabled=record)
         server = metricsopts.serve(session, *metrics)  # before the app attaches: it sees every message
         app = SymmApp(session, theme=chosen, auto_stacks=auto_stacks)
         notifier = _notifier(session, app, notify)

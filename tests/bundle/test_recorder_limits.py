@@ -152,3 +152,22 @@ def test_a_relaunch_moves_the_bundle_next_to_the_new_log(tmp_path: Path, crash: 
     earlier, whole = read_bundle(tmp_path / f"a.log{fmt.SUFFIX}"), read_bundle(tmp_path / f"b.log{fmt.SUFFIX}")
     assert [g["generation"] for g in earlier.data["generations"]] == [0]
     assert [g["generation"] for g in whole.data["generations"]] == [0, 1]  # the session's whole story
+
+
+def test_another_runs_bundle_of_the_same_log_is_kept(tmp_path: Path, crash: Crash) -> None:
+    lines, events, snap = crash
+    log = tmp_path / "server.log"
+    log.write_text("x\n")
+    paths = []
+    for _run in range(3):  # e.g. `symmtui launch`, then `symmtui wait --log` twice on its log
+        rec = Recorder(name="t", host="h", command=None, env=lambda: EnvInfo(taken_at=0.0, symmtui="test"))
+        rec.ingest(1.0, EngineBatch(tuple(lines), tuple(events), (), snap, 0, 0, str(log)))
+        paths += [rec.write(), rec.write(final=True)]  # a run's second write replaces its own first
+    names = [p.name for p in paths if p is not None]
+    assert names == ["server.log" + fmt.SUFFIX] * 2 + [f"server.log.2{fmt.SUFFIX}"] * 2 + [
+        f"server.log.3{fmt.SUFFIX}"] * 2
+    empty = Recorder(name="t", host="h", command=None, dest=tmp_path / f"none{fmt.SUFFIX}",
+                     env=lambda: EnvInfo(taken_at=0.0, symmtui="test"))
+    empty.start()
+    empty.close()  # a run that showed nothing (no terminal, a usage error) leaves no file
+    assert not (tmp_path / f"none{fmt.SUFFIX}").exists()
