@@ -158,15 +158,9 @@ def _watch(
     max_frames: int | None = None,
 ) -> int:
     """Redraw the tables on every new snapshot until Ctrl-C (or ``max_frames`` frames, for tests)."""
-    import threading
-
     from rich.console import Group
-    from rich.live import Live
 
     from symmtui.gpu import render
-
-    changed = threading.Event()
-    sampler.on_sample = lambda _snap: changed.set()
 
     def view(snap: GpuSnapshot) -> Group:
         slow = sampler.busy_for()
@@ -177,19 +171,4 @@ def _watch(
             return Group(title, snap.unavailable_reason)
         return Group(render.gpu_table(snap, title=title), render.process_table(snap))
 
-    frames = 0
-    sampler.start()
-    try:
-        with Live(console=console, auto_refresh=False) as live:
-            while max_frames is None or frames < max_frames:
-                changed.wait(max(0.25, sampler.interval * 2))
-                changed.clear()
-                snap = sampler.latest()
-                if snap is not None:
-                    live.update(view(snap), refresh=True)
-                    frames += 1
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        sampler.stop()
-    return 0
+    return render.live_redraw(console, sampler, view, max_frames)

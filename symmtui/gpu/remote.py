@@ -130,32 +130,16 @@ def _watch_json(sampler: GpuSampler, sources: list[GpuSource], *, max_frames: in
 
 
 def _watch(console: Any, sampler: GpuSampler, sources: list[GpuSource], *, max_frames: int | None) -> int:
-    import threading
-
     from rich.console import Group
-    from rich.live import Live
 
     from symmtui.gpu import render
 
-    changed = threading.Event()
-    sampler.on_sample = lambda _snap: changed.set()
-    frames = 0
-    sampler.start()
-    try:
-        with Live(console=console, auto_refresh=False) as live:
-            while max_frames is None or frames < max_frames:
-                changed.wait(max(0.25, sampler.interval * 2))
-                changed.clear()
-                snap = sampler.latest()
-                if snap is None:
-                    continue
-                title = f"{header(snap, sources)}  every {sampler.interval:g}s"
-                errors = [f"{s.url}: {s.last_error}" for s in _exporters(sources) if s.last_error is not None]
-                live.update(Group(render.gpu_table(snap, title=title), *errors), refresh=True)
-                frames += 1
-    except KeyboardInterrupt:
-        return 0
-    return 0
+    def view(snap: GpuSnapshot) -> Group:
+        title = f"{header(snap, sources)}  every {sampler.interval:g}s"
+        errors = [f"{s.url}: {s.last_error}" for s in _exporters(sources) if s.last_error is not None]
+        return Group(render.gpu_table(snap, title=title), *errors)
+
+    return render.live_redraw(console, sampler, view, max_frames)
 
 
 __all__ = ["ExporterError", "describe", "header", "sources_main"]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich import box
-from rich.console import Group, JustifyMethod, RenderableType
+from rich.console import Console, Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from symmtui.gpu.results import NAType, to_mib
-from symmtui.gpu.sampler import GpuSnapshot
+from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
 from symmtui.gpu.topology import P2P_FLAGS, Topology
 from symmtui.textsafe import visible
 
@@ -190,3 +192,31 @@ def debug_lines(
         for field, reason in info.errors:
             lines.append(f"GPU{info.index} {field}: n/a ({reason})")
     return lines
+
+
+def live_redraw(console: Console, sampler: GpuSampler, view: Callable[[GpuSnapshot], RenderableType],
+                max_frames: int | None) -> int:
+    """`gpus --watch`: redraw ``view(snapshot)`` on every new sample until Ctrl-C (or ``max_frames``
+    frames, for tests), then stop the sampler; exit code 0."""
+    import threading
+
+    from rich.live import Live
+
+    changed = threading.Event()
+    sampler.on_sample = lambda _snap: changed.set()
+    frames = 0
+    sampler.start()
+    try:
+        with Live(console=console, auto_refresh=False) as live:
+            while max_frames is None or frames < max_frames:
+                changed.wait(max(0.25, sampler.interval * 2))
+                changed.clear()
+                snap = sampler.latest()
+                if snap is not None:
+                    live.update(view(snap), refresh=True)
+                    frames += 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        sampler.stop()
+    return 0
