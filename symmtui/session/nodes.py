@@ -215,15 +215,18 @@ class NodeSet:
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.spec.name == name)
 
-    def attach(self, post: NodesPost, *, sample_gpus: bool = False, acks_for: str | None = None) -> None:
+    def attach(self, post: NodesPost, *, sample_gpus: bool = False, acks_for: str | None = None,
+               acks: bool = False) -> None:
         """Hear every node's messages (wrapped) and the aggregate's changes at ``post`` (any thread).
 
-        ``acks_for``: the node whose engine batches the front end acknowledges (``Session.batch_done``: the
-        dashboard's log pane shows that node's log); the other nodes' batches flow freely.
+        ``acks_for``: the node whose engine batches the front end acknowledges (``Session.batch_done``);
+        the other nodes' batches flow freely. ``acks``: the front end acknowledges every node's batches
+        (the dashboard keeps a log pane per node and switches between them).
         """
         self._post = post
         for node in self.nodes:
-            node.session.attach(self._poster(node), sample_gpus=sample_gpus, acks=node.spec.name == acks_for)
+            node.session.attach(self._poster(node), sample_gpus=sample_gpus,
+                                acks=acks or node.spec.name == acks_for)
 
     def _poster(self, node: Node) -> Callable[[SessionMessage], None]:
         def post(message: SessionMessage) -> None:

@@ -25,6 +25,7 @@ from symmtui.core.events import Event
 from symmtui.core.readiness import Snapshot, State
 from symmtui.errors import UserError
 from symmtui.session.core import Session
+from symmtui.session.messages import StacksTaken
 from symmtui.session.nodes import NodeSet, NodesVerdict
 from symmtui.textsafe import visible
 from symmtui.ui.bridge import (
@@ -52,6 +53,7 @@ from symmtui.ui.widgets.stacks import StacksView
 from symmtui.ui.widgets.topology import TopologyView
 
 if TYPE_CHECKING:
+    from symmtui.core.ranks import RankSummary
     from symmtui.launch.profilefix import ProfileFix
 
 MAX_DIAGNOSES = 3
@@ -94,6 +96,7 @@ class SymmApp(App[int]):
         Binding("n", "log('next_error')", "Next"),
         Binding("N", "log('previous_error')", "Prev", key_display="N"),
         Binding("s", "stacks", "Stacks"),
+        Binding("o", "next_node", "Node"),  # a [[nodes]] profile only: whose log, diagnosis and stacks
         Binding("q", "quit", "Quit"),
         Binding("t", "next_theme", "Theme"),  # last: in 80 columns the footer cuts the theme key, not q
         Binding("tab", "focus_next", "Focus", show=False),
@@ -107,6 +110,14 @@ class SymmApp(App[int]):
         """A multi-node server: ``session`` is the node whose log the pane shows (the head); the header and
         the gauge's banner show the aggregate the NodeSet posts, the gauge lists every node's phase."""
         self.nodes_verdict: NodesVerdict | None = None
+        self.shown: str | None = session.host if nodes is not None else None
+        """The node whose log, diagnosis and stacks the dashboard shows (o cycles; None: one Session)."""
+        self.node_chosen = False  # the user pressed o: the aggregate no longer moves the pane
+        self._auto_key: tuple[State, str] | None = None  # the aggregate's verdict the pane last moved for
+        self._node_snaps: dict[str, Snapshot] = {}
+        self._node_ranks: dict[str, RankSummary | None] = {}
+        self._node_stacks: dict[str, StacksTaken] = {}
+        self._log_paths: dict[str | None, str | None] = {}
         if nodes is not None:
             nodes.auto_stacks = auto_stacks  # the stacks of the node the aggregate names, once per stall
             auto_stacks = False
@@ -116,7 +127,6 @@ class SymmApp(App[int]):
         self.theme = theme or DEFAULT_THEME
         self.relaunching = False
         self._diag_key: tuple[tuple[Event, ...], tuple[Event, ...], bool] | None = None
-        self._log_path: str | None = None
         self.last_snapshot: Snapshot | None = None
 
     # ---- layout ----------------------------------------------------------------------------
@@ -137,9 +147,16 @@ class SymmApp(App[int]):
                     yield Button("Apply SM120 patch (p)", id="btn-patch", variant="warning", compact=True)
                     yield Button("Relaunch (r)", id="btn-relaunch", variant="primary", compact=True)
                 yield TopologyView(id="topology")
-            log = LogView(id="log")
-            log.border_title = "Log"
-            yield log
+            if self.nodes is None:
+                log = LogView(id="log", classes="log-pane")
+                log.border_title = "Log"
+                yield log
+            else:  # one pane per node, fed by its Session; the shown one is displayed
+                for i, node in enumerate(self.nodes.nodes):
+                    log = LogView(id=f"log-{i}", classes="log-pane")
+                    log.border_title = f"Log · {node.spec.name} (o)"
+                    log.display = node.spec.name == self.shown
+                    yield log
         yield Footer(id="footer")
 
     @_while_composed
@@ -152,13 +169,24 @@ class SymmApp(App[int]):
 
     @property
     def log_view(self) -> LogView:
-        return self.query_one("#log", LogView)
+        """The log pane shown (of the shown node, with several)."""
+        return self._log_of(self.shown)
+
+    def _log_of(self, node: str | None) -> LogView:
+        if self.nodes is None or node is None:
+            return self.query_one("#log", LogView)
+        i = next(i for i, n in enumerate(self.nodes.nodes) if n.spec.name == node)
+        return self.query_one(f"#log-{i}", LogView)
+
+    @property
+    def shown_session(self) -> Session:
+        """The Session of the shown node (the one Session without nodes)."""
+        return self.nodes.node(self.shown).session if self.nodes is not None and self.shown else self.session
 
     def on_mount(self) -> None:
         self._exit_on_signals()
         if self.nodes is not None:
-            self.nodes.attach(node_poster(self.post_message, self.session.host), sample_gpus=True,
-                              acks_for=self.session.host)
+            self.nodes.attach(node_poster(self.post_message, self.session.host), sample_gpus=True, acks=True)
         else:
             self.session.attach(poster(self.post_message), acks=True)
         if self._tick_seconds > 0:
@@ -192,22 +220,26 @@ class SymmApp(App[int]):
     # ---- engine -> screen ------------------------------------------------------------------
 
     def on_engine_batch_posted(self, message: EngineBatchPosted) -> None:
+        sender = self.nodes.node(message.node).session if self.nodes is not None and message.node else self.session
         try:
             self._show_batch(message)
         finally:
-            self.session.batch_done()  # the engine may send the next batch (it collected meanwhile)
+            sender.batch_done()  # the engine may send the next batch (it collected meanwhile)
 
     @_while_composed
     def _show_batch(self, message: EngineBatchPosted) -> None:
         batch = message.batch
-        log = self.log_view
+        node = message.node
+        shown = node is None or node == self.shown
+        log = self._log_of(node)
         if batch.restarted:
             log.reset(batch.log_path)
-            self._log_path = batch.log_path
-            self._diag_key = None
-        elif batch.log_path != self._log_path:
+            self._log_paths[node] = batch.log_path
+            if shown:
+                self._diag_key = None
+        elif batch.log_path != self._log_paths.get(node):
             log.set_file(batch.log_path)
-            self._log_path = batch.log_path
+            self._log_paths[node] = batch.log_path
         if batch.lines:
             log.append_lines(batch.lines)
         if batch.events:
@@ -215,16 +247,21 @@ class SymmApp(App[int]):
         for notice in batch.notices:
             # the follower's "following PATH" would read as "following" next to a paused pane
             log.border_subtitle = f"file {notice.path}" if notice.kind == "opened" else notice.message
+            text = notice.message if node is None else f"{node}: {notice.message}"
             if notice.kind == "error":
-                self.notify(notice.message, severity="error")
+                self.notify(text, severity="error")
             elif notice.kind == "exited":  # a log command ended (container restarted, ssh dropped)
-                self.notify(notice.message, severity="warning")
-        self.query_one(ReadinessGauge).show_ranks(batch.ranks)
-        self.show_snapshot(batch.snapshot)
+                self.notify(text, severity="warning")
+        if node is not None:
+            self._node_snaps[node] = batch.snapshot
+            self._node_ranks[node] = batch.ranks
+        if shown:
+            self.query_one(ReadinessGauge).show_ranks(batch.ranks)
+            self.show_snapshot(batch.snapshot)
 
     @_while_composed
     def _tick(self) -> None:
-        snap = self.session.snapshot_now()
+        snap = self.shown_session.snapshot_now()
         if snap is not None:
             self.show_snapshot(snap)
         sampler = self.session.sampler
@@ -235,8 +272,8 @@ class SymmApp(App[int]):
         """Render one readiness snapshot: header, gauge, diagnosis."""
         self.last_snapshot = snap
         gauge = self.query_one(ReadinessGauge)
-        eta, runs = self.session.eta_for(snap)
-        timings = self.session.timings
+        eta, runs = self.shown_session.eta_for(snap)
+        timings = self.shown_session.timings
         gauge.show(snap, eta=eta, eta_runs=runs,
                    timings=timings.lines() if timings is not None and snap.state is State.READY else None)
         if self.nodes_verdict is not None:  # the aggregate over the shown node's own state
@@ -289,9 +326,48 @@ class SymmApp(App[int]):
     @_while_composed
     def on_nodes_posted(self, message: NodesPosted) -> None:
         """The aggregate of a multi-node server changed: banner, header and each node's phase."""
-        self.nodes_verdict = message.verdict
-        self.query_one(ReadinessGauge).show_nodes(message.verdict)
-        self.query_one(StatusHeader).show(message.verdict.state, message.verdict.text)
+        verdict = self.nodes_verdict = message.verdict
+        self.query_one(ReadinessGauge).show_nodes(verdict)
+        self.query_one(StatusHeader).show(verdict.state, verdict.text)
+        if verdict.state in (State.CRASHED, State.STALLED) and verdict.node is not None:
+            key = (verdict.state, verdict.node)
+            if key != self._auto_key:  # once per verdict: the pane moves to the node the aggregate names
+                self._auto_key = key
+                if not self.node_chosen and verdict.node != self.shown:
+                    self.show_node(verdict.node)
+        else:
+            self._auto_key = None
+
+    def action_next_node(self) -> None:
+        """o: show the next node's log, diagnosis and stacks (the aggregate stops moving the pane)."""
+        if self.nodes is None:
+            return
+        names = [n.spec.name for n in self.nodes.nodes]
+        i = names.index(self.shown) if self.shown in names else -1
+        self.node_chosen = True
+        self.show_node(names[(i + 1) % len(names)])
+        self.notify(f"log, diagnosis and stacks of {self.shown}", timeout=2)
+
+    @_while_composed
+    def show_node(self, name: str) -> None:
+        """Show ``name``'s log pane, its latest snapshot (diagnosis, ranks) and its last stacks dump."""
+        if self.nodes is None or name == self.shown:
+            return
+        had_focus = self.log_view.has_focus_within
+        self.log_view.display = False
+        self.shown = name
+        log = self.log_view
+        log.display = True
+        if had_focus:
+            log.focus()
+        self._diag_key = None
+        snap = self._node_snaps.get(name)
+        if snap is not None:
+            self.query_one(ReadinessGauge).show_ranks(self._node_ranks.get(name))
+            self.show_snapshot(snap)
+        taken = self._node_stacks.get(name)
+        if taken is not None:
+            self.query_one(StacksView).show(taken)
 
     @_while_composed
     def on_gpu_sample_posted(self, message: GpuSamplePosted) -> None:
@@ -303,14 +379,17 @@ class SymmApp(App[int]):
 
     @_while_composed
     def on_stacks_posted(self, message: StacksPosted) -> None:
+        if message.taken.node is not None:
+            self._node_stacks[message.taken.node] = message.taken
         self.query_one(StacksView).show(message.taken)
         if message.taken.saved:
             self.notify(f"stacks saved: {message.taken.saved}", timeout=4)
 
     def action_stacks(self) -> None:
         """Dump every process of the server now (py-spy, on a worker thread); the panel shows it."""
-        self.notify("reading the stacks of the server's processes…", timeout=2)
-        self.session.request_stacks()
+        whose = f"{self.shown}'s" if self.shown is not None else "the server's"
+        self.notify(f"reading the stacks of {whose} processes…", timeout=2)
+        self.shown_session.request_stacks()
 
     def on_notice_posted(self, message: NoticePosted) -> None:
         notice = message.notice
@@ -321,7 +400,10 @@ class SymmApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Dashboard keys are inactive while a modal is open (the modal has its own)."""
-        if action in {"patch", "relaunch", "log", "next_theme", "stacks"} and isinstance(self.screen, ModalScreen):
+        if action == "next_node" and self.nodes is None:
+            return False  # not in the footer: one server, one log
+        if action in {"patch", "relaunch", "log", "next_theme", "stacks", "next_node"} and isinstance(
+                self.screen, ModalScreen):
             return False
         return True
 
@@ -519,6 +601,9 @@ class SymmApp(App[int]):
         yield SystemCommand("Relaunch", "Stop the server, wait for GPU memory and port, launch again (r)",
                             self.action_relaunch)
         yield SystemCommand("Next theme", "Cycle the symmtui themes (t)", self.action_next_theme)
+        if self.nodes is not None:
+            yield SystemCommand("Next node", "Show the next node's log, diagnosis and stacks (o)",
+                                self.action_next_node)
         for name in self.theme_names:
             yield SystemCommand(f"Theme: {name}", f"Switch to the {name} theme",
                                 partial(self.action_set_theme, name))

@@ -25,9 +25,11 @@ from symmtui.session.nodes import NodeMessage, NodesUpdate, NodesVerdict
 
 @dataclass
 class EngineBatchPosted(Message):
-    """New log lines, events, notices and the readiness snapshot (the app acknowledges each)."""
+    """New log lines, events, notices and the readiness snapshot (the app acknowledges each); ``node``:
+    the node of a multi-node server whose Session sent it (None: the one Session)."""
 
     batch: EngineBatch
+    node: str | None = None
 
 
 @dataclass
@@ -99,18 +101,21 @@ def poster(post_message: Callable[[Message], object]) -> Callable[[SessionMessag
     return post
 
 
-def node_poster(post_message: Callable[[Message], object], shown: str) -> Callable[[NodeMessage | NodesUpdate], None]:
-    """A NodeSet ``post`` callable: the ``shown`` node's messages as a Session's; of the other nodes, their
-    notices (named) and stacks dumps; the aggregate's changes as NodesPosted."""
+def node_poster(post_message: Callable[[Message], object], head: str) -> Callable[[NodeMessage | NodesUpdate], None]:
+    """A NodeSet ``post`` callable: every node's engine batches, named (the app keeps a log pane per node);
+    the ``head`` node's other messages as a Session's (it samples every node's GPUs); of the other nodes,
+    their notices (named) and stacks dumps; the aggregate's changes as NodesPosted."""
 
     def post(item: NodeMessage | NodesUpdate) -> None:
         if isinstance(item, NodesUpdate):
             post_message(NodesPosted(item.verdict))
             return
         message = item.message
-        if isinstance(message, StacksTaken):  # any node's dump, named (the panel says whose)
+        if isinstance(message, EngineBatch):
+            post_message(EngineBatchPosted(message, item.node))
+        elif isinstance(message, StacksTaken):  # any node's dump, named (the panel says whose)
             post_message(StacksPosted(replace(message, node=item.node)))
-        elif item.node == shown:
+        elif item.node == head:
             post_message(to_textual(message))
         elif isinstance(message, Notice):
             post_message(NoticePosted(Notice(f"{item.node}: {message.text}", message.severity)))

@@ -1,9 +1,10 @@
 """`symmtui demo --nodes 2` in-process on a fast clock: node1's TP13 hangs in NCCL init, the aggregate is
-STALLED naming node1 (its stacks shown), r relaunches both nodes, READY; GPU rows grouped by node."""
+STALLED naming node1 (its log and stacks shown), r relaunches both nodes, READY; GPU rows grouped by node."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,9 @@ import pytest
 from symmtui.core.readiness import State
 from symmtui.demo.nodes import open_demo_nodes
 from symmtui.ui.app import SymmApp
+from symmtui.ui.bridge import NodesPosted
 from symmtui.ui.screens.confirm import ConfirmScreen
+from symmtui.ui.widgets.diagnosis import DiagnosisView
 from symmtui.ui.widgets.gpu_panel import GpuTable
 from symmtui.ui.widgets.stacks import StacksView
 from tests.ui.kit import FIXTURES, text, wait_for
@@ -32,6 +35,7 @@ async def test_demo_nodes_hang_on_node1_stalled_then_relaunch_ready() -> None:
                            and app.nodes_verdict.node == "node1", "STALLED naming node1", timeout=60)
             await wait_for(pilot, lambda: "node1 is behind" in text(app), "the aggregate's line on screen")
             await wait_for(pilot, lambda: "TP3 still init distributed" in text(app), "the rank behind on node1")
+            assert app.shown == "node1" and "Log · node1" in text(app)  # the pane moved to the node behind
             # the gauge's per-node phase lines (node1 may still read as starting when node0 went quiet first)
             await wait_for(pilot, lambda: re.search(r"[⏸▶] node1 +(stalled in )?init distributed", text(app))
                            is not None, "node1's line in the gauge")
@@ -75,8 +79,26 @@ async def test_dashboard_of_a_nodes_profile_shows_the_aggregate_and_each_node(tm
         async with app.run_test(size=(140, 48)) as pilot:
             await wait_for(pilot, lambda: "CRASHED on gpu-b: KeyError: 12" in text(app), "the aggregate's verdict")
             await wait_for(pilot, lambda: "✔ gpu-a" in text(app), "gpu-a READY in the gauge")  # each node's state
+            # the pane moved once to the node the aggregate names: gpu-b's log, its diagnosis
+            await wait_for(pilot, lambda: app.shown == "gpu-b" and "Log · gpu-b" in text(app), "gpu-b's pane")
+            await wait_for(pilot, lambda: "KeyError: 12" in "\n".join(app.log_view.visible_lines()), "gpu-b's log")
+            diagnosis = app.query_one(DiagnosisView)
+            assert "KeyError: 12" in str(diagnosis.render())
+            assert "Node" in text(app)  # the o key in the footer
+            # o: the head's log and its (empty) diagnosis; the aggregate stays CRASHED on gpu-b
+            await pilot.press("o")
             await wait_for(pilot, lambda: "fired up and ready to roll" in text(app), "the head's log in the pane")
+            assert app.shown == "gpu-a" and "Log · gpu-a" in text(app) and "No crashes or warnings." in text(app)
             screen = text(app)
-            assert "✖ gpu-b" in screen and "CRASHED on gpu-b" in screen  # the aggregate stays CRASHED
+            assert "✖ gpu-b" in screen and "CRASHED on gpu-b" in screen
+            # the user chose: a later verdict naming gpu-b no longer moves the pane
+            assert app.nodes_verdict is not None
+            stalled = replace(app.nodes_verdict, state=State.STALLED, text="STALLED: gpu-b is behind")
+            app.post_message(NodesPosted(stalled))
+            await wait_for(pilot, lambda: "STALLED: gpu-b is behind" in text(app), "the later verdict")
+            assert app.shown == "gpu-a"
+            await pilot.press("o")  # and o comes back round to gpu-b
+            await wait_for(pilot, lambda: "Log · gpu-b" in text(app), "gpu-b's pane again")
+            assert "KeyError: 12" in "\n".join(app.log_view.visible_lines())
     finally:
         nodes.close()
