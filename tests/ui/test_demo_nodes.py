@@ -84,7 +84,7 @@ async def test_dashboard_of_a_nodes_profile_shows_the_aggregate_and_each_node(tm
             await wait_for(pilot, lambda: "KeyError: 12" in "\n".join(app.log_view.visible_lines()), "gpu-b's log")
             diagnosis = app.query_one(DiagnosisView)
             assert "KeyError: 12" in str(diagnosis.render())
-            assert "Node" in text(app)  # the o key in the footer
+            await wait_for(pilot, lambda: " o Node " in text(app), "the o key in the footer")
             # o: the head's log and its (empty) diagnosis; the aggregate stays CRASHED on gpu-b
             await pilot.press("o")
             await wait_for(pilot, lambda: "fired up and ready to roll" in text(app), "the head's log in the pane")
