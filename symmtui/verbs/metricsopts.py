@@ -44,11 +44,18 @@ def serve_nodes(nodes: Any, port_number: int | None, host: str) -> Any:
     return serve_all(nodes, host=host, port=port_number)
 
 
-def linger(seconds: float) -> None:
-    """Keep the endpoint answering with the verdict (a probe reads it) until ``seconds`` or Ctrl-C."""
+def linger(seconds: float, url: str | None = None) -> None:
+    """Keep the endpoint answering with the verdict (a probe reads it) until ``seconds`` or Ctrl-C.
+
+    Says so on stderr first (``url``: the endpoint's), inside the Ctrl-C guard: once that line is out,
+    Ctrl-C ends the linger and the exit code stays the verdict's."""
     import threading
 
+    from symmtui import clitext
+
     try:
+        where = f" on {url}/ready" if url else ""
+        clitext.note(f"serving the verdict{where} for {seconds:g} s (--metrics-linger); Ctrl-C ends it")
         threading.Event().wait(seconds)
     except KeyboardInterrupt:
         return

@@ -63,7 +63,7 @@ def wait(args: argparse.Namespace, profile: Profile) -> int:
             raise
         code = front.verdict().exit_code
         if server is not None and args.metrics_linger:
-            metricsopts.linger(args.metrics_linger)
+            metricsopts.linger(args.metrics_linger, server.url)
         return code
     finally:
         if server is not None:

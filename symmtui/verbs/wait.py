@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         if notifier is not None:
             notifier.finish(result.snapshot)  # bounded: webhooks still in flight get FLUSH_BOUND seconds
         if server is not None and args.metrics_linger:
-            metricsopts.linger(args.metrics_linger)
+            metricsopts.linger(args.metrics_linger, server.url)
         return result.exit_code
     finally:
         if server is not None:
