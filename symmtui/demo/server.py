@@ -55,6 +55,9 @@ CUDA graphs, as SGLang's does).
 (the line timestamps, which phase durations are read from) jumps at the end of the step ``init``,
 ``weights``, ``kv``, ``graphs`` or ``http``, as if it had taken that much longer; nothing waits. A
 missing file is no delay. Two launches of one command (one command hash) can so differ in one phase.
+With ``--delays`` the log's clock stands still between those jumps (it starts at the wall time of the
+start): the phase durations read from the log are exactly the delays, whatever the machine's load
+(a real clock adds the time the sped-up steps took, rounded to whole seconds, to each phase).
 
 ``--status-file PATH``: after every step the server atomically rewrites PATH with one JSON
 object ``{"pid", "state": "loading"|"ready"|"crashed", "phase", "progress": 0..1,
@@ -93,6 +96,7 @@ class _Server:
         self.state = "loading"
         self.delays = _delays(args.delays)
         self.clock_offset = 0.0  # seconds the log's timestamps run ahead (--delays)
+        self.log_clock = _dt.datetime.now() if args.delays is not None else None  # --delays: stands still
 
     # -- output ----------------------------------------------------------------------------
 
@@ -102,7 +106,8 @@ class _Server:
             sys.stdout.flush()
 
     def stamp(self, rank: int | None = None) -> str:
-        now = (_dt.datetime.now() + _dt.timedelta(seconds=self.clock_offset)).strftime("%Y-%m-%d %H:%M:%S")
+        base = self.log_clock if self.log_clock is not None else _dt.datetime.now()
+        now = (base + _dt.timedelta(seconds=self.clock_offset)).strftime("%Y-%m-%d %H:%M:%S")
         return f"[{now} TP{rank}]" if rank is not None else f"[{now}]"
 
     def ranks(self, text: str) -> None:
