@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -293,13 +294,14 @@ def test_every_quoted_repository_path_exists() -> None:
     assert not problems, "\n".join(problems)
 
 
-def _test_names(path: Path) -> set[str]:
+@functools.cache  # the fault table cites most test files many times: parse each once
+def _test_names(path: Path) -> frozenset[str]:
     tree = ast.parse(_read(path))
-    return {
+    return frozenset(
         node.name
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
-    }
+    )
 
 
 def _fault_references() -> list[tuple[int, str, str | None]]:
