@@ -73,7 +73,12 @@ class Notifier:
         """Notify this snapshot's verdict (if it is one that notifies); returns at once."""
         note = note_of(snap, name=self.name, host=self.host, log_path=log_path, launch_id=launch_id,
                        generation=generation)
-        if note is None or note.verdict not in self.config.on:
+        return self.tell(note) if note is not None else None
+
+    def tell(self, note: VerdictNote) -> VerdictNote | None:
+        """Notify a note built elsewhere (a multi-node aggregate's, ``notify.nodes``) if ``[notify] on``
+        lists its verdict; returns at once."""
+        if note.verdict not in self.config.on:
             return None
         if self.lines is not None:
             try:

@@ -200,6 +200,7 @@ class NodeSet:
         self.profile = profile
         self.nodes = tuple(nodes)
         self._post: NodesPost | None = None
+        self._observers: list[Callable[[NodesUpdate], None]] = []
         self._lock = threading.Lock()
         self._views: dict[str, NodeView] = {}
         self._last_key: tuple[object, ...] | None = None
@@ -227,6 +228,11 @@ class NodeSet:
         for node in self.nodes:
             node.session.attach(self._poster(node), sample_gpus=sample_gpus,
                                 acks=acks or node.spec.name == acks_for)
+
+    def observe(self, observer: Callable[[NodesUpdate], None]) -> None:
+        """Also hand every change of the aggregate to ``observer`` (notifications), on the sending thread,
+        before the front end gets it; like a Session observer it returns at once and never raises."""
+        self._observers.append(observer)
 
     def _poster(self, node: Node) -> Callable[[SessionMessage], None]:
         def post(message: SessionMessage) -> None:
@@ -261,9 +267,12 @@ class NodeSet:
                 self._stalled_on = None
         if stacks_of is not None:
             self.node(stacks_of).session.request_stacks(auto=True)
+        update = NodesUpdate(verdict)
+        for observer in tuple(self._observers):
+            observer(update)
         post = self._post
         if post is not None:
-            post(NodesUpdate(verdict))
+            post(update)
 
     def views_now(self) -> list[NodeView]:
         """Every node's state now (fresh snapshots from the engines; a node not followed yet reads WAITING)."""

@@ -11,6 +11,8 @@ from symmtui.errors import UserError
 from symmtui.ui.themes import DEFAULT_THEME, load_themes
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from textual.app import App
 
     from symmtui.core.logcmd import LogCommand
@@ -81,7 +83,7 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
 
         several = nodes_profile(config)
         if several is not None:
-            return _run_nodes_dashboard(several, url, chosen, auto_stacks, metrics)
+            return _run_nodes_dashboard(several, url, chosen, auto_stacks, metrics, notify)
     session = open_dashboard(config, log, url, log_cmd=log_cmd)
     notifier = None
     server = None
@@ -97,34 +99,62 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
         session.close()
         if server is not None:
             server.close()
-        if notifier is not None:  # webhooks still in flight: a bounded wait, warnings on stderr now
-            from symmtui import clitext
-
-            notifier.warn = lambda text: clitext.note(f"warning: {text}", sys.stderr)
-            notifier.finish()
+        _finish_notifier(notifier)  # webhooks still in flight: a bounded wait, warnings on stderr now
     return result or 0
 
 
 def _run_nodes_dashboard(profile: Profile, url: str | None, theme: str, auto_stacks: bool,
-                         metrics: tuple[int | None, str] = (None, "127.0.0.1")) -> int:
+                         metrics: tuple[int | None, str] = (None, "127.0.0.1"), notify: bool = False) -> int:
     """The dashboard of a ``[[nodes]]`` profile: every node followed (its running launch, if any), the
-    aggregate shown, GPU rows grouped by node, the metrics endpoint over every node when asked. (No
-    bundle or notifications yet.)"""
+    aggregate shown and notified (``notify``, or the profile's [notify]), GPU rows grouped by node, the
+    metrics endpoint over every node when asked. (No bundle yet.)"""
     from symmtui.session.nodes import open_nodes
     from symmtui.ui.app import SymmApp
     from symmtui.verbs import metricsopts
 
     nodes = open_nodes(profile, url=url)
     server = None
+    notifier = None
     try:
         boundary.require_terminal("the dashboard")
         server = metricsopts.serve_nodes(nodes, *metrics)  # before the app attaches: it sees every message
-        result = SymmApp(nodes.head.session, theme=theme, auto_stacks=auto_stacks, nodes=nodes).run()
+        app = SymmApp(nodes.head.session, theme=theme, auto_stacks=auto_stacks, nodes=nodes)
+        if notify or profile.notify is not None:
+            from symmtui.notify.nodes import attach_nodes
+
+            notifier = attach_nodes(nodes, profile.notify, bell=_app_bell(app))
+        result = app.run()
     finally:
         nodes.close()
         if server is not None:
             server.close()
+        _finish_notifier(notifier)
     return result or 0
+
+
+def _finish_notifier(notifier: Notifier | None) -> None:
+    """After the app quit: webhooks still in flight get a bounded wait, warnings on stderr now."""
+    if notifier is not None:
+        from symmtui import clitext
+
+        notifier.warn = lambda text: clitext.note(f"warning: {text}", sys.stderr)
+        notifier.finish()
+
+
+def _app_bell(app: App[int]) -> Callable[[], str | None]:
+    """Ring through the app's own screen (a BEL written past Textual could land inside one of its escape
+    sequences)."""
+
+    def bell() -> str | None:
+        if not app.is_running:
+            return "the dashboard has quit"
+        try:
+            app.call_from_thread(app.bell)
+        except RuntimeError as exc:  # the app's loop ended meanwhile
+            return str(exc)
+        return None
+
+    return bell
 
 
 def _notifier(session: Session, app: App[int], asked: bool) -> Notifier | None:
@@ -136,13 +166,4 @@ def _notifier(session: Session, app: App[int], asked: bool) -> Notifier | None:
         return None
     from symmtui.notify.notifier import attach
 
-    def bell() -> str | None:
-        if not app.is_running:
-            return "the dashboard has quit"
-        try:
-            app.call_from_thread(app.bell)
-        except RuntimeError as exc:  # the app's loop ended meanwhile
-            return str(exc)
-        return None
-
-    return attach(session, config, bell=bell)
+    return attach(session, config, bell=_app_bell(app))

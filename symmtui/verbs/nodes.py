@@ -54,6 +54,9 @@ def wait(args: argparse.Namespace, profile: Profile) -> int:
     except BaseException:
         nodes.close()
         raise
+    from symmtui.notify.nodes import for_headless_nodes
+
+    notifier = for_headless_nodes(nodes, profile.notify, asked=args.notify, err=sys.stderr)
     try:
         front = NodesHeadless(nodes)
         try:
@@ -62,6 +65,8 @@ def wait(args: argparse.Namespace, profile: Profile) -> int:
             nodes.close()
             raise
         code = front.verdict().exit_code
+        if notifier is not None:
+            notifier.finish()  # bounded: webhooks still in flight get FLUSH_BOUND seconds
         if server is not None and args.metrics_linger:
             metricsopts.linger(args.metrics_linger, server.url)
         return code
@@ -73,11 +78,13 @@ def wait(args: argparse.Namespace, profile: Profile) -> int:
 def launch(args: argparse.Namespace, profile: Profile) -> int:
     """`symmtui launch` of a [[nodes]] profile: stop, start every node's command, wait for the aggregate."""
     from symmtui.core.readiness import State
+    from symmtui.notify.nodes import for_headless_nodes
     from symmtui.session.nodes import for_nodes
     from symmtui.session.nodeswait import NodesHeadless
 
     err = sys.stderr
     nodes = for_nodes(profile, timeout=args.timeout, stall=args.stall, grace=args.grace)
+    notifier = for_headless_nodes(nodes, profile.notify, asked=args.notify, err=err)
     front = NodesHeadless(nodes, err)
     try:
         records = nodes.launch(_progress(err))
@@ -93,6 +100,8 @@ def launch(args: argparse.Namespace, profile: Profile) -> int:
         clitext.emit("", err)
         clitext.note("stopped waiting; the nodes are still running; `symmtui stop` ends them", err)
         return 130
+    if notifier is not None:
+        notifier.finish()  # bounded: webhooks still in flight get FLUSH_BOUND seconds
     if waited.state is not State.READY:
         alive = [n.spec.name for n in nodes.nodes
                  if n.session.supervisor is not None and n.session.supervisor.is_alive()]
