@@ -77,6 +77,33 @@ def as_source(source: Nvml | GpuSource) -> GpuSource:
     return NvmlSource(source) if isinstance(source, Nvml) else source
 
 
+def spec_problem(spec: str) -> str | None:
+    """Why ``spec`` names no GPU source (None: it does): ``"nvml"`` or an exporter's http(s) URL with a host."""
+    if spec.strip().lower() == NVML:
+        return None
+    from symmtui.errors import UserError
+    from symmtui.gpu.exporter import check_source_url
+    from symmtui.textsafe import visible
+
+    try:
+        check_source_url(spec)
+    except UserError:
+        return (f'must be "nvml" or an exporter\'s http(s) URL, e.g. http://127.0.0.1:9400/metrics '
+                f"(dcgm-exporter), got {visible(spec)!r}")
+    return None
+
+
+def check_specs(specs: list[str] | tuple[str, ...], what: str) -> tuple[str, ...]:
+    """The specs, each checked: a UserError (one line naming ``what``, e.g. ``--gpus``) for the first bad one."""
+    from symmtui.errors import UserError
+
+    for spec in specs:
+        problem = spec_problem(spec)
+        if problem is not None:
+            raise UserError(f"{what} {problem}")
+    return tuple(specs)
+
+
 def open_source(spec: str, *, nvml: Nvml | None = None, timeout: float = 2.0) -> GpuSource:
     """The source a spec names: ``"nvml"`` (this machine; ``nvml`` or a new ``Nvml()``) or an exporter's
     URL (dcgm-exporter, nvitop-exporter, or a Prometheus server's ``/api/v1/query``).

@@ -26,7 +26,7 @@ PROFILE_NAME = "symmtui.toml"
 DEFAULT_GRACE = 30.0
 
 _SERVER_KEYS = ("command", "cwd", "log_dir", "log", "log_cmd", "log_cmd_shell", "url", "timeout", "stall", "shell",
-                "env", "grace")
+                "env", "grace", "gpus")
 _RULES_KEYS = ("ready", "crash", "entry")
 _TOP_KEYS = ("server", "rules", "nodes", "notify")
 _NODE_KEYS = ("name", "log", "log_cmd", "gpus", "launch", "stop")
@@ -90,6 +90,8 @@ class Profile:
     entries: tuple[Rule, ...] = ()  # the profile's own catalogue entries ([[rules.entry]])
     nodes: tuple[NodeSpec, ...] = ()  # a multi-node server ([[nodes]]); empty: one local server
     notify: NotifyConfig | None = None  # the [notify] table (None: none; symmtui.notify.config)
+    gpus: tuple[str, ...] = ("nvml",)
+    """Where the dashboard reads the server's GPUs (``server.gpus``): ``nvml`` and/or exporters' URLs."""
 
     @property
     def attach_only(self) -> bool:
@@ -389,8 +391,12 @@ def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
 
     if log is not None and log_cmd is not None:
         raise loc.fail("server.log_cmd", "give server.log (a file) or server.log_cmd (a command), not both")
+    gpus = _gpu_specs(loc, server.get("gpus"))
     nodes = _nodes(loc, data.get("nodes"), shell, base)
     if nodes:
+        if "gpus" in server:
+            raise loc.fail("server.gpus", "with [[nodes]], each node names its own gpus; move it into the "
+                           "[[nodes]] tables")
         for key in ("command", "log", "log_cmd"):
             if key in server:
                 raise loc.fail(f"server.{key}", "with [[nodes]], each node has its own launch and log; "
@@ -431,7 +437,29 @@ def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
         entries=_entries(path, rules.get("entry")),
         nodes=nodes,
         notify=parse_notify(data["notify"], loc.fail) if "notify" in data else None,
+        gpus=gpus,
     )
+
+
+def _gpu_specs(loc: _Locator, value: Any) -> tuple[str, ...]:
+    """``server.gpus``: "nvml", an exporter's URL, or a list of them (default: "nvml")."""
+    from symmtui.gpu.source import NVML, spec_problem
+
+    if value is None:
+        return (NVML,)
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise loc.fail("server.gpus", 'must not be empty: "nvml", an exporter\'s URL, or a list of them')
+    out: list[str] = []
+    for item in items:
+        dotted = "server.gpus"
+        spec = _string(loc, dotted, item)
+        assert spec is not None
+        problem = spec_problem(spec)
+        if problem is not None:
+            raise loc.fail(dotted, problem)
+        out.append(spec)
+    return tuple(out)
 
 
 def _nodes(loc: _Locator, value: Any, shell: bool, base: Path) -> tuple[NodeSpec, ...]:

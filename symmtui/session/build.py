@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from symmtui.demo.story import Demo
     from symmtui.gpu.facts import PatchFacts
     from symmtui.gpu.nvml import Nvml
+    from symmtui.gpu.source import GpuSource
     from symmtui.launch.profile import Profile
     from symmtui.session.patching import Patcher
 
@@ -79,10 +80,12 @@ def for_profile(
     gpu_timeout: float = 60.0,
     port_timeout: float = 30.0,
     name: str | None = None,
+    gpus: GpuSource | None = None,
 ) -> Session:
     """A Session for a launch profile: its rules and limits, its supervisor, the port-owner lookup.
 
-    ``nvml``: the GPUs to sample and ask "which pids hold memory" (None: not checked). ``timeout``,
+    ``nvml``: the GPUs to sample and ask "which pids hold memory" (None: not checked); ``gpus``: sample
+    these instead (exporters: :func:`gpu_sources`), NVML still answering the pids. ``timeout``,
     ``stall``, ``ready``, ``crash``: the command line's, over the profile's (see ``bringup_settings``).
     """
     from symmtui.gpu.facts import gpu_pids_from
@@ -98,13 +101,14 @@ def for_profile(
                             gpu_timeout=gpu_timeout, port_timeout=port_timeout)
     supervisor.versions.nvml = nvml  # the driver's versions in the history too
     session = Session(host=socket.gethostname(), name=name or profile_name(profile), settings=settings,
-                      supervisor=supervisor, nvml=nvml, url=profile.url, port_owner=ports.port_owner)
+                      supervisor=supervisor, nvml=nvml, url=profile.url, port_owner=ports.port_owner, gpus=gpus)
     session.patcher = _installed_patcher(session, python_of(profile.argv))
     session.log_command = profile.log_cmd  # a launch's log is this command's output, not the launch's stdout
     return session
 
 
-def for_attach(spec: AttachSpec, *, nvml: Nvml | None = None, name: str | None = None) -> Session:
+def for_attach(spec: AttachSpec, *, nvml: Nvml | None = None, name: str | None = None,
+               gpus: GpuSource | None = None) -> Session:
     """A Session that only watches (no supervisor): a log and/or a URL and/or a pid."""
     if spec.url is not None:
         from symmtui.core.probe import check_url
@@ -112,15 +116,26 @@ def for_attach(spec: AttachSpec, *, nvml: Nvml | None = None, name: str | None =
         check_url(spec.url)
     settings = bringup_settings(ready=spec.ready, crash=spec.crash, timeout=spec.timeout, stall=spec.stall)
     shown = name or (f"attach {spec.log.name}" if spec.log is not None else "attach")
-    session = Session(host=socket.gethostname(), name=shown, settings=settings, nvml=nvml, url=spec.url)
+    session = Session(host=socket.gethostname(), name=shown, settings=settings, nvml=nvml, url=spec.url, gpus=gpus)
     session.patcher = _installed_patcher(session, None)
     return session
 
 
+def gpu_sources(specs: Sequence[str], nvml: Nvml) -> GpuSource | None:
+    """What the dashboard samples for ``specs`` (``--gpus`` / ``server.gpus``): None for NVML alone (the
+    Session samples ``nvml`` itself), else one source over them all (:func:`open_sources`)."""
+    from symmtui.gpu.source import NVML, open_sources
+
+    if [s.strip().lower() for s in specs] in ([], [NVML]):
+        return None
+    return open_sources(tuple(specs), nvml=nvml)
+
+
 def open_dashboard(config: str | None, log: str | None, url: str | None, *,
-                   log_cmd: LogCommand | None = None) -> Session:
-    """`symmtui [--config FILE] [--log PATH | --log-cmd CMD] [--url URL]`: the Session for a profile or an
-    attach, following (a log command given here, or the profile's ``log_cmd``, instead of a file)."""
+                   log_cmd: LogCommand | None = None, gpus: Sequence[str] = ()) -> Session:
+    """`symmtui [--config FILE] [--log PATH | --log-cmd CMD] [--url URL] [--gpus SPEC]...`: the Session for
+    a profile or an attach, following (a log command given here, or the profile's ``log_cmd``, instead of a
+    file); its GPUs from ``gpus`` (else the profile's ``server.gpus``, else NVML)."""
     from symmtui.gpu.nvml import Nvml
     from symmtui.launch.history import History
     from symmtui.launch.profile import find_profile, load_profile
@@ -136,15 +151,17 @@ def open_dashboard(config: str | None, log: str | None, url: str | None, *,
             "try `symmtui demo` first"
         )
     nvml = Nvml()
+    source = gpu_sources(gpus or (profile.gpus if profile is not None else ()), nvml)
     if profile is None:
         name = f"attach `{log_cmd.text}`" if log_cmd is not None else None
-        session = for_attach(AttachSpec(log=Path(log) if log is not None else None, url=url), nvml=nvml, name=name)
+        session = for_attach(AttachSpec(log=Path(log) if log is not None else None, url=url), nvml=nvml, name=name,
+                             gpus=source)
         session.spool_log_commands = True  # the log pane reads old lines back from the command's copy
         session.follow(log_cmd or log, tail_lines=ATTACH_TAIL_LINES)
         return session
     if log is None and log_cmd is None and profile.log_cmd is not None:
         log_cmd = profile.log_cmd
-    session = for_profile(profile, nvml=nvml)
+    session = for_profile(profile, nvml=nvml, gpus=source)
     if url is not None:
         from symmtui.core.probe import check_url
 

@@ -68,10 +68,12 @@ def run_demo(speed: float, theme: str | None, story: str = "crash", record: bool
 
 def run_dashboard(config: str | None, log: str | None, url: str | None, theme: str | None,
                   auto_stacks: bool = True, notify: bool = False, log_cmd: LogCommand | None = None,
-                  metrics: tuple[int | None, str] = (None, "127.0.0.1"), record: bool = True) -> int:
+                  metrics: tuple[int | None, str] = (None, "127.0.0.1"), record: bool = True,
+                  gpus: tuple[str, ...] = ()) -> int:
     """The no-verb dashboard; ``notify``: notify each verdict (also when the profile has [notify]);
     ``log_cmd``: read the log from this command (``--log-cmd``); ``metrics``: (port, host) of the
-    Prometheus endpoint (port None: none); ``record``: record a bundle next to the log."""
+    Prometheus endpoint (port None: none); ``record``: record a bundle next to the log; ``gpus``: the
+    GPU sources (``--gpus``: "nvml" or exporters' URLs; empty: the profile's, else NVML)."""
     from symmtui.bundle.wire import record_session, server_command
     from symmtui.session import open_dashboard
     from symmtui.ui.app import SymmApp
@@ -83,8 +85,10 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
 
         several = nodes_profile(config)
         if several is not None:
+            if gpus:
+                raise UserError(f"{several.path} lists [[nodes]]: each node names its own gpus there; drop --gpus")
             return _run_nodes_dashboard(several, url, chosen, auto_stacks, metrics, notify)
-    session = open_dashboard(config, log, url, log_cmd=log_cmd)
+    session = open_dashboard(config, log, url, log_cmd=log_cmd, gpus=gpus)
     notifier = None
     server = None
     profile = session.supervisor.profile if session.supervisor is not None else None

@@ -24,6 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="run --log-cmd through /bin/sh -c")
     group.add_argument("--url", dest="dash_url", metavar="URL", default=None,
                        help="probe this health URL, e.g. http://127.0.0.1:30000/health")
+    group.add_argument("--gpus", dest="dash_gpus", metavar="SPEC", action="append", default=None,
+                       help='where to read the GPUs: "nvml" (this machine, the default) or an exporter\'s URL, '
+                       "e.g. http://127.0.0.1:9400/metrics (dcgm-exporter, nvitop-exporter, a Prometheus "
+                       "server's /api/v1/query); repeat for several (overrides the profile's server.gpus)")
     group.add_argument("--theme", dest="dash_theme", metavar="NAME", default=None,
                        help="colour theme: symmtui-dark (default), symmtui-light, symmtui-contrast")
     from symmtui.verbs import metricsopts
@@ -46,8 +50,11 @@ def run(args: argparse.Namespace) -> int:
                               hint="give the server's log file (it may not exist yet)")
     # a program that cannot start is not an error here: the dashboard shows it and keeps trying (wait exits 2)
     log_cmd = log_command_option(args.dash_log_cmd, args.dash_log_cmd_shell, log=args.dash_log)
+    from symmtui.gpu.source import check_specs
+
+    gpus = check_specs(args.dash_gpus or (), "--gpus")
 
     return run_dashboard(args.dash_config, args.dash_log, args.dash_url, args.dash_theme,
                          auto_stacks=not args.dash_no_auto_stacks, notify=args.dash_notify, log_cmd=log_cmd,
                          metrics=(args.dash_metrics_port, args.dash_metrics_host),
-                         record=not args.dash_no_record)
+                         record=not args.dash_no_record, gpus=gpus)
