@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -54,8 +55,12 @@ def record_session(
 
         clitext.note(f"warning: {text}", err if err is not None else sys.stderr)
 
+    read_env: Callable[[], EnvInfo] = env
+    if session.supervisor is not None and command is not None:
+        # the next launch reads its history versions from this same capture: one probe of the interpreter
+        read_env = session.supervisor.versions.session_capture(env).get
     rec = Recorder(name=session.name, host=session.host, command=command, nvml=session.nvml,
-                   ruleset=session.settings.ruleset, dest=dest, warn=warn, env=env)
+                   ruleset=session.settings.ruleset, dest=dest, warn=warn, env=read_env)
     session.observe(rec.observe)
     session.on_close.append(rec.close)
     rec.start()

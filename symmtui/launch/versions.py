@@ -1,5 +1,9 @@
 """The versions a launch ran with (symmtui, sglang, vllm, torch, NCCL, the driver), read in the background
-when it starts so the history can keep them at its verdict without the verdict waiting for them."""
+when it starts so the history can keep them at its verdict without the verdict waiting for them.
+
+One environment capture serves a launch: the bundle recorder asks for it first (``session_capture``)
+and the next launch takes that same capture for its versions, so the server's interpreter is probed once.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from symmtui import __version__
+from symmtui.errors import UserError
 
 if TYPE_CHECKING:
     from symmtui.gpu.nvml import Nvml
@@ -34,6 +39,43 @@ def versions_of(info: EnvInfo) -> dict[str, str]:
     return out
 
 
+class SharedCapture:
+    """One environment capture read by several (the recorder, the history): the first ``get`` runs it, the
+    others wait for its result (or its error)."""
+
+    def __init__(self, fn: Callable[[], EnvInfo]) -> None:
+        self._fn = fn
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._started = False
+        self._result: EnvInfo | None = None
+        self._error: BaseException | None = None
+
+    def started(self) -> bool:
+        """True once a ``get`` has begun the capture."""
+        with self._lock:
+            return self._started
+
+    def get(self) -> EnvInfo:
+        """The capture (run here by the first caller, waited for by the others); its error raised again."""
+        with self._lock:
+            first = not self._started
+            self._started = True
+        if first:
+            try:
+                self._result = self._fn()
+            except BaseException as exc:
+                self._error = exc
+                raise
+            finally:
+                self._done.set()
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+
 class VersionProbe:
     """One background read of the environment per launch (``start``); ``get`` never waits."""
 
@@ -41,6 +83,15 @@ class VersionProbe:
         self.nvml = nvml
         self._lock = threading.Lock()
         self._found: dict[str, dict[str, str] | None] = {}  # launch_id -> versions (None: still reading)
+        self._pending: SharedCapture | None = None  # asked for before the next launch: that launch takes it
+
+    def session_capture(self, fn: Callable[[], EnvInfo]) -> SharedCapture:
+        """The capture the next launch reads its versions from, made now with ``fn`` (the bundle recorder's,
+        which reads it at once): one probe of the server's interpreter serves both."""
+        with self._lock:
+            if self._pending is None:
+                self._pending = SharedCapture(fn)
+            return self._pending
 
     def start(self, launch_id: str, profile: Profile, alive: Callable[[], bool] | None = None) -> None:
         """Read the versions the profile's command runs with on a daemon thread (child interpreters, NVML),
@@ -49,15 +100,22 @@ class VersionProbe:
             self._found[launch_id] = None
             while len(self._found) > KEEP:
                 self._found.pop(next(iter(self._found)))
+            shared, self._pending = self._pending, None
 
         def work() -> None:
-            time.sleep(DELAY)
+            if shared is None or not shared.started():
+                time.sleep(DELAY)
             if alive is not None and not alive():
                 return  # stopped or crashed at once: nobody waits for its versions (symmtui's are kept)
             from symmtui.launch.envinfo import ServerCommand, capture
 
-            # never raises: what cannot be read is None (and left out)
-            found = versions_of(capture(ServerCommand.from_profile(profile), nvml=self.nvml))
+            if shared is None:  # capture never raises: what cannot be read is None (and left out)
+                found = versions_of(capture(ServerCommand.from_profile(profile), nvml=self.nvml))
+            else:
+                try:
+                    found = versions_of(shared.get())
+                except (OSError, UserError, ValueError):
+                    return  # the recorder's capture failed (it says so in its bundle): symmtui's are kept
             with self._lock:
                 if launch_id in self._found:
                     self._found[launch_id] = found

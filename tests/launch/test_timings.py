@@ -133,3 +133,41 @@ def test_versions_are_read_from_the_servers_interpreter_and_an_upgrade_is_named(
     now = _entry(2, 212, read[1])
     assert compare(now, [before, now]).lines()[-1] == (  # type: ignore[union-attr]
         "timings: slower since an upgrade: sglang 0.5.3 -> 0.5.4 (the 1 launch compared ran the old versions)")
+
+
+def test_one_launch_probes_the_servers_interpreter_once_for_its_bundle_and_its_history(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from symmtui.bundle.format import SUFFIX
+    from symmtui.bundle.wire import record_session, server_command
+    from symmtui.launch import versions
+    from symmtui.launch.profile import load_profile
+    from symmtui.patch import finder
+    from symmtui.session import for_profile
+    from tests.launch.helpers import wait_until
+
+    monkeypatch.setattr(versions, "DELAY", 0.0)
+    site = tmp_path / "site"
+    _fake_sglang(site, "0.5.3")
+    profile = load_profile(demo_config(tmp_path, name="once.toml", env={"PYTHONPATH": str(site)}))  # stopped here
+    asked: list[str | None] = []
+    locate = finder.locate
+
+    def counted(*args: object, **kwargs: object) -> object:
+        asked.append(str(kwargs.get("python")))  # each call is one child interpreter asked for its packages
+        return locate(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(finder, "locate", counted)
+    session = for_profile(profile)
+    rec = record_session(session, server_command(profile), dest=tmp_path / f"b{SUFFIX}")
+    assert rec is not None and session.supervisor is not None
+    try:
+        record = session.launch_unchecked()  # the real stand-in server, as `symmtui launch` starts it
+        versions_of_launch = session.supervisor.versions
+        wait_until(lambda: "sglang" in versions_of_launch.get(record.launch_id), 20, "the launch's versions")
+        assert rec.env_done.wait(20) and rec.environment is not None
+    finally:
+        session.close()
+        session.supervisor.stop(grace=1)
+    assert rec.environment.version("sglang") == "0.5.3"  # the bundle's environment...
+    assert versions_of_launch.get(record.launch_id)["sglang"] == "0.5.3"  # ...and the history's versions
+    assert asked == [profile.argv[0]]  # from one probe of the server's interpreter, not one each
