@@ -67,7 +67,7 @@ def test_server_forks_grandchildren_all_gone_after_stop(tmp_path: Path) -> None:
 
 def test_server_exits_instantly(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path, "--crash", "exit")
-    res = run_cli("launch", "--config", str(cfg), "--no-preflight")
+    res = run_cli("launch", "--config", str(cfg), "--no-preflight", "--no-record")
     assert res.returncode == 1, res.stdout + res.stderr
     assert "CRASHED after" in res.stdout and "exited with code 3" in res.stdout
 
@@ -147,7 +147,8 @@ def test_port_held_by_stranger_launch_refused(tmp_path: Path) -> None:
 
 def test_symmtui_killed_mid_launch_restart_finds_it(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path, "--listen-early", speed=6)  # loading takes ~10 s: symmtui is killed mid-launch
-    cli = subprocess.Popen([sys.executable, "-m", "symmtui", "launch", "--config", str(cfg), "--no-preflight"],
+    cli = subprocess.Popen([sys.executable, "-m", "symmtui", "launch", "--config", str(cfg), "--no-preflight",
+                            "--no-record"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     key = load_profile(cfg).key
     wait_until(lambda: state.load(key) is not None, what="state file")

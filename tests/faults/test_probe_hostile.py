@@ -216,7 +216,7 @@ def test_wait_against_slowloris_prints_timed_out_and_exits_at_the_timeout(tmp_pa
     log.write_text("[2026-11-29 09:40:09 TP0] Init torch distributed begin.\n")
     with raw_server(slowloris) as server:
         proc = subprocess.Popen([sys.executable, "-m", "symmtui", "wait", "--log", str(log), "--url", server.url,
-                                 "--timeout", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 "--timeout", "3", "--no-record"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=dict(os.environ))
         timed_out_at: float | None = None
         lines: list[str] = []
@@ -247,7 +247,7 @@ def test_wait_never_calls_ready_on_a_redirect_to_another_host(tmp_path: Path) ->
 
         with raw_server(to_elsewhere) as server:
             res = subprocess.run([sys.executable, "-m", "symmtui", "wait", "--log", str(log), "--url", server.url,
-                                  "--timeout", "2"], capture_output=True, text=True, timeout=60, env=dict(os.environ))
+                                  "--timeout", "2", "--no-record"], capture_output=True, text=True, timeout=60, env=dict(os.environ))
     assert res.returncode == 124 and "READY" not in res.stdout.replace("TIMED OUT", ""), res.stdout
     assert f"pointing to {elsewhere}" in res.stdout
 

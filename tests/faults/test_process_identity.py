@@ -60,7 +60,7 @@ def _tree(tmp_path: Path) -> dict[str, bytes]:
 def test_stop_during_a_launch_wait_is_stopped_with_one_history_entry(tmp_path: Path) -> None:
     cfg = _slow_profile(tmp_path)
     key = load_profile(cfg).key
-    first = _cli_popen("launch", "--config", str(cfg), "--no-preflight")
+    first = _cli_popen("launch", "--config", str(cfg), "--no-preflight", "--no-record")
     try:
         rec = _launched(key)
         stop = run_cli("stop", "--config", str(cfg), "--grace", "2", "--port-timeout", "2")
@@ -100,7 +100,7 @@ def test_a_second_launch_while_the_first_waits_exits_4_and_touches_nothing(tmp_p
 def test_two_launches_started_together_launch_one_server(tmp_path: Path) -> None:
     cfg = _slow_profile(tmp_path)
     key = load_profile(cfg).key
-    procs = [_cli_popen("launch", "--config", str(cfg), "--no-preflight") for _ in range(2)]
+    procs = [_cli_popen("launch", "--config", str(cfg), "--no-preflight", "--no-record") for _ in range(2)]
     try:
         wait_until(lambda: any(p.poll() is not None for p in procs), timeout=60, what="one launch to give up")
         loser = next(p for p in procs if p.poll() is not None)
@@ -244,7 +244,7 @@ def test_crash_lines_printed_while_being_stopped_are_still_stopped(tmp_path: Pat
     cfg = write_profile(tmp_path, command=[sys.executable, "-c", DIES_LOUDLY, str(FIXTURE)],
                         log_dir=tmp_path / "logs", grace=5, timeout=120)
     key = load_profile(cfg).key
-    first = _cli_popen("launch", "--config", str(cfg), "--no-preflight")
+    first = _cli_popen("launch", "--config", str(cfg), "--no-preflight", "--no-record")
     try:
         rec = _launched(key)
         wait_until(lambda: "Init torch distributed begin" in Path(rec.log_path).read_text(), what="the first lines")
@@ -264,12 +264,12 @@ def test_a_launch_killed_mid_wait_does_not_hold_the_profile(tmp_path: Path) -> N
     """The lock dies with its holder (and its server never inherits it): the next launch goes ahead."""
     cfg = _slow_profile(tmp_path)
     key = load_profile(cfg).key
-    first = _cli_popen("launch", "--config", str(cfg), "--no-preflight")
+    first = _cli_popen("launch", "--config", str(cfg), "--no-preflight", "--no-record")
     try:
         old = _launched(key)
         first.kill()
         first.communicate()
-        again = run_cli("launch", "--config", str(cfg), "--no-preflight", "--timeout", "2")
+        again = run_cli("launch", "--config", str(cfg), "--no-preflight", "--no-record", "--timeout", "2")
         assert again.returncode == 124, again.stdout + again.stderr  # it stopped the old server, launched, waited
         new = state.load(key)
         assert new is not None and new.launch_id != old.launch_id

@@ -19,7 +19,7 @@ __all__ = ["stop_at_end"]  # autouse: whatever a failing test launched is stoppe
 
 def test_launch_ready_history_and_relaunch_stops_previous(tmp_path: Path) -> None:
     cfg = demo_config(tmp_path)
-    first = run_cli("launch", "--config", str(cfg), "--no-preflight")
+    first = run_cli("launch", "--config", str(cfg), "--no-preflight", "--no-record")
     assert first.returncode == EXIT_READY, first.stdout + first.stderr
     assert "READY after" in first.stdout
     assert "launched pid" not in first.stdout  # the launcher's own lines go to stderr: stdout is `wait`'s
@@ -33,7 +33,7 @@ def test_launch_ready_history_and_relaunch_stops_previous(tmp_path: Path) -> Non
     old_pid = int(first.stderr.split("launched pid ")[1].split(";")[0])
     assert psutil.pid_exists(old_pid)
 
-    second = run_cli("launch", "--config", str(cfg), "--no-preflight")
+    second = run_cli("launch", "--config", str(cfg), "--no-preflight", "--no-record")
     assert second.returncode == EXIT_READY, second.stdout + second.stderr
     assert "exited after SIGTERM" in second.stderr
     assert "earlier launches of this command were ready after" in second.stderr
@@ -49,7 +49,7 @@ def test_launch_ready_history_and_relaunch_stops_previous(tmp_path: Path) -> Non
 
 def test_launch_crash_prints_wait_verdict_and_exit_1(tmp_path: Path) -> None:
     cfg = demo_config(tmp_path, "--crash", "keyerror")
-    res = run_cli("launch", "--config", str(cfg), "--no-preflight")
+    res = run_cli("launch", "--config", str(cfg), "--no-preflight", "--no-record")
     assert res.returncode == EXIT_CRASHED, res.stdout + res.stderr
     assert "CRASHED after" in res.stdout and "KeyError: 12" in res.stdout
     (entry,) = History().entries()
@@ -59,7 +59,7 @@ def test_launch_crash_prints_wait_verdict_and_exit_1(tmp_path: Path) -> None:
 
 def test_launch_timeout_exit_124_leaves_server_for_stop(tmp_path: Path) -> None:
     cfg = demo_config(tmp_path, speed=1)
-    res = run_cli("launch", "--config", str(cfg), "--no-preflight", "--timeout", "1.5")
+    res = run_cli("launch", "--config", str(cfg), "--no-preflight", "--no-record", "--timeout", "1.5")
     assert res.returncode == EXIT_TIMED_OUT, res.stdout + res.stderr
     assert "TIMED OUT after" in res.stdout
     assert "still running; `symmtui stop` ends them" in res.stderr
@@ -83,7 +83,7 @@ def test_stop_reports_stranger_and_kill_pid_needs_that_pid(tmp_path: Path) -> No
         assert f"pid {listener.pid}" in res.stdout and f"symmtui stop --kill-pid {listener.pid}" in res.stdout
         assert listener.poll() is None
 
-        launch = run_cli("launch", "--config", str(cfg), "--no-preflight")
+        launch = run_cli("launch", "--config", str(cfg), "--no-preflight", "--no-record")
         assert launch.returncode == 4 and f"--kill-pid {listener.pid}" in launch.stderr
         assert listener.poll() is None and not (tmp_path / "logs").exists()
 
