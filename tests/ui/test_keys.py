@@ -19,16 +19,86 @@ from symmtui.ui.widgets.log_view import LogView
 from tests.ui.kit import FAKE_PID, crashed_session, settle, starting_session, text, wait_for
 
 
-async def test_crashed_state_shows_cause_and_action() -> None:
+async def test_crashed_dashboard_state_and_its_keys_in_one_app() -> None:
+    """One app start (each a third of a CPU-second) for what a crashed dashboard shows and its keys do, in
+    turn: the cause and action; t cycles themes and the palette lists the actions; p and r without a target
+    say why; a modal swallows the dashboard's keys; the confirm modal's keys; s dumps stacks; q quits."""
+    from textual.widgets import Footer
+
+    from symmtui.ui.widgets.stacks import StacksView
+
     app = SymmApp(crashed_session(), tick=0)
+    answers: list[bool | None] = []
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
+        # the crashed state shows its cause and the action
         screen = text(app)
         assert "CRASHED" in screen
         assert "KeyError: 12 at torch_symm_mem.py:83" in screen
         assert "press p to apply the SM120 patch" in screen
         assert "SGLang lacks compute capability 12" in screen
         assert app.last_snapshot is not None and app.last_snapshot.state is State.CRASHED
+
+        # t cycles the themes back to the start; the palette lists the actions
+        assert app.theme == "symmtui-dark"
+        seen = []
+        for _ in app.theme_names:
+            await pilot.press("t")
+            seen.append(app.theme)
+        assert set(seen) >= {"symmtui-dark", "symmtui-light", "symmtui-contrast"}
+        assert app.theme == "symmtui-dark"  # back to the start after a full cycle
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for wanted in ("Apply SM120 patch", "Relaunch", "Next theme", "Theme: symmtui-contrast",
+                       "Log: follow on/off", "Log: search", "Log: errors only", "Log: next error",
+                       "Log: previous error", "Quit"):
+            assert wanted in titles, wanted
+
+        # p without a patch target says why
+        app.clear_notifications()
+        await pilot.press("p")
+        await settle(pilot)
+        assert not isinstance(app.screen, PatchScreen)
+        assert any("symmtui patch" in str(n.message) for n in app._notifications)
+
+        # r without a profile says why; a modal swallows the dashboard's keys
+        app.clear_notifications()
+        await pilot.press("r")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert any("server.command" in str(n.message) for n in app._notifications)
+        # a modal swallows the dashboard's keys: t does not change the theme behind it
+        app.push_screen(ConfirmScreen("Quit?", "test"))
+        await settle(pilot)
+        before = app.theme
+        await pilot.press("t")
+        assert app.theme == before
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ConfirmScreen)
+
+        # the confirm modal's keys
+        for key, expected in (("y", True), ("enter", True), ("n", False), ("escape", False)):
+            app.push_screen(ConfirmScreen("Sure?", "body"), answers.append)
+            await settle(pilot)
+            await pilot.press(key)
+            await settle(pilot)
+            assert answers[-1] is expected, key
+
+        # s shows in the footer and dumps into the stacks panel
+        footer = app.query_one(Footer)
+        assert any(b.key == "s" and b.description == "Stacks" for b in footer.query("FooterKey").results())
+        assert "s Stacks" in text(app)
+        view = app.query_one(StacksView)
+        assert view.taken is None and not view.display
+        await pilot.press("s")
+        await wait_for(pilot, lambda: view.taken is not None, "the dump on the s key")
+        # a fixed session has no server process: the panel says so in one line
+        assert view.display and view.border_subtitle.endswith("on s")
+        assert "no server process known" in text(app)
+
+        # q quits
+        await pilot.press("q")
+        await settle(pilot)
+    assert app.return_value == 0
 
 
 async def test_log_keys_follow_search_errors_next_previous() -> None:
@@ -66,23 +136,6 @@ async def test_log_keys_follow_search_errors_next_previous() -> None:
         assert log.search_text == "sigquit"
         assert log.cursor_line_no == 122
 
-
-async def test_t_cycles_themes_and_palette_lists_actions() -> None:
-    app = SymmApp(crashed_session(), tick=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        assert app.theme == "symmtui-dark"
-        seen = []
-        for _ in app.theme_names:
-            await pilot.press("t")
-            seen.append(app.theme)
-        assert set(seen) >= {"symmtui-dark", "symmtui-light", "symmtui-contrast"}
-        assert app.theme == "symmtui-dark"  # back to the start after a full cycle
-        titles = [c.title for c in app.get_system_commands(app.screen)]
-        for wanted in ("Apply SM120 patch", "Relaunch", "Next theme", "Theme: symmtui-contrast",
-                       "Log: follow on/off", "Log: search", "Log: errors only", "Log: next error",
-                       "Log: previous error", "Quit"):
-            assert wanted in titles, wanted
 
 
 async def test_theme_option_starts_in_that_theme() -> None:
@@ -185,71 +238,5 @@ async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) 
         await wait_for(pilot, lambda: not isinstance(app.screen, PatchScreen), "the modal closed on escape")
 
 
-async def test_patch_without_target_says_why() -> None:
-    app = SymmApp(crashed_session(), tick=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await pilot.press("p")
-        await settle(pilot)
-        assert not isinstance(app.screen, PatchScreen)
-        assert any("symmtui patch" in str(n.message) for n in app._notifications)
 
 
-async def test_relaunch_without_profile_says_why_and_keys_are_inert_in_modals() -> None:
-    app = SymmApp(crashed_session(), tick=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await pilot.press("r")
-        await settle(pilot)
-        assert not isinstance(app.screen, ConfirmScreen)
-        assert any("server.command" in str(n.message) for n in app._notifications)
-        # a modal swallows the dashboard's keys: t does not change the theme behind it
-        app.push_screen(ConfirmScreen("Quit?", "test"))
-        await settle(pilot)
-        before = app.theme
-        await pilot.press("t")
-        assert app.theme == before
-        await pilot.press("escape")
-        assert not isinstance(app.screen, ConfirmScreen)
-
-
-async def test_confirm_modal_keys() -> None:
-    app = SymmApp(crashed_session(), tick=0)
-    answers: list[bool | None] = []
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        for key, expected in (("y", True), ("enter", True), ("n", False), ("escape", False)):
-            app.push_screen(ConfirmScreen("Sure?", "body"), answers.append)
-            await settle(pilot)
-            await pilot.press(key)
-            await settle(pilot)
-            assert answers[-1] is expected, key
-
-
-async def test_q_quits() -> None:
-    app = SymmApp(crashed_session(), tick=0)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        await pilot.press("q")
-        await settle(pilot)
-    assert app.return_value == 0
-
-
-async def test_s_shows_in_the_footer_and_dumps_into_the_stacks_panel() -> None:
-    from textual.widgets import Footer
-
-    from symmtui.ui.widgets.stacks import StacksView
-
-    app = SymmApp(crashed_session(), tick=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        footer = app.query_one(Footer)
-        assert any(b.key == "s" and b.description == "Stacks" for b in footer.query("FooterKey").results())
-        assert "s Stacks" in text(app)
-        view = app.query_one(StacksView)
-        assert view.taken is None and not view.display
-        await pilot.press("s")
-        await wait_for(pilot, lambda: view.taken is not None, "the dump on the s key")
-        # a fixed session has no server process: the panel says so in one line
-        assert view.display and view.border_subtitle.endswith("on s")
-        assert "no server process known" in text(app)
