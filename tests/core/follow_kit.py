@@ -143,11 +143,14 @@ class Writer:
         self.close()
 
 
-def start_flood(path: Path, rate: int, seconds: float, rotate_every: int = 0) -> subprocess.Popen[str]:
-    """A writer child that appends `rate` numbered lines per second for `seconds` (see log_writer.py)."""
+def start_flood(path: Path, rate: int, seconds: float, rotate_every: int = 0,
+                rotate_ack: Path | None = None) -> subprocess.Popen[str]:
+    """A writer child that appends `rate` numbered lines per second for `seconds` (see log_writer.py;
+    ``rotate_ack``: it rotates again only once the reader acked the file of the last rotation)."""
+    ack = ["--rotate-ack", str(rotate_ack)] if rotate_ack is not None else []
     return subprocess.Popen(
         [sys.executable, str(WRITER), str(path), "--rate", str(rate), "--seconds", str(seconds),
-         "--rotate-every", str(rotate_every)],
+         "--rotate-every", str(rotate_every), *ack],
         stdout=subprocess.PIPE,
         text=True,
     )

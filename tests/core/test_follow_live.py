@@ -92,6 +92,9 @@ def test_flood_with_rotations_counts_every_line(tmp_path: Path) -> None:
                 if isinstance(it, LogLine):
                     if it.text.startswith("seq="):
                         seen.append(int(it.text[4:13]))
+                        if seen[-1] % every == 0 and 0 < seen[-1] < total - every:
+                            with ack.open("ab") as fh:  # the new file is open: the writer may rotate again
+                                fh.write(b".")
                     else:
                         bad.append(it.text)
                 elif it.kind == "rotated":
@@ -102,10 +105,13 @@ def test_flood_with_rotations_counts_every_line(tmp_path: Path) -> None:
     follower = LogFollower(log)
     stop = threading.Event()
     t = threading.Thread(target=follower.watch, args=(stop, on_batch))
-    total = 20_000
+    total, every = 20_000, 3_000
+    # A follower starved past a whole generation (a loaded machine) could not find it at the path: the
+    # writer waits for the reader's ack of each new file before it renames the next one away.
+    ack = tmp_path / "ack"
     t.start()
     try:
-        proc = start_flood(log, rate=20_000, seconds=1.0, rotate_every=3_000)
+        proc = start_flood(log, rate=20_000, seconds=1.0, rotate_every=every, rotate_ack=ack)
         report = finish_flood(proc, timeout=WAIT * 3)
         assert report["lines"] == total
         assert done.wait(WAIT)
