@@ -246,8 +246,11 @@ def test_wait_never_calls_ready_on_a_redirect_to_another_host(tmp_path: Path) ->
             conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {elsewhere}\r\nContent-Length: 0\r\n\r\n".encode())
 
         with raw_server(to_elsewhere) as server:
+            # the timeout must outlast the first probe's answer (a child's start, the probe's import, one GET):
+            # 2 s did not on a loaded machine (TIMED OUT with no health line); the test only waits, no CPU
             res = subprocess.run([sys.executable, "-m", "symmtui", "wait", "--log", str(log), "--url", server.url,
-                                  "--timeout", "2", "--no-record"], capture_output=True, text=True, timeout=60, env=dict(os.environ))
+                                  "--timeout", "8", "--no-record"], capture_output=True, text=True, timeout=90,
+                                 env=dict(os.environ))
     assert res.returncode == 124 and "READY" not in res.stdout.replace("TIMED OUT", ""), res.stdout
     assert f"pointing to {elsewhere}" in res.stdout
 
