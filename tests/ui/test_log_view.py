@@ -16,6 +16,7 @@ from textual.widgets import Button, Footer
 from symmtui.core.events import EventBuilder
 from symmtui.core.follow import LogFollower, LogLine
 from symmtui.ui.widgets.log_view import LogView
+from tests.ui.kit import wait_for
 
 SIZE = (120, 40)
 
@@ -222,8 +223,9 @@ async def test_footer_lists_the_keys_and_the_palette_entries_run(tmp_path: Path)
         view, feeder = await start(pilot, tmp_path, numbered(10))
         shown = {key for key, active in app.screen.active_bindings.items() if active.binding.show}
         assert {"f", "slash", "e", "n", "N"} <= shown
-        footer_keys = {item.key for item in app.query("FooterKey")}  # type: ignore[attr-defined]
-        assert {"f", "slash", "e", "n", "N"} <= footer_keys
+        # the Footer composes its keys a refresh after the bindings change: wait for them, not one pause
+        await wait_for(pilot, lambda: {"f", "slash", "e", "n", "N"} <= {
+            item.key for item in app.query("FooterKey")}, "the log view's keys in the footer")  # type: ignore[attr-defined]
         commands = {cmd.title: cmd for cmd in view.commands()}
         assert len(commands) == 5
         commands["Log: follow on/off"].callback()
