@@ -11,6 +11,7 @@ from symmtui.cli import main
 from symmtui.core.readiness import State
 from symmtui.gpu.facts import PatchFacts
 from symmtui.launch.history import Estimate
+from symmtui.session.messages import EngineBatch
 from symmtui.session.patching import Patcher
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
@@ -18,28 +19,13 @@ from symmtui.ui.screens.patch import PatchScreen
 from symmtui.ui.widgets.header import StatusHeader
 from tests.ui.kit import crashed_session, settle, starting_session, text, wait_for
 
-
-@pytest.mark.parametrize(
-    ("state", "words"),
-    [(State.STALLED, "STALLED"), (State.TIMED_OUT, "TIMED OUT"), (State.STOPPED, "STOPPED"), (State.WAITING, "WAITING")],
-)
-async def test_every_state_is_named_in_header_and_gauge(state: State, words: str) -> None:
-    session = starting_session()
-    snap = dataclasses.replace(session.fixed_snapshot, state=state)
-    session.fixed_snapshot = snap
-    app = SymmApp(session, tick=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        header = app.query_one(StatusHeader)
-        assert header.state is state
-        lines = text(app).splitlines()
-        assert words in lines[0]  # the header
-        assert any(words in line for line in lines[1:8])  # the gauge's banner
-        banner = app.query_one("#state-banner")
-        assert banner.has_class("-state-" + words.lower().replace(" ", "-"))
+STATES = [(State.STALLED, "STALLED"), (State.TIMED_OUT, "TIMED OUT"), (State.STOPPED, "STOPPED"),
+          (State.WAITING, "WAITING")]
 
 
-async def test_eta_from_launch_history_and_time_left() -> None:
+async def test_eta_from_launch_history_then_every_state_named_in_header_and_gauge() -> None:
+    """One app start: the ETA of a loading launch, then the session's batches move it through each state
+    (as a live session's do) and the header, the gauge's banner and its class name each one."""
     session = starting_session()
     session.estimate = Estimate(samples=3, total=480.0,
                                phases={"init distributed": 20.0, "loading weights": 420.0, "warm-up": 40.0})
@@ -51,6 +37,19 @@ async def test_eta_from_launch_history_and_time_left() -> None:
         assert "timeout in 14:29" in screen
         eta, runs = session.eta_for(session.fixed_snapshot)
         assert runs == 3 and eta is not None and 0 < eta < 480
+
+        for state, words in STATES:
+            snap = dataclasses.replace(session.fixed_snapshot, state=state)
+            session.fixed_snapshot = snap
+            session._post(EngineBatch((), (), (), snap, 0, 0, session.fixed_log_path))
+            await settle(pilot)
+            header = app.query_one(StatusHeader)
+            assert header.state is state
+            lines = text(app).splitlines()
+            assert words in lines[0], words  # the header
+            assert any(words in line for line in lines[1:8]), words  # the gauge's banner
+            banner = app.query_one("#state-banner")
+            assert banner.has_class("-state-" + words.lower().replace(" ", "-"))
 
 
 async def test_buttons_work_with_the_mouse(tmp_path: Path) -> None:
