@@ -160,7 +160,7 @@ def test_scan_and_wait_judge_a_marker_with_odd_bytes_inside_alike(tmp_path: Path
     marker = b"The server is fi" + odd + b"red up and ready to roll!"
     log.write_bytes(b"[2026-11-29 09:40:03 TP0] Load weight begin. avail mem=93.21 GB\n[2026-11-29 09:48:04] " + marker + b"\n")
     assert scan_file(log).verdict == "ready"
-    r = subprocess.run(symmtui_cmd("wait", "--log", str(log), "--timeout", "20"), capture_output=True, text=True,
+    r = subprocess.run(symmtui_cmd("wait", "--log", str(log), "--timeout", "20", "--no-record"), capture_output=True, text=True,
                        timeout=60, env=env())
     assert r.returncode == 0, r.stdout + r.stderr
 

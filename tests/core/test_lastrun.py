@@ -42,7 +42,7 @@ def _line_of(path: Path, needle: bytes, *, after: int = 0) -> int:
 
 
 def _wait_cli(log: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(symmtui_cmd("wait", "--log", str(log), "--timeout", "20", *args),
+    return subprocess.run(symmtui_cmd("wait", "--log", str(log), "--timeout", "20", "--no-record", *args),
                           capture_output=True, text=True, timeout=120, env=env())
 
 

@@ -10,7 +10,7 @@ from .engine_kit import KEYERROR_LOG, READY_LOG, Health, Writer, env, http_serve
 
 
 def _wait(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(symmtui_cmd("wait", *args), capture_output=True, text=True, timeout=timeout, env=env())
+    return subprocess.run(symmtui_cmd("wait", "--no-record", *args), capture_output=True, text=True, timeout=timeout, env=env())
 
 
 def test_ready_log_exits_0() -> None:
@@ -47,7 +47,7 @@ def test_wait_on_a_log_loads_neither_httpx_nor_the_patch_engine() -> None:
 
 def test_started_before_the_log_exists_then_ready(tmp_path: Path) -> None:
     log = tmp_path / "logs" / "server.log"
-    proc = subprocess.Popen(symmtui_cmd("wait", "--log", str(log), "--timeout", "60"),
+    proc = subprocess.Popen(symmtui_cmd("wait", "--log", str(log), "--timeout", "60", "--no-record"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
     try:
         assert proc.stdout is not None
@@ -79,7 +79,7 @@ def test_pid_killed_exits_1(tmp_path: Path) -> None:
     log.write_text("[2026-11-29 09:40:09 TP0] Init torch distributed begin.\n")
     child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
-        waiter = subprocess.Popen(symmtui_cmd("wait", "--log", str(log), "--pid", str(child.pid)),
+        waiter = subprocess.Popen(symmtui_cmd("wait", "--log", str(log), "--pid", str(child.pid), "--no-record"),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
         assert waiter.stdout is not None
         assert "init distributed" in waiter.stdout.readline()
@@ -165,7 +165,7 @@ def test_reader_gone_keeps_the_exit_code(tmp_path: Path) -> None:
     r, w = os.pipe()
     os.close(r)
     try:
-        proc = subprocess.run(symmtui_cmd("wait", "--log", str(KEYERROR_LOG)), stdout=w, stderr=subprocess.PIPE,
+        proc = subprocess.run(symmtui_cmd("wait", "--log", str(KEYERROR_LOG), "--no-record"), stdout=w, stderr=subprocess.PIPE,
                               text=True, timeout=60, env=env())
     finally:
         os.close(w)

@@ -63,7 +63,7 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
 
 def test_wait_notify_in_tmux_shows_a_message_and_rings_the_window(tmux: Tmux, tmp_path: Path) -> None:
     status = tmp_path / "exit"
-    wait = shlex.join([sys.executable, "-m", "symmtui", "wait", "--notify", "--log", str(READY_LOG)])
+    wait = shlex.join([sys.executable, "-m", "symmtui", "wait", "--notify", "--no-record", "--log", str(READY_LOG)])
     # in a second window, not the one on screen: a bell there sets the window's bell flag
     tmux("new-window", "-d", "-t", "main:1", "-n", "waiter",
          f"env -u DISPLAY -u WAYLAND_DISPLAY {wait}; echo $? > {shlex.quote(str(status))}; sleep 60")

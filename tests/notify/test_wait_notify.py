@@ -27,7 +27,7 @@ def _wait(tmp_path: Path, log: Path, notify: str, *extra: str) -> tuple[subproce
     cfg.write_text(f'[server]\nlog = "{log}"\n\n[notify]\n{notify}\n')
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "DISPLAY", "WAYLAND_DISPLAY")}
     t0 = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "symmtui", "wait", "--config", str(cfg), *extra],
+    done = subprocess.run([sys.executable, "-m", "symmtui", "wait", "--config", str(cfg), "--no-record", *extra],
                           capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
     return done, time.monotonic() - t0
 

@@ -61,7 +61,7 @@ def test_ready_flips_from_503_to_200_during_a_real_wait(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     with Writer(log) as writer:
         writer.write(BEFORE_READY.split("[2026-11-29 09:47:58 TP0] Capture cuda graph end")[0])
-        proc = subprocess.Popen([sys.executable, "-m", "symmtui", "wait", "--log", str(log), "--timeout", "60",
+        proc = subprocess.Popen([sys.executable, "-m", "symmtui", "wait", "--log", str(log), "--timeout", "60", "--no-record",
                                  "--metrics-port", str(port), "--metrics-linger", "60"],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
@@ -160,7 +160,7 @@ def test_a_nodes_profile_is_one_endpoint_ready_when_every_node_is(tmp_path: Path
     head = BEFORE_READY.split("[2026-11-29 09:47:58 TP0] Capture cuda graph end")[0]
     with Writer(log_a) as writer:
         writer.write(head)
-        proc = subprocess.Popen([sys.executable, "-m", "symmtui", "wait", "--config", str(cfg),
+        proc = subprocess.Popen([sys.executable, "-m", "symmtui", "wait", "--config", str(cfg), "--no-record",
                                  "--metrics-port", str(port), "--metrics-linger", "60"],
                                 env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)

@@ -15,7 +15,7 @@ from tests.stacks.test_stacks_real import needs_ptrace
 
 
 def wait(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "symmtui", "wait", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "symmtui", "wait", "--no-record", *args], capture_output=True, text=True,
                           timeout=60, env={**os.environ, **(env or {})})
 
 
