@@ -10,6 +10,7 @@ import http.server
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -49,7 +50,8 @@ its environment (the demo's fix story: the catalogue's env action, applied to th
 Several nodes: ``--nnodes 2 --node-rank R`` prints only this node's ranks (TP8..TP15 for node 1 of
 ``--tp 16``), SGLang's "CustomAllreduce is disabled because this process group spans across nodes."
 and the node fields of ``server_args``; only node 0 serves HTTP (a worker node goes quiet after its
-CUDA graphs, as SGLang's does).
+CUDA graphs, as SGLang's does). ``--rendezvous``: every node waits in "Init torch distributed" until all
+of them reached it (node 0 listens at ``--dist-init-addr``), so node 0 serves only after every node spoke.
 
 ``--delays FILE``: a JSON object read at start, e.g. ``{"weights": 90}``: seconds the log's clock
 (the line timestamps, which phase durations are read from) jumps at the end of the step ``init``,
@@ -222,6 +224,8 @@ class _Server:
         if self._should_crash_keyerror():
             self.sleep(8)
             return self.keyerror()
+        if self.nnodes > 1 and a.rendezvous:
+            self.rendezvous()
         self.sleep(3)
         self.extra("init")
         self.ranks("Init torch distributed ends. mem usage=0.42 GB")
@@ -339,6 +343,31 @@ class _Server:
         self.status("init_distributed", 0.0, _MEM_INIT)
         while True:
             time.sleep(1.0)
+
+    def rendezvous(self, limit: float = 120.0) -> None:
+        """Wait until every node reached distributed init: node 0 accepts the others at --dist-init-addr,
+        then lets them all go (no node's init ends before every node's began, as with torch's TCP store)."""
+        host, _, port = str(self.args.dist_init_addr).rpartition(":")
+        deadline = time.monotonic() + limit
+        if self.head:
+            with socket.create_server((host, int(port))) as srv:
+                peers: list[socket.socket] = []
+                while len(peers) < self.nnodes - 1:
+                    srv.settimeout(max(0.01, deadline - time.monotonic()))
+                    peers.append(srv.accept()[0])  # socket.timeout past the limit: the server ends with it
+                for conn in peers:
+                    with conn:
+                        conn.sendall(b"go")
+            return
+        while True:
+            try:
+                with socket.create_connection((host, int(port)), timeout=max(0.01, deadline - time.monotonic())) as c:
+                    if c.recv(2) == b"go":
+                        return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.02)
 
     def _should_crash_keyerror(self) -> bool:
         a = self.args
@@ -461,7 +490,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nnodes", type=int, default=1, help="nodes the TP group spans (--tp is over all of them)")
     p.add_argument("--node-rank", type=int, default=0,
                    help="this node's rank: its ranks are TP(r*tp/nnodes)..; only rank 0 serves HTTP")
-    p.add_argument("--dist-init-addr", default="127.0.0.1:50000", help="shown in server_args (nothing listens)")
+    p.add_argument("--dist-init-addr", default="127.0.0.1:50000",
+                   help="shown in server_args; with --rendezvous node 0 listens there for the others")
+    p.add_argument("--rendezvous", action="store_true",
+                   help="with --nnodes: every node waits in torch distributed init until all nodes reached it "
+                        "(over TCP at --dist-init-addr, as torch's init_process_group does)")
     p.add_argument("--shards", type=int, default=83, help="checkpoint shards to load (default 83)")
     p.add_argument("--crash", choices=("keyerror", "segfault", "exit"), help="crash on purpose (see above)")
     p.add_argument("--sandbox", help="sandbox dir whose tables decide the KeyError (with --capability)")

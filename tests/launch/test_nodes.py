@@ -144,9 +144,12 @@ def _node_toml(sshd: LocalSshd, tmp: Path, port: int, *, dead: str | None = None
     """A 2-node profile: each node's launch is `ssh node python -m symmtui.demo.server ... --node-rank N`.
 
     ``log_cmd``: node1's server writes its log on the "remote" side (a redirect run by the remote shell) and
-    node1's log is read back with ``log_cmd = "ssh node tail -n +1 -F FILE"``."""
+    node1's log is read back with ``log_cmd = "ssh node tail -n +1 -F FILE"``. The nodes meet in distributed
+    init (``--rendezvous``, as torch's does): without it node0 went READY before node1's log spoke on a
+    loaded machine."""
     server = shlex.join([sys.executable, "-m", "symmtui.demo.server", "--speed", "400", "--shards", "3",
-                         "--tp", "4", "--nnodes", "2", "--port", str(port), "--dist-init-addr", "127.0.0.1:5000"])
+                         "--tp", "4", "--nnodes", "2", "--port", str(port), "--dist-init-addr",
+                         f"127.0.0.1:{free_port()}", "--rendezvous"])
     lines = ["[server]", f'url = "http://127.0.0.1:{port}/health"', f"log_dir = {json.dumps(str(tmp / 'logs'))}",
              "timeout = 60", f"stall = {stall}", "grace = 2"]
     for rank, name in enumerate(("node0", "node1")):
