@@ -230,7 +230,7 @@ def test_gpus_of_two_nodes_read_from_two_exposition_endpoints_grouped_by_node(tm
         text = "".join(f'[[nodes]]\nname = "{n}"\nlog = "/x/{n}.log"\ngpus = "{e.url}"\n'
                        for n, e in zip(("node0", "node1"), ends, strict=True))
         profile = parse_profile('[server]\nurl = "http://127.0.0.1:1/health"\n' + text, tmp_path / "p.toml")
-        source = gpu_source(profile)
+        source = gpu_source(profile, timeout=30)  # the 2 s default: a loaded machine's first GET took 3-4 s
         try:
             reading = source.read()
         finally:
