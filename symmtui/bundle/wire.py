@@ -58,7 +58,7 @@ def record_session(
     read_env: Callable[[], EnvInfo] = env
     if session.supervisor is not None and command is not None:
         # the next launch reads its history versions from this same capture: one probe of the interpreter
-        read_env = session.supervisor.versions.session_capture(env).get
+        read_env = session.supervisor.versions.session_capture(env, command).get
     rec = Recorder(name=session.name, host=session.host, command=command, nvml=session.nvml,
                    ruleset=session.settings.ruleset, dest=dest, warn=warn, env=read_env)
     session.observe(rec.observe)

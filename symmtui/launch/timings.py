@@ -115,11 +115,22 @@ def compare(entry: HistoryEntry, entries: Sequence[HistoryEntry]) -> Comparison 
 
 
 def upgrades(before: Mapping[str, str], now: Mapping[str, str]) -> tuple[tuple[str, str | None, str | None], ...]:
-    """The versions that differ, where both launches had theirs read (an empty map: not read, not a change)."""
+    """The versions that differ, where both launches had theirs read (an empty map: not read, not a change).
+
+    A map of symmtui's version alone was not read past it (the verdict came before the read): only the
+    names both maps have are compared then, so what is missing there is not called a removal."""
     if not before or not now:
         return ()
-    names = list(dict.fromkeys([*before, *now]))
+    if _read(before) and _read(now):
+        names = list(dict.fromkeys([*before, *now]))
+    else:
+        names = [n for n in before if n in now]
     return tuple((n, before.get(n), now.get(n)) for n in names if before.get(n) != now.get(n))
+
+
+def _read(versions: Mapping[str, str]) -> bool:
+    """True when more than symmtui's own version was read (the server's packages or the driver's)."""
+    return any(name != "symmtui" for name in versions)
 
 
 def compare_launch(launch_id: str, entries: Sequence[HistoryEntry]) -> Comparison | None:

@@ -2,7 +2,8 @@
 when it starts so the history can keep them at its verdict without the verdict waiting for them.
 
 One environment capture serves a launch: the bundle recorder asks for it first (``session_capture``)
-and the next launch takes that same capture for its versions, so the server's interpreter is probed once.
+and the next launch, when it runs that same command, takes that capture for its versions, so the server's
+interpreter is probed once.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from symmtui.errors import UserError
 
 if TYPE_CHECKING:
     from symmtui.gpu.nvml import Nvml
-    from symmtui.launch.envinfo import EnvInfo
+    from symmtui.launch.envinfo import EnvInfo, ServerCommand
     from symmtui.launch.profile import Profile
 
 KEEP = 16  # launches whose probe is kept (a long dashboard session relaunches many times)
@@ -43,8 +44,10 @@ class SharedCapture:
     """One environment capture read by several (the recorder, the history): the first ``get`` runs it, the
     others wait for its result (or its error)."""
 
-    def __init__(self, fn: Callable[[], EnvInfo]) -> None:
+    def __init__(self, fn: Callable[[], EnvInfo], command: ServerCommand | None = None) -> None:
         self._fn = fn
+        self.command = command
+        """The command ``fn`` captures (None: not said): a launch takes the capture only for this command."""
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._started = False
@@ -84,13 +87,19 @@ class VersionProbe:
         self._lock = threading.Lock()
         self._found: dict[str, dict[str, str] | None] = {}  # launch_id -> versions (None: still reading)
         self._pending: SharedCapture | None = None  # asked for before the next launch: that launch takes it
+        self._launched = False
 
-    def session_capture(self, fn: Callable[[], EnvInfo]) -> SharedCapture:
-        """The capture the next launch reads its versions from, made now with ``fn`` (the bundle recorder's,
-        which reads it at once): one probe of the server's interpreter serves both."""
+    def session_capture(self, fn: Callable[[], EnvInfo], command: ServerCommand) -> SharedCapture:
+        """A capture of ``command`` made with ``fn`` (the bundle recorder's, which reads it at once); the next
+        launch reads its versions from it too when it runs that same command, so one probe serves both.
+
+        Only before this probe's first launch: a capture asked for later (the demo's recorder, after its
+        first launch) would be older than the next launch; it is the asker's alone."""
         with self._lock:
-            if self._pending is None:
-                self._pending = SharedCapture(fn)
+            if self._launched:
+                return SharedCapture(fn, command)
+            if self._pending is None or self._pending.command != command:
+                self._pending = SharedCapture(fn, command)
             return self._pending
 
     def start(self, launch_id: str, profile: Profile, alive: Callable[[], bool] | None = None) -> None:
@@ -101,16 +110,20 @@ class VersionProbe:
             while len(self._found) > KEEP:
                 self._found.pop(next(iter(self._found)))
             shared, self._pending = self._pending, None
+            self._launched = True
+        from symmtui.launch.envinfo import ServerCommand, capture
+
+        command = ServerCommand.from_profile(profile)
+        if shared is not None and shared.command != command:
+            shared = None  # made for another command (the profile changed since): this launch reads its own
 
         def work() -> None:
             if shared is None or not shared.started():
                 time.sleep(DELAY)
             if alive is not None and not alive():
                 return  # stopped or crashed at once: nobody waits for its versions (symmtui's are kept)
-            from symmtui.launch.envinfo import ServerCommand, capture
-
             if shared is None:  # capture never raises: what cannot be read is None (and left out)
-                found = versions_of(capture(ServerCommand.from_profile(profile), nvml=self.nvml))
+                found = versions_of(capture(command, nvml=self.nvml))
             else:
                 try:
                     found = versions_of(shared.get())

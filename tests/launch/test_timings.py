@@ -171,3 +171,46 @@ def test_one_launch_probes_the_servers_interpreter_once_for_its_bundle_and_its_h
     assert rec.environment.version("sglang") == "0.5.3"  # the bundle's environment...
     assert versions_of_launch.get(record.launch_id)["sglang"] == "0.5.3"  # ...and the history's versions
     assert asked == [profile.argv[0]]  # from one probe of the server's interpreter, not one each
+
+
+def test_a_capture_asked_for_after_a_launch_is_not_the_next_launchs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo records after its first launch: that capture is older than the relaunch, which reads its own."""
+    import time
+
+    from symmtui.launch import versions
+    from symmtui.launch.envinfo import EnvInfo, ServerCommand
+    from symmtui.launch.profile import load_profile
+
+    monkeypatch.setattr(versions, "DELAY", 0.0)
+    site = tmp_path / "site"
+    _fake_sglang(site, "0.5.4")
+    profile = load_profile(demo_config(tmp_path, name="late.toml", env={"PYTHONPATH": str(site)}))
+    command = ServerCommand.from_profile(profile)
+
+    def recorded() -> EnvInfo:  # what the recorder's capture said (an older read of the same command)
+        return EnvInfo(taken_at=0.0, symmtui=__version__, versions=(("sglang", "0.5.3"),))
+
+    probe = versions.VersionProbe()
+    early = probe.session_capture(recorded, command)
+    assert probe.session_capture(recorded, command) is early  # asked twice before a launch: one capture
+    probe.start("L1", profile)  # no process: the versions are read of the profile's command
+    late = probe.session_capture(recorded, command)
+    assert late is not early and late.get().version("sglang") == "0.5.3"
+    probe.start("L2", profile)
+    deadline = time.monotonic() + 20
+    while not all("sglang" in probe.get(n) for n in ("L1", "L2")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert probe.get("L1")["sglang"] == "0.5.3"  # the first launch took the capture asked for before it
+    assert probe.get("L2")["sglang"] == "0.5.4"  # the relaunch read its own, not the late one
+
+
+def test_versions_not_read_past_symmtuis_own_are_no_removal() -> None:
+    """A launch whose verdict came before its read keeps symmtui's version alone: nothing else is 'absent'."""
+    from symmtui.launch.timings import upgrades
+
+    read = {"symmtui": "1", "driver": "580.95.05", "cuda driver": "13.0"}
+    assert upgrades(read, {"symmtui": "1"}) == ()
+    assert upgrades({"symmtui": "1"}, {"symmtui": "2", "driver": "580.95.05"}) == (("symmtui", "1", "2"),)
+    assert upgrades(read, {"symmtui": "1", "driver": "590.1"}) == (  # both read: a missing one is named
+        ("driver", "580.95.05", "590.1"), ("cuda driver", "13.0", None))
