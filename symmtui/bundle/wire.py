@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from symmtui.demo.story import Demo
     from symmtui.launch.profile import Profile
     from symmtui.session.core import Session
-
+    from symmtui.session.nodes import NodeSet
 
 
 def server_command(profile: Profile | None = None, pid: int | None = None) -> ServerCommand | None:
@@ -65,6 +65,16 @@ def record_session(
     session.on_close.append(rec.close)
     rec.start()
     return rec
+
+
+def record_nodes(nodes: NodeSet, *, enabled: bool = True, err: TextIO | None = None) -> list[Recorder]:
+    """Record each node of a ``[[nodes]]`` profile into its own bundle, next to that node's log (a node
+    read through ``log_cmd`` has none: the state dir's bundles/). Call before the front end attaches.
+
+    A node's command is usually ``ssh nodeN ...``: the server's interpreter is on the other host, so the
+    environment names symmtui's side only (versions it cannot read are listed in the bundle's notes)."""
+    recorders = [record_session(node.session, None, enabled=enabled, err=err) for node in nodes.nodes]
+    return [rec for rec in recorders if rec is not None]
 
 
 def demo_bundle_path(story: str) -> Path:

@@ -87,7 +87,7 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
         if several is not None:
             if gpus:
                 raise UserError(f"{several.path} lists [[nodes]]: each node names its own gpus there; drop --gpus")
-            return _run_nodes_dashboard(several, url, chosen, auto_stacks, metrics, notify)
+            return _run_nodes_dashboard(several, url, chosen, auto_stacks, metrics, notify, record)
     session = open_dashboard(config, log, url, log_cmd=log_cmd, gpus=gpus)
     notifier = None
     server = None
@@ -108,10 +108,12 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
 
 
 def _run_nodes_dashboard(profile: Profile, url: str | None, theme: str, auto_stacks: bool,
-                         metrics: tuple[int | None, str] = (None, "127.0.0.1"), notify: bool = False) -> int:
+                         metrics: tuple[int | None, str] = (None, "127.0.0.1"), notify: bool = False,
+                         record: bool = True) -> int:
     """The dashboard of a ``[[nodes]]`` profile: every node followed (its running launch, if any), the
     aggregate shown and notified (``notify``, or the profile's [notify]), GPU rows grouped by node, the
-    metrics endpoint over every node when asked. (No bundle yet.)"""
+    metrics endpoint over every node when asked, one bundle per node (``record``)."""
+    from symmtui.bundle.wire import record_nodes
     from symmtui.session.nodes import open_nodes
     from symmtui.ui.app import SymmApp
     from symmtui.verbs import metricsopts
@@ -121,6 +123,7 @@ def _run_nodes_dashboard(profile: Profile, url: str | None, theme: str, auto_sta
     notifier = None
     try:
         boundary.require_terminal("the dashboard")
+        record_nodes(nodes, enabled=record)
         server = metricsopts.serve_nodes(nodes, *metrics)  # before the app attaches: it sees every message
         app = SymmApp(nodes.head.session, theme=theme, auto_stacks=auto_stacks, nodes=nodes)
         if notify or profile.notify is not None:

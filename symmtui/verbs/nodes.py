@@ -54,8 +54,10 @@ def wait(args: argparse.Namespace, profile: Profile) -> int:
     except BaseException:
         nodes.close()
         raise
+    from symmtui.bundle.wire import record_nodes
     from symmtui.notify.nodes import for_headless_nodes
 
+    record_nodes(nodes, enabled=not args.no_record, err=sys.stderr)  # before the front end attaches
     notifier = for_headless_nodes(nodes, profile.notify, asked=args.notify, err=sys.stderr)
     try:
         front = NodesHeadless(nodes)
@@ -77,6 +79,7 @@ def wait(args: argparse.Namespace, profile: Profile) -> int:
 
 def launch(args: argparse.Namespace, profile: Profile) -> int:
     """`symmtui launch` of a [[nodes]] profile: stop, start every node's command, wait for the aggregate."""
+    from symmtui.bundle.wire import record_nodes
     from symmtui.core.readiness import State
     from symmtui.notify.nodes import for_headless_nodes
     from symmtui.session.nodes import for_nodes
@@ -84,6 +87,7 @@ def launch(args: argparse.Namespace, profile: Profile) -> int:
 
     err = sys.stderr
     nodes = for_nodes(profile, timeout=args.timeout, stall=args.stall, grace=args.grace)
+    record_nodes(nodes, enabled=not args.no_record, err=err)  # before the front end attaches
     notifier = for_headless_nodes(nodes, profile.notify, asked=args.notify, err=err)
     front = NodesHeadless(nodes, err)
     try:

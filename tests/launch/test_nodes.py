@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
@@ -107,8 +108,14 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def test_wait_names_the_node_whose_log_crashed(tmp_path: Path) -> None:
-    text = (f'[server]\ntimeout = 20\n[[nodes]]\nname = "gpu-a"\nlog = "{FIXTURES / "sglang-tp8-ready.log"}"\n'
-            f'[[nodes]]\nname = "gpu-b"\nlog = "{FIXTURES / "sglang-tp8-symm-mem-keyerror.log"}"\n')
+    """...and records one bundle per node, next to that node's log, with that node's verdict."""
+    from symmtui.bundle.format import bundle_path, read_bundle
+
+    a, b = tmp_path / "a.log", tmp_path / "b.log"  # copies: a bundle is written next to each log
+    shutil.copyfile(FIXTURES / "sglang-tp8-ready.log", a)
+    shutil.copyfile(FIXTURES / "sglang-tp8-symm-mem-keyerror.log", b)
+    text = (f'[server]\ntimeout = 20\n[[nodes]]\nname = "gpu-a"\nlog = "{a}"\n'
+            f'[[nodes]]\nname = "gpu-b"\nlog = "{b}"\n')
     cfg = tmp_path / "nodes.toml"
     cfg.write_text(text)
     waited = run_cli("wait", "--config", str(cfg), timeout=60)
@@ -118,6 +125,13 @@ def test_wait_names_the_node_whose_log_crashed(tmp_path: Path) -> None:
     assert "CRASHED on gpu-b after" in out and "KeyError: 12 at torch_symm_mem.py:83" in out, out
     assert "next:  press p to apply the SM120 patch" in out  # the crashed node's own diagnosis
     assert out.rstrip().endswith("nodes: gpu-a ready, gpu-b crashed")
+    finals = {}
+    for log in (a, b):
+        final = read_bundle(bundle_path(log)).final
+        assert final is not None, f"no verdict in {log}'s bundle"
+        finals[log.name] = final
+    assert (finals["a.log"]["state"], finals["b.log"]["state"]) == ("ready", "crashed"), finals
+    assert "KeyError: 12" in json.dumps(finals["b.log"]["cause"])
 
 
 def test_wait_on_a_nodes_profile_refuses_a_single_log_option(tmp_path: Path) -> None:
