@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import http.server
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.sampler import GpuSampler
 from symmtui.gpu.source import NvmlSource, open_source
 from symmtui.gpu.standin import load_standin
+from tests.httpkit import serving
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "exporters"
 DCGM = (FIX / "dcgm-exporter-l40s.prom").read_text()
@@ -75,12 +75,8 @@ def server() -> Iterator[str]:
             {"status": "error", "errorType": "bad_data", "error": "parse error"})),
         "/flaky/metrics": (200, "text/plain", NVITOP),
     }
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=lambda: srv.serve_forever(poll_interval=0.05), daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serving(_Handler) as url:
+        yield url
 
 
 def _gpus(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -4,7 +4,6 @@ from the kept real expositions served over real HTTP on 127.0.0.1; a bad value i
 from __future__ import annotations
 
 import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from symmtui.launch.profile import ProfileError, load_profile
 from symmtui.session.build import open_dashboard
 from symmtui.ui.app import SymmApp
 from symmtui.ui.widgets.gpu_panel import GpuTable
+from tests.httpkit import serving
 from tests.ui.kit import FIXTURES, READY_LOG, text, wait_for
 
 EXPORTERS = FIXTURES / "exporters"
@@ -42,12 +42,8 @@ class _Exposition(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def exporter() -> Iterator[str]:
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Exposition)
-    thread = threading.Thread(target=lambda: srv.serve_forever(poll_interval=0.05), daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serving(_Exposition) as url:
+        yield url
 
 
 def _profile(tmp_path: Path, gpus: str) -> Path:

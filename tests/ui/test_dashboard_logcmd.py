@@ -17,6 +17,14 @@ from tests.ui.kit import CRASH_LOG, text, wait_for
 WRITER = Path(__file__).resolve().parents[1] / "fixtures" / "log_cmd_writer.py"
 
 
+def _toasts(app: SymmApp) -> list[str]:
+    """Every toast's text the app shows from now on (the toasts are still shown)."""
+    toasts: list[str] = []
+    shown = app.notify
+    app.notify = lambda message, **kw: (toasts.append(message), shown(message, **kw))[1]  # type: ignore[method-assign]
+    return toasts
+
+
 async def test_dashboard_follows_a_log_command_and_says_when_it_exits(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """`symmtui --log-cmd ...`: the crash is judged from the command's output, the pane shows its lines, the
@@ -33,9 +41,7 @@ async def test_dashboard_follows_a_log_command_and_says_when_it_exits(tmp_path: 
     engine = session.engine
     assert engine is not None and isinstance(engine._follower, CommandFollower)
     app = SymmApp(session)
-    toasts: list[str] = []
-    shown = app.notify
-    app.notify = lambda message, **kw: (toasts.append(message), shown(message, **kw))[1]  # type: ignore[method-assign]
+    toasts = _toasts(app)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: app.last_snapshot is not None and app.last_snapshot.state is State.CRASHED,
@@ -58,9 +64,7 @@ async def test_a_log_command_that_cannot_start_is_shown_not_fatal(monkeypatch: p
     monkeypatch.setenv("SYMMTUI_NVML_STANDIN", "rtx-pro-6000-x8-pcie")
     session = open_dashboard(None, None, None, log_cmd=LogCommand.parse("no-such-log-program-xyz logs -f sglang"))
     app = SymmApp(session)
-    toasts: list[str] = []
-    shown = app.notify
-    app.notify = lambda message, **kw: (toasts.append(message), shown(message, **kw))[1]  # type: ignore[method-assign]
+    toasts = _toasts(app)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: "not found on PATH" in str(app.log_view.border_subtitle),
