@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES, LogLine
-from symmtui.core.follow import FileNotice, LineSplitter, LogItem, Numbering
+from symmtui.core.follow import BATCH_BYTES, READ_BYTES, FileNotice, LineSplitter, LogItem, Numbering
 from symmtui.errors import UserError
 
 __all__ = [
@@ -31,10 +31,8 @@ __all__ = [
     "spool_path",
 ]
 
-READ_BYTES = 1 << 20
-"""One os.read of the pipe at most."""
-BATCH_BYTES = 4 << 20
-"""One batch handed to ``on_batch`` holds at most this much of the command's output."""
+# READ_BYTES (one os.read of the pipe at most) and BATCH_BYTES (one batch handed to ``on_batch``) are
+# the file follower's: a command's output comes in the same bounded pieces as a file's.
 PIPE_BYTES = 1 << 20
 """The pipe's buffer is raised to this (F_SETPIPE_SZ; Linux's default unprivileged maximum)."""
 STOP_GRACE = 1.0
