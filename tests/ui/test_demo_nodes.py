@@ -4,6 +4,7 @@ STALLED naming node1 (its log and stacks shown), r relaunches both nodes, READY;
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -68,9 +69,12 @@ async def test_dashboard_of_a_nodes_profile_shows_the_aggregate_and_each_node(tm
     from symmtui.launch.profile import load_profile
     from symmtui.session.nodes import nodes_profile, open_nodes
 
+    # copies: the dashboard records each node's bundle next to its log, which must not land in tests/fixtures
+    logs = {name: shutil.copy(FIXTURES / name, tmp_path) for name in ("sglang-tp8-ready.log",
+                                                                     "sglang-tp8-symm-mem-keyerror.log")}
     cfg = tmp_path / "symmtui.toml"
-    cfg.write_text(f'[server]\n[[nodes]]\nname = "gpu-a"\nlog = "{FIXTURES / "sglang-tp8-ready.log"}"\n'
-                   f'[[nodes]]\nname = "gpu-b"\nlog = "{FIXTURES / "sglang-tp8-symm-mem-keyerror.log"}"\n')
+    cfg.write_text(f'[server]\n[[nodes]]\nname = "gpu-a"\nlog = "{logs["sglang-tp8-ready.log"]}"\n'
+                   f'[[nodes]]\nname = "gpu-b"\nlog = "{logs["sglang-tp8-symm-mem-keyerror.log"]}"\n')
     profile = nodes_profile(str(cfg))
     assert profile is not None and profile == load_profile(cfg)
     nodes = open_nodes(profile)
