@@ -105,10 +105,10 @@ def shell_latency(trials: int, tmp: Path) -> list[float]:
 
 
 # ------------------------------------------------------------------ (2) scan throughput
-def serving_block(rng: random.Random) -> bytes:
-    """40,000 SGLang-like serving lines (decode and prefill batches, 200 OK requests)."""
+def serving_block(rng: random.Random, lines: int = 40_000) -> bytes:
+    """``lines`` SGLang-like serving lines (decode and prefill batches, 200 OK requests)."""
     serving: list[str] = []
-    for i in range(40_000):
+    for i in range(lines):
         ts = f"[2026-11-29 {10 + i // 3600 % 10:02d}:{i // 60 % 60:02d}:{i % 60:02d}"
         r = rng.random()
         if r < 0.45:

@@ -45,9 +45,7 @@ def _every_line(path: Path) -> dict[str, Any]:
 
 
 def _serving(rng: random.Random, n: int) -> bytes:
-    block = serving_block(rng).splitlines(keepends=True)
-    start = rng.randrange(len(block) - n)
-    return b"".join(block[start : start + n])
+    return serving_block(rng, n)
 
 
 @pytest.fixture(scope="module")
