@@ -118,6 +118,22 @@ def wait_args(log: Path, timeout: float) -> list[str]:
     return ["wait", "--log", str(log), "--timeout", str(timeout), "--stall", "0", "--no-record"]
 
 
+def read_to_the_end(output: str, log: Path) -> bool:
+    """Whether `symmtui wait`'s TIMED OUT block (its ``last lines:``) ends with the log's own last lines: then it
+    judged the whole finished file before its timeout, so a shorter timeout gives the same verdict."""
+    from symmtui.clitext import visible
+
+    printed = output.splitlines()
+    if "  last lines:" not in printed:
+        return False
+    at = len(printed) - printed[::-1].index("  last lines:")
+    shown = [text.strip() for text in printed[at:]]
+    lines = [visible(text).strip() for text in log.read_text(encoding="utf-8", errors="replace").splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return bool(shown) and len(shown) <= len(lines) and lines[-len(shown):] == shown
+
+
 def run_wait(log: Path, timeout: float = WAIT_TIMEOUT_S) -> str:
     """`symmtui wait` on a finished file: its exit code read as a verdict (a log with neither: after ``timeout``)."""
     cmd = [sys.executable, "-m", "symmtui", *wait_args(log, timeout)]
