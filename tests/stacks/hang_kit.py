@@ -45,4 +45,21 @@ def hung_server(tmp: Path, *, hang_rank: int = 5, tp: int = TP) -> Iterator[tupl
             ranks = psutil.Process(proc.pid).children()
         proc.terminate()
         proc.wait(10)
-        psutil.wait_procs(ranks, timeout=10)  # the ranks end with their parent (PR_SET_PDEATHSIG)
+        ended(ranks)  # the ranks end with their parent (PR_SET_PDEATHSIG)
+
+
+def ended(procs: list[psutil.Process], timeout: float = 10.0) -> None:
+    """Wait until every one of ``procs`` has ended: gone, or a zombie (dead, its exit not yet collected by
+    whoever adopted it; psutil.wait_procs waits for that too, which this machine's init does about once a
+    second). Raises AssertionError naming the ones still running at ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        running = []
+        for p in procs:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if p.status() != psutil.STATUS_ZOMBIE:
+                    running.append(p.pid)
+        if not running:
+            return
+        assert time.monotonic() < deadline, f"still running {timeout:g} s after their parent ended: {running}"
+        time.sleep(0.02)
