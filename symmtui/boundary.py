@@ -14,7 +14,6 @@ import os
 import re
 import stat
 import sys
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -299,6 +298,8 @@ def read_text(path: str | os.PathLike[str], *, what: str, max_bytes: int = MAX_C
 
 def parse_toml(text: str) -> dict[str, Any]:
     """tomllib.loads, with nesting so deep it would exhaust the stack turned into a TOMLDecodeError."""
+    import tomllib  # ~5 ms to import: only the verbs that read a file pay it
+
     try:
         return tomllib.loads(text)
     except RecursionError:

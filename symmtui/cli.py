@@ -7,8 +7,9 @@ import importlib
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
+from typing import Any, cast
 
 from symmtui import __version__, boundary, clitext
 
@@ -36,19 +37,41 @@ def _load(name: str) -> ModuleType:
     return importlib.import_module(name)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line; verbs are imported here (they import no heavy modules at top level)."""
+class _VerbParsers(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """Sub-commands whose options are added when their verb is the one given: a start builds one
+    verb's options, not every verb's (``--help`` lists the verbs from their HELP lines alone)."""
+
+    pending: dict[str, Callable[[argparse.ArgumentParser], None]]
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
+        if values and not isinstance(values, str):
+            add = self.pending.pop(values[0], None)
+            if add is not None:
+                add(self._name_parser_map[values[0]])
+        super().__call__(parser, namespace, values, option_string)
+
+
+def build_parser(*, every_verb: bool = False) -> argparse.ArgumentParser:
+    """The whole command line; verbs are imported here (they import no heavy modules at top level).
+
+    A verb's options are added when the command line names that verb (``every_verb``: all of them
+    now, for code that reads the parser's options rather than parsing with it)."""
     parser = boundary.Parser(
         prog="symmtui",
         description="Dashboard and headless verbs for bringing up SGLang / vLLM servers.",
     )
     parser.add_argument("--version", action="version", version=f"symmtui {__version__}")
     _load(DASHBOARD).add_arguments(parser)
-    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    sub = cast(_VerbParsers, parser.add_subparsers(dest="verb", metavar="VERB", action=_VerbParsers))
+    sub.pending = {}
     for verb, modname in VERBS.items():
         mod = _load(modname)
         p = sub.add_parser(verb, help=mod.HELP, description=mod.HELP)
-        mod.add_arguments(p)
+        if every_verb:
+            mod.add_arguments(p)
+        else:
+            sub.pending[verb] = mod.add_arguments
     return parser
 
 

@@ -120,7 +120,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
     raise AssertionError("symmtui's parser has no sub-commands")
 
 
-PARSER = build_parser()
+PARSER = build_parser(every_verb=True)
 SUB = _subparsers(PARSER)
 
 

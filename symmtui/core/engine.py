@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from symmtui.core.events import PROCESS_EXIT, Event, EventBuilder
 from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
@@ -15,10 +16,12 @@ from symmtui.core.lastrun import last_launch_attach
 from symmtui.core.lineparts import container_body
 from symmtui.core.logcmd import CommandFollower, LogCommand, ReplayFilter
 from symmtui.core.pidwatch import ProcRef
-from symmtui.core.probe import HttpProbe, ProbeResult
 from symmtui.core.ranks import RankBoard, RankSummary
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
 from symmtui.core.rules import Kind, RuleSet
+
+if TYPE_CHECKING:  # the prober (HTTP, ssl, a thread pool) is imported when a URL is watched
+    from symmtui.core.probe import HttpProbe, ProbeResult
 
 UPDATE_INTERVAL = 0.05  # at most ~20 updates a second, except on a verdict change
 MAX_PENDING_LINES = 100_000  # lines kept for a slow on_update; older ones are dropped (counted)
@@ -258,6 +261,8 @@ class Bringup:
             if tail and not self.new_only:
                 self._spawn(self._backfill_loop, self._follower, stop, gen, first, name="symmtui-backfill")
         if self.url is not None:
+            from symmtui.core.probe import HttpProbe
+
             lo, hi = self.probe_interval
             self._probe = HttpProbe(self.url, self.probe_timeout, min_interval=lo, max_interval=hi)
             self._spawn(self._probe_loop, self._probe, stop, gen, name="symmtui-probe")

@@ -6,9 +6,8 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from symmtui.core import litscan
 from symmtui.core import tracebacks as tb
 from symmtui.core.decode import strip_ansi
 from symmtui.core.lineparts import Prefix as Prefix
@@ -23,6 +22,9 @@ from symmtui.core.rules import (
     mask_quoted,
     message_part,
 )
+
+if TYPE_CHECKING:  # the batch prefilter (Hyperscan) is imported by the first batch that uses it
+    from symmtui.core import litscan
 
 MAX_SUMMARY = 200
 BATCH_MIN = 64  # feed_many prefilters batches at least this long as one buffer
@@ -243,6 +245,8 @@ class EventBuilder:
 
     def _scanner_for(self, data: bytes) -> litscan.LineFinder:
         if self._scanner is None or (self._scanner_sample < RETUNE_BYTES <= len(data)):
+            from symmtui.core import litscan
+
             sample = data[:RETUNE_BYTES]
             self._scanner = litscan.finder(self._scan_rules, sample)
             self._scanner_sample = len(sample)

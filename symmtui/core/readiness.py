@@ -11,6 +11,8 @@ from enum import StrEnum
 
 from symmtui.core.events import PROCESS_EXIT, Event
 from symmtui.core.rules import PHASE_ORDER, PHASE_READY, PHASE_STARTING, Kind
+from symmtui.core.timeouts import DEFAULT_STALL as DEFAULT_STALL  # re-exported: the limits live there
+from symmtui.core.timeouts import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from symmtui.errors import UserError
 
 READY_WAITING_HEALTH = "ready marker seen, waiting for health"
@@ -44,9 +46,6 @@ class State(StrEnum):
         """A verdict that ``wait`` reports and exits on (STALLED is not: it keeps waiting)."""
         return self in (State.READY, State.CRASHED, State.TIMED_OUT, State.STOPPED)
 
-
-DEFAULT_TIMEOUT = 900.0  # seconds to READY before TIMED OUT (profiles and verbs default to this)
-DEFAULT_STALL = 300.0  # seconds without a new line or progress before STALLED
 
 
 @dataclass(frozen=True)

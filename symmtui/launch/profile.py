@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import os
 import re
 import shlex
 import stat
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from symmtui import boundary, paths
-from symmtui.core.logcmd import LogCommand
-from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
-from symmtui.core.rules import Rule
+from symmtui.core.timeouts import DEFAULT_STALL, DEFAULT_TIMEOUT
 from symmtui.errors import UserError
-from symmtui.notify.config import NotifyConfig, parse_notify
+
+if TYPE_CHECKING:  # imported where used: a verb that fails on its profile imports neither the engine nor these
+    from symmtui.core.logcmd import LogCommand
+    from symmtui.core.rules import Rule
+    from symmtui.notify.config import NotifyConfig
 
 PROFILE_NAME = "symmtui.toml"
 DEFAULT_GRACE = 30.0
@@ -101,6 +100,8 @@ class Profile:
     @property
     def key(self) -> str:
         """Stable id of this profile (a hash of its resolved path) used to name state files."""
+        import hashlib
+
         where = str(self.path.resolve()) if self.path is not None else "<no file>"
         return hashlib.sha256(where.encode()).hexdigest()[:16]
 
@@ -131,6 +132,8 @@ class Profile:
 
 def command_hash(argv: tuple[str, ...] | list[str], cwd: Path | None, env: Mapping[str, str]) -> str:
     """sha256 over argv, cwd and the extra environment (sorted), shortened to 16 hex digits."""
+    import hashlib
+
     h = hashlib.sha256()
     for part in argv:
         h.update(part.encode("utf-8", "surrogateescape") + b"\0")
@@ -199,6 +202,8 @@ _AT_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 def parse_profile(text: str, path: Path) -> Profile:
     """Parse profile text; ``path`` names it in errors and anchors relative paths."""
+    import tomllib
+
     try:
         data = boundary.parse_toml(text)
     except tomllib.TOMLDecodeError as exc:
@@ -273,6 +278,8 @@ def _unknown(loc: _Locator, table: str, keys: Mapping[str, Any], allowed: tuple[
     for key in keys:
         if key not in allowed:
             dotted = f"{table}.{key}" if table else key
+            import difflib
+
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(allowed)}"
             raise loc.fail(dotted, f"unknown key; {hint}")
@@ -332,6 +339,8 @@ def _patterns(loc: _Locator, dotted: str, value: Any) -> tuple[str, ...]:
 
 
 def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
+    import hashlib
+
     loc = _Locator(text, path)
     base = path.parent.resolve()
     _unknown(loc, "", data, _TOP_KEYS)
@@ -436,7 +445,7 @@ def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
         crash=_patterns(loc, "rules.crash", rules.get("crash")),
         entries=_entries(path, rules.get("entry")),
         nodes=nodes,
-        notify=parse_notify(data["notify"], loc.fail) if "notify" in data else None,
+        notify=_notify(data["notify"], loc) if "notify" in data else None,
         gpus=gpus,
     )
 
@@ -515,6 +524,12 @@ def _node_command(loc: _Locator, dotted: str, value: Any, shell: bool,
     return _command(loc, value, shell, dotted)
 
 
+def _notify(value: Any, loc: _Locator) -> NotifyConfig:
+    from symmtui.notify.config import parse_notify
+
+    return parse_notify(value, loc.fail)
+
+
 def _entries(path: Path, value: Any) -> tuple[Rule, ...]:
     if value is None:
         return ()
@@ -528,6 +543,8 @@ def _log_command(loc: _Locator, value: Any, shell: bool) -> LogCommand | None:
     with ``log_cmd_shell = true``, which also takes a list, joined)."""
     if value is None:
         return None
+    from symmtui.core.logcmd import LogCommand
+
     argv, text = _command(loc, value, shell, dotted="server.log_cmd")
     assert argv is not None
     return LogCommand(argv, text, shell)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from symmtui.core.readiness import Snapshot, State
-from symmtui.launch.history import verdict_of
 
 RECORDED = (State.READY, State.CRASHED, State.TIMED_OUT)
 """States that end a launch in the history (STOPPED means we stopped watching, not that it ended)."""
@@ -22,6 +21,8 @@ class Outcome:
 
 def outcome_of(snap: Snapshot) -> Outcome:
     """The verdict; the cause's headline (or the state's detail) unless ready; phase durations in order."""
+    from symmtui.launch.history import verdict_of  # the history's module (statistics, files) on first use
+
     verdict = verdict_of(snap.state)
     phases: dict[str, float] = {}
     for span in snap.phases:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from symmtui.core.catalogue import user_ruleset
 from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT, ReadinessConfig
 from symmtui.core.rules import RuleSet
-from symmtui.launch.profile import Profile
+
+if TYPE_CHECKING:
+    from symmtui.launch.profile import Profile
 
 
 @dataclass(frozen=True)

@@ -26,18 +26,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from symmtui import clitext
-    from symmtui.errors import UserError
-    from symmtui.gpu.facts import open_nvml
     from symmtui.launch import load_profile
-    from symmtui.launch.cliout import ProgressPrinter, print_report
-    from symmtui.session import for_profile
 
-    profile = load_profile(args.config)
+    profile = load_profile(args.config)  # first: a bad profile is reported before the engine is imported
     if profile.nodes:
         from symmtui.verbs import nodes
 
         return nodes.stop(args, profile)
+    from symmtui import clitext
+    from symmtui.errors import UserError
+    from symmtui.gpu.facts import open_nvml
+    from symmtui.launch.cliout import ProgressPrinter, print_report
+    from symmtui.session import for_profile
+
     session = for_profile(profile, nvml=open_nvml(), grace=args.grace, gpu_timeout=args.gpu_timeout,
                           port_timeout=args.port_timeout)
     sup = session.supervisor

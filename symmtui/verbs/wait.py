@@ -94,16 +94,20 @@ def run(args: argparse.Namespace) -> int:
             session.url = url
     import sys
 
-    from symmtui.notify.notifier import for_headless
     from symmtui.verbs import metricsopts
 
     server = metricsopts.serve(session, args.metrics_port, args.metrics_host)  # a taken port: nothing started yet
-    notifier = for_headless(session, profile.notify if profile is not None else None, asked=args.notify,
-                            err=sys.stderr)
-    try:
-        from symmtui.bundle.wire import record_session, server_command
+    notify = profile.notify if profile is not None else None
+    notifier = None
+    if args.notify or notify is not None:  # the notifier's modules are imported only when it notifies
+        from symmtui.notify.notifier import for_headless
 
-        record_session(session, server_command(profile, args.pid), enabled=not args.no_record)
+        notifier = for_headless(session, notify, asked=args.notify, err=sys.stderr)
+    try:
+        if not args.no_record:  # the recorder's modules likewise
+            from symmtui.bundle.wire import record_session, server_command
+
+            record_session(session, server_command(profile, args.pid))
         front = Headless(session)
         session.follow(log_cmd or log, pid=args.pid, new_only=args.new_only)
         stacks = not args.no_stacks and (args.pid is not None or profile is not None)

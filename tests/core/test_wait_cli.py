@@ -32,14 +32,21 @@ def test_crash_log_exits_1_with_cause_block_and_diagnosis() -> None:
     assert "Received sigquit" in out  # the secondary error is listed
 
 
-def test_wait_on_a_log_loads_neither_httpx_nor_the_patch_engine() -> None:
-    """`wait --log` with no URL and no webhook never imports httpx or the patch engine: every `wait`,
-    `launch` and `stop` (and every test that starts one) would pay ~0.05 CPU-s more at start."""
+# What `wait --log --no-record` with no URL, no webhook and no [notify] has no use for: the prober
+# (httpx, ssl, a thread pool), the patch engine, the bundle recorder, the notifier, the launch history.
+_UNUSED_BY_WAIT = ("httpx", "ssl", "symmtui.patch", "symmtui.core.probe", "symmtui.bundle.recorder",
+                   "symmtui.notify.notifier", "symmtui.launch.history")
+
+
+def test_wait_on_a_log_loads_none_of_what_it_does_not_use() -> None:
+    """`wait --log` never imports what it does not use (httpx, the patch engine, the prober, the
+    recorder with --no-record ...): every `wait`, `launch` and `stop` (and every test that starts one)
+    would pay for them at start (`python -m bench.startup`)."""
     code = ("import runpy, sys\n"
             f"sys.argv = ['symmtui', 'wait', '--log', {str(KEYERROR_LOG)!r}, '--stall', '0', '--no-record']\n"
             "try:\n    runpy.run_module('symmtui', run_name='__main__')\n"
             "except SystemExit as e:\n    code = e.code\n"
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'httpx' or m.startswith('symmtui.patch'))\n"
+            f"bad = sorted(m for m in sys.modules if any(m == u or m.startswith(u + '.') for u in {_UNUSED_BY_WAIT!r}))\n"
             "print('exit', code, bad, file=sys.stderr)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env())
     assert r.stderr.splitlines()[-1] == "exit 1 []", r.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -110,6 +112,21 @@ def test_cli_prints_one_line_and_exits_2(tmp_path: Path, capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("symmtui: error: ") and "server.timeout" in err
     assert main(["launch", "--config", str(path)]) == 2
+
+
+def test_a_bad_profile_is_reported_before_the_engine_is_imported(tmp_path: Path) -> None:
+    """`stop` / `launch` with a missing or bad profile: the one error line, and no engine, session or
+    GPU module imported for it (a script's `symmtui stop` pays ~0.05 CPU-s, not ~0.14)."""
+    bad = tmp_path / "symmtui.toml"
+    bad.write_text('[server]\ncommand = "x"\ntimeout = -1\n')
+    for verb, path in (("stop", tmp_path / "missing.toml"), ("stop", bad), ("launch", bad)):
+        code = ("import sys\nfrom symmtui.cli import main\n"
+                f"rc = main([{verb!r}, '--config', {str(path)!r}])\n"
+                "heavy = ('symmtui.core.engine', 'symmtui.core.events', 'symmtui.session.core', 'symmtui.gpu.nvml', 'hyperscan')\n"
+                "print('exit', rc, sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        lines = r.stderr.splitlines()
+        assert lines[0].startswith("symmtui: error: ") and lines[-1] == "exit 2 []", (verb, r.stderr)
 
 
 def test_key_with_newline_still_one_line(tmp_path: Path) -> None:
