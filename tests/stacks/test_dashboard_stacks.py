@@ -15,7 +15,7 @@ from tests.ui.kit import text, wait_for
 @needs_ptrace
 async def test_stalled_dumps_once_and_the_panel_names_the_odd_rank(tmp_path: Path) -> None:
     with hung_server(tmp_path, hang_rank=5) as (proc, log):
-        session = for_attach(AttachSpec(log=log, url=None, pid=proc.pid, ready=[], crash=[], timeout=None, stall=1))
+        session = for_attach(AttachSpec(log=log, url=None, pid=proc.pid, ready=[], crash=[], timeout=None, stall=0.5))
         session.follow(log, pid=proc.pid)
         app = SymmApp(session, tick=0)
         try:
@@ -31,7 +31,7 @@ async def test_stalled_dumps_once_and_the_panel_names_the_odd_rank(tmp_path: Pat
                 gauge = app.query_one("#gauge-ranks")
                 assert gauge.display
                 assert "7/8 ranks finished init distributed; TP5" in screen
-                await pilot.pause(1.5)  # still STALLED: no second automatic dump
+                await pilot.pause(0.75)  # still STALLED (3 engine ticks): no second automatic dump
                 assert view.taken is first
                 assert len(list(log.parent.glob("server.log.stacks-*.json"))) == 1
                 await pilot.press("s")
@@ -45,17 +45,19 @@ async def test_stalled_dumps_once_and_the_panel_names_the_odd_rank(tmp_path: Pat
 @needs_ptrace
 async def test_no_auto_stacks_waits_for_the_key(tmp_path: Path) -> None:
     with hung_server(tmp_path, hang_rank=2, tp=4) as (proc, log):
-        session = for_attach(AttachSpec(log=log, url=None, pid=proc.pid, ready=[], crash=[], timeout=None, stall=1))
+        session = for_attach(AttachSpec(log=log, url=None, pid=proc.pid, ready=[], crash=[], timeout=None, stall=0.5))
         session.follow(log, pid=proc.pid)
         app = SymmApp(session, tick=0, auto_stacks=False)
         try:
             async with app.run_test(size=(160, 50)) as pilot:
                 await wait_for(pilot, lambda: "STALLED" in text(app), "STALLED")
-                await pilot.pause(1.0)
+                await pilot.pause(0.5)
                 view = app.query_one(StacksView)
                 assert view.taken is None and not view.display
                 await pilot.press("s")
                 await wait_for(pilot, lambda: view.taken is not None, "the dump on the s key")
+                assert view.taken is not None and not view.taken.auto  # the key's, not one the STALLED started
+                assert len(list(log.parent.glob("server.log.stacks-*.json"))) == 1
                 await wait_for(pilot, lambda: "TP2 in stay ← nccl_comm_init_rank" in text(app), "the panel drawn")
         finally:
             session.close()

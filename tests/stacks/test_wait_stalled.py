@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from symmtui.gpu.standin import ENV_VAR
@@ -33,7 +34,7 @@ def one_gpu_spinning(tmp: Path, busy: int = 3) -> dict[str, str]:
 @needs_ptrace
 def test_stalled_names_the_rank_behind_and_prints_the_stacks_once(tmp_path: Path) -> None:
     with hung_server(tmp_path, hang_rank=5) as (proc, log):
-        done = wait("--pid", str(proc.pid), "--log", str(log), "--stall", "1", "--timeout", "4",
+        done = wait("--pid", str(proc.pid), "--log", str(log), "--stall", "0.5", "--timeout", "2",
                     env=one_gpu_spinning(tmp_path))
     assert done.returncode == 124, done.stderr
     lines = done.stdout.splitlines()
@@ -55,11 +56,14 @@ def test_stalled_names_the_rank_behind_and_prints_the_stacks_once(tmp_path: Path
 @needs_ptrace
 def test_no_stacks_and_a_log_without_ranks_keep_todays_output(tmp_path: Path) -> None:
     with hung_server(tmp_path, hang_rank=5) as (proc, log):
-        done = wait("--pid", str(proc.pid), "--log", str(log), "--stall", "0.5", "--timeout", "2", "--no-stacks")
         plain = tmp_path / "plain.log"
         plain.write_text("".join(ln.split("] ", 1)[1] + "\n" for ln in log.read_text().splitlines()))
-        bare = wait("--log", str(plain), "--stall", "0.5", "--timeout", "1")
-    assert done.returncode == 124
+        with ThreadPoolExecutor(2) as pool:  # two independent waits, side by side
+            done_f = pool.submit(wait, "--pid", str(proc.pid), "--log", str(log), "--stall", "0.5", "--timeout", "1.5",
+                                 "--no-stacks")
+            bare_f = pool.submit(wait, "--log", str(plain), "--stall", "0.5", "--timeout", "1.5")
+            done, bare = done_f.result(), bare_f.result()
+    assert done.returncode == 124 and " STALLED: " in done.stdout
     assert "stacks:" not in done.stdout and "  ranks: 7/8" in done.stdout
     assert bare.returncode == 124
     assert "ranks:" not in bare.stdout and "stacks:" not in bare.stdout
