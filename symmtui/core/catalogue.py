@@ -114,8 +114,12 @@ def _template(where: str, key: str, text: str, fields: frozenset[str]) -> None:
             raise _fail(where, key, f"unknown placeholder {{{name}}} (known: {known})")
 
 
-def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "") -> Rule:
-    """One entry table -> a Rule; a bad key raises CatalogueError naming ``where`` (file and entry) and the key."""
+def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "", check_patterns: bool = True) -> Rule:
+    """One entry table -> a Rule; a bad key raises CatalogueError naming ``where`` (file and entry) and the key.
+
+    ``check_patterns=False`` (the shipped files only, which tests check in full) skips compiling the
+    patterns and checking the templates' placeholders against their groups: the rule's regexes
+    compile at their first use (``rules.LazyRegex``)."""
     if not isinstance(raw, dict):
         raise _fail(where, "entry", "must be a table ([[entry]])")
     for key in raw:
@@ -141,23 +145,25 @@ def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "") -
     if not patterns:
         raise _fail(where, "patterns", "is required: a list of regular expressions matched on the message part of a line")
     groups: set[str] = set()
-    for i, pat in enumerate(patterns):
-        groups.update(_regex(where, f"patterns[{i}]", pat).groupindex)
     combined = _combine(patterns)
-    _regex(where, "patterns", combined)  # two patterns naming the same group do not combine
     contexts = _strs(where, "context", raw.get("context"))
-    for i, pat in enumerate(contexts):
-        _regex(where, f"context[{i}]", pat)
     context = _combine(contexts) if contexts else None
-    if context is not None:
-        _regex(where, "context", context)
+    if check_patterns:
+        for i, pat in enumerate(patterns):
+            groups.update(_regex(where, f"patterns[{i}]", pat).groupindex)
+        _regex(where, "patterns", combined)  # two patterns naming the same group do not combine
+        for i, pat in enumerate(contexts):
+            _regex(where, f"context[{i}]", pat)
+        if context is not None:
+            _regex(where, "context", context)
     roles = _strs(where, "roles", raw.get("roles"))
     for role in roles:
         if role not in ROLES:
             raise _fail(where, "roles", f"{role[:40]!r} is not one of {', '.join(ROLES)}")
-    fields = TEMPLATE_FIELDS | groups
+    fields = TEMPLATE_FIELDS | groups if check_patterns else None
     cause = _str(where, "cause", raw.get("cause"))
-    _template(where, "cause", cause, fields)
+    if fields is not None:
+        _template(where, "cause", cause, fields)
     action = _action(where, raw.get("action"), fields)
     if (cause or action is not None) and not (cause and action is not None):
         raise _fail(where, "cause" if not cause else "action", "an entry that diagnoses needs both cause and action")
@@ -228,7 +234,8 @@ def hang_text(rule: Rule) -> str:
     return f"{rule.cause}: {step}" if step else rule.cause
 
 
-def _action(where: str, raw: Any, fields: frozenset[str]) -> Action | None:
+def _action(where: str, raw: Any, fields: frozenset[str] | None) -> Action | None:
+    """The ``action`` table; ``fields``: the placeholders its templates may use (None: not checked)."""
     if raw is None:
         return None
     if not isinstance(raw, dict):
@@ -249,13 +256,14 @@ def _action(where: str, raw: Any, fields: frozenset[str]) -> Action | None:
         raise _fail(where, "action.flag", f"{vals['flag'][:40]!r} must look like --some-flag")
     if vals["env"] and not _ENV.fullmatch(vals["env"]):
         raise _fail(where, "action.env", f"{vals['env'][:40]!r} is not an environment variable name")
-    for key in ("text", "value", "path"):
-        _template(where, f"action.{key}", vals[key], fields)
+    if fields is not None:
+        for key in ("text", "value", "path"):
+            _template(where, f"action.{key}", vals[key], fields)
     return Action(**vals)
 
 
-def parse_text(text: str, where: str, *, user: bool = False) -> tuple[Rule, ...]:
-    """Every ``[[entry]]`` of one catalogue file's text."""
+def parse_text(text: str, where: str, *, user: bool = False, check_patterns: bool = True) -> tuple[Rule, ...]:
+    """Every ``[[entry]]`` of one catalogue file's text (``check_patterns``: see :func:`parse_entry`)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -265,25 +273,33 @@ def parse_text(text: str, where: str, *, user: bool = False) -> tuple[Rule, ...]
     for key in data:
         if key != "entry":
             raise _fail(where, str(key), "unknown table (a catalogue file holds [[entry]] tables)")
-    return parse_entries(data.get("entry", []), where, user=user)
+    return parse_entries(data.get("entry", []), where, user=user, check_patterns=check_patterns)
 
 
-def parse_entries(raw: Any, where: str, *, user: bool = False, key: str = "entry") -> tuple[Rule, ...]:
+def parse_entries(raw: Any, where: str, *, user: bool = False, key: str = "entry",
+                  check_patterns: bool = True) -> tuple[Rule, ...]:
     """A list of entry tables (a file's ``[[entry]]`` or a profile's ``[[rules.entry]]``)."""
     if not isinstance(raw, list):
         raise _fail(where, key, "must be an array of tables ([[entry]])")
     # One id may have several entries (a failure class with several signatures or engines).
-    return tuple(parse_entry(item, f"{where}: {key}[{i}]", user=user, origin=where) for i, item in enumerate(raw))
+    return tuple(parse_entry(item, f"{where}: {key}[{i}]", user=user, origin=where, check_patterns=check_patterns)
+                 for i, item in enumerate(raw))
+
+
+def builtin_files() -> list[tuple[str, str]]:
+    """The shipped catalogue files, (name, text), in name order."""
+    files = sorted((f for f in resources.files("symmtui.catalogue").iterdir() if f.name.endswith(".toml")),
+                   key=lambda f: f.name)
+    return [(f.name, f.read_text(encoding="utf-8")) for f in files]
 
 
 @lru_cache(maxsize=1)
 def builtin_entries() -> tuple[Rule, ...]:
-    """The shipped catalogue: symmtui/catalogue/*.toml in name order."""
-    files = sorted((f for f in resources.files("symmtui.catalogue").iterdir() if f.name.endswith(".toml")),
-                   key=lambda f: f.name)
+    """The shipped catalogue: symmtui/catalogue/*.toml in name order. Its patterns are not compiled
+    here (tests check every shipped entry in full: tests/core/test_catalogue.py)."""
     out: list[Rule] = []
-    for f in files:
-        out.extend(parse_text(f.read_text(encoding="utf-8"), f"symmtui/catalogue/{f.name}"))
+    for name, text in builtin_files():
+        out.extend(parse_text(text, f"symmtui/catalogue/{name}", check_patterns=False))
     return tuple(out)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -220,6 +220,31 @@ def _longest_literal_run(items: list[tuple[object, object]]) -> str | None:
     return best if len(best) >= 3 else None
 
 
+class LazyRegex:
+    """A regex compiled at its first search: ``search`` is then the compiled pattern's own method
+    (no extra call on the hot path). Compiling twice from two threads at once is harmless."""
+
+    __slots__ = ("pattern", "search")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self.search: Callable[[str], re.Match[str] | None] = self._first_search
+
+    @property
+    def is_compiled(self) -> bool:
+        """Whether it has been compiled (searched once, or ``compiled()`` called)."""
+        return self.search != self._first_search
+
+    def compiled(self) -> re.Pattern[str]:
+        """The compiled pattern (compiled now if it was not yet; ``re`` caches it)."""
+        rx = re.compile(self.pattern)
+        self.search = rx.search
+        return rx
+
+    def _first_search(self, text: str) -> re.Match[str] | None:
+        return self.compiled().search(text)
+
+
 class RuleSet:
     """An ordered rule table with a literal prefilter: most lines are rejected by a few substring tests.
 
@@ -232,16 +257,18 @@ class RuleSet:
         self.rules: tuple[Rule, ...] = tuple(r for r in given if r.kind is not Kind.HANG)
         self.hangs: tuple[Rule, ...] = tuple(r for r in given if r.kind is Kind.HANG)
         """The hang hints (kind "hang": keyed by phase, never matched against lines), the user's first."""
-        self._compiled: list[tuple[Rule, re.Pattern[str], tuple[str, ...], re.Pattern[str] | None]] = []
-        self._diagnosing: list[tuple[Rule, re.Pattern[str], re.Pattern[str] | None]] = []
-        self._exits: list[tuple[Rule, re.Pattern[str]]] = []
+        # Regexes compile at their first search (LazyRegex): the literal prefilter keeps most rules
+        # from ever running on a log, and a start compiled ~200 of them (~7 ms) for nothing.
+        self._compiled: list[tuple[Rule, LazyRegex, tuple[str, ...], LazyRegex | None]] = []
+        self._diagnosing: list[tuple[Rule, LazyRegex, LazyRegex | None]] = []
+        self._exits: list[tuple[Rule, LazyRegex]] = []
         self._by_id: dict[str, Rule] = {}
         lits: set[str] = set()
         unanchored: list[tuple[Rule, re.Pattern[str]]] = []
         for rule in self.rules:
             self._by_id.setdefault(rule.id, rule)
-            rx = re.compile(rule.pattern)
-            ctx = re.compile(rule.context) if rule.context else None
+            rx = LazyRegex(rule.pattern)
+            ctx = LazyRegex(rule.context) if rule.context else None
             if rule.scope == "exit":
                 self._exits.append((rule, rx))
                 continue
@@ -251,16 +278,19 @@ class RuleSet:
                 continue
             keys = rule.literals
             if not keys:
-                derived = required_literal(rule.pattern) if not (rx.flags & re.IGNORECASE) else None
+                compiled = rx.compiled()  # its flags say whether a literal may be derived; keyless, it runs on every line
+                derived = required_literal(rule.pattern) if not (compiled.flags & re.IGNORECASE) else None
                 keys = (derived,) if derived else ()
-            if not keys:
-                unanchored.append((rule, rx))
+                if not keys:
+                    unanchored.append((rule, compiled))
             self._compiled.append((rule, rx, keys, ctx))
             lits.update(keys)
         self.unanchored: tuple[tuple[Rule, re.Pattern[str]], ...] = tuple(unanchored)
         # Longest first: no literal is tested twice for the same line.
         self.literals: tuple[str, ...] = tuple(sorted(lits, key=lambda s: (-len(s), s)))
-        self._prefilter = re.compile("|".join(re.escape(x) for x in self.literals)) if self.literals else None
+        self._prefilter: LazyRegex | None = (
+            LazyRegex("|".join(re.escape(x) for x in self.literals)) if self.literals else None
+        )
         self._unanchored_rx = tuple(rx for _, rx in unanchored)
         # Which rules a line's literals select, as bits of a table-order index: a candidate line then
         # tries only the rules whose keys it holds (a burst of "Decode batch" lines is all candidates;
@@ -275,6 +305,23 @@ class RuleSet:
                 keyless |= 1 << i
         self._lit_bits: tuple[tuple[str, int], ...] = tuple((k, bits[k]) for k in self.literals)
         self._keyless = keyless
+
+    def compile_all(self) -> RuleSet:
+        """Compile every regex now (they otherwise compile at their first search); returns the set."""
+        for rx in self.regexes():
+            rx.compiled()
+        return self
+
+    def regexes(self) -> Iterator[LazyRegex]:
+        """Every regex of the set (patterns, contexts, the literal prefilter), compiled yet or not."""
+        for _, rx, ctx in (*self._entries, *self._diagnosing):
+            yield rx
+            if ctx is not None:
+                yield ctx
+        for _, rx in self._exits:
+            yield rx
+        if self._prefilter is not None:
+            yield self._prefilter
 
     def with_user(self, ready: Sequence[str] = (), crash: Sequence[str] = (),
                   entries: Sequence[Rule] = ()) -> RuleSet:
