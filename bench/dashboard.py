@@ -1,0 +1,293 @@
+"""Dashboard CPU benchmark: CPU-seconds to first paint, per engine batch, per GPU sample, per tick, to shut down.
+
+Run: ``.venv/bin/python -m bench.dashboard`` (about a minute on an idle 2-core machine; ``--quick`` for
+a smaller run). The dashboard (SymmApp, headless, 120x40) runs on a stand-in session without threads,
+fed the real engine's output: the SGLang TP8 ready fixture judged line by line on a fixed clock (one
+batch per line, each with its readiness snapshot, WAITING -> STARTING -> READY), GPU samples of the
+8-GPU stand-in under a changing load, and once-a-second snapshots. Every step is painted
+(``pilot.pause()``) before the next, as a dashboard under a slow bring-up does.
+
+The baseline, in the same run (each in its own child process): a bare Textual app with the same
+number of widgets that updates one Static per step. CPU is ``time.process_time()`` of the child
+(every thread), around each phase. No target: the figures are for docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "sglang-tp8-ready.log"
+SIZE = (120, 40)
+GPU_SAMPLES = 100
+TICKS = 100
+RUNS = 3
+
+
+# ---- the data (computed before any measurement) ---------------------------------------------------
+
+def engine_batches() -> list[Any]:
+    """One EngineBatch per fixture line, judged by the real rules and readiness machine on a fixed clock."""
+    from symmtui.core.decode import LogLine
+    from symmtui.core.events import EventBuilder
+    from symmtui.core.follow import LogFollower
+    from symmtui.core.readiness import Readiness, ReadinessConfig
+    from symmtui.core.rules import RuleSet
+    from symmtui.session.messages import EngineBatch
+
+    follower = LogFollower(FIXTURE)
+    try:
+        lines = [item for item in follower.poll() if isinstance(item, LogLine)]
+    finally:
+        follower.close()
+    builder = EventBuilder(RuleSet())
+    readiness = Readiness(ReadinessConfig(timeout=900.0, stall=300.0), 0.0)
+    batches = []
+    now = 0.0
+    for k, line in enumerate(lines):
+        now += 0.5
+        events = list(builder.feed(line))
+        if k == len(lines) - 1:
+            events += builder.flush()
+        for ev in events:
+            readiness.feed(ev, now)
+        readiness.feed_activity(now)
+        batches.append(EngineBatch((line,), tuple(events), (), readiness.snapshot(now), 0, 0, str(FIXTURE)))
+    return batches
+
+
+def tick_snapshots(batches: list[Any], count: int) -> list[Any]:
+    """Once-a-second snapshots of a bring-up in its weight loading: the same state, the clock moving."""
+    from dataclasses import replace
+
+    from symmtui.core.readiness import State
+
+    starting = [b.snapshot for b in batches if b.snapshot.state is State.STARTING]
+    base = starting[len(starting) // 2]
+    return [replace(base, elapsed=base.elapsed + i, remaining_timeout=(base.remaining_timeout or 900.0) - i)
+            for i in range(count)]
+
+
+def gpu_samples(count: int) -> list[Any]:
+    """GPU sampling rounds of the 8x RTX PRO 6000 stand-in, the model's memory and utilisation moving."""
+    from symmtui.gpu.nvml import Nvml
+    from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
+    from symmtui.gpu.standin import load_standin, standin_host
+    from symmtui.session.messages import GpuSample
+
+    clock = [1000.0]
+    module = load_standin("rtx-pro-6000-x8-pcie", clock=lambda: clock[0])
+    host = standin_host(module)
+    nvml = Nvml(module, process_lookup=lambda pid: ("python3", ("python3", "-m", "sglang.launch_server")))
+    sampler = GpuSampler(nvml)
+    out = []
+    for i in range(count):
+        clock[0] += 1.0
+        host.set_load(0.2 + 0.6 * (i % 20) / 20, 4242, name="python3")
+        host.set_utilization(float(40 + (i * 7) % 60))
+        snap = sampler.sample_once()
+        snap = GpuSnapshot(clock[0], snap.infos, snap.samples, 0.0004, snap.unavailable_reason)
+        out.append(GpuSample(snap, frozenset({4242}), 12))
+    nvml.shutdown()
+    return out
+
+
+# ---- the children ---------------------------------------------------------------------------------
+
+def _phases(app: Any, steps: dict[str, Callable[[int], None]], counts: dict[str, int],
+            first: Callable[[], bool]) -> dict[str, float]:
+    """Run ``app`` headless: CPU to first paint (``first()`` holds), then each step ``counts[name]`` times
+    (each painted), then CPU to shut down."""
+    out: dict[str, float] = {}
+
+    async def run() -> None:
+        c0 = time.process_time()
+        ctx = app.run_test(size=SIZE)
+        pilot = await ctx.__aenter__()
+        try:
+            while not first():
+                await pilot.pause()
+            await pilot.pause()
+            out["first_paint"] = time.process_time() - c0
+            for name, step in steps.items():
+                c = time.process_time()
+                for i in range(counts[name]):
+                    step(i)
+                    await pilot.pause()
+                out[name] = time.process_time() - c
+        finally:
+            c = time.process_time()
+            await ctx.__aexit__(None, None, None)
+            out["shutdown"] = time.process_time() - c
+
+    asyncio.run(run())
+    return out
+
+
+def child_dashboard(quick: bool) -> dict[str, Any]:
+    from symmtui.session.core import Session
+    from symmtui.session.messages import SessionMessage, TopologyRead
+    from symmtui.ui.app import SymmApp
+    from symmtui.ui.bridge import EngineBatchPosted, GpuSamplePosted
+
+    batches = engine_batches()
+    samples = gpu_samples(GPU_SAMPLES // (4 if quick else 1))
+    ticks = tick_snapshots(batches, TICKS // (4 if quick else 1))
+    acks = [0]
+
+    class StandIn(Session):
+        """No threads: the first batch, GPU sample and topology on attach; the rest posted by the bench."""
+
+        def attach(self, post: Callable[[SessionMessage], object], *, acks: bool = False,
+                   sample_gpus: bool = True) -> None:
+            from symmtui.gpu.nvml import Nvml
+            from symmtui.gpu.standin import load_standin
+            from symmtui.gpu.topology import read_topology
+
+            post(batches[0])
+            post(samples[0])
+            nvml = Nvml(load_standin("rtx-pro-6000-x8-pcie"))
+            post(TopologyRead(read_topology(nvml), None))
+            nvml.shutdown()
+
+        def batch_done(self) -> None:
+            acks[0] += 1
+
+        def snapshot_now(self) -> Any:
+            return None
+
+    session = StandIn(host="gpu-node-7", name="glm5-tp8")
+    app = SymmApp(session, tick=0)
+
+    def batch(i: int) -> None:
+        app.post_message(EngineBatchPosted(batches[1 + i]))
+
+    def sample(i: int) -> None:
+        app.post_message(GpuSamplePosted(samples[i % len(samples)]))
+
+    def tick(i: int) -> None:
+        app.show_snapshot(ticks[i])
+
+    counts = {"batches": len(batches) - 1, "gpu": len(samples), "ticks": len(ticks)}
+    result: dict[str, Any] = _phases(app, {"batches": batch, "gpu": sample, "ticks": tick}, counts,
+                                     lambda: acks[0] >= 1)
+    assert acks[0] == len(batches), f"{acks[0]} batches shown of {len(batches)}"
+    result["counts"] = counts
+    return result
+
+
+def child_bare(quick: bool) -> dict[str, Any]:
+    """A bare Textual app with as many widgets as the dashboard; each step updates one Static."""
+    from textual.app import App, ComposeResult
+    from textual.containers import Vertical
+    from textual.widgets import Footer, Static
+
+    widgets = int(sys.argv[-1])
+    n_gpu = GPU_SAMPLES // (4 if quick else 1)
+    n_tick = TICKS // (4 if quick else 1)
+    n_batch = len(FIXTURE.read_text().splitlines()) - 1
+
+    class Bare(App[None]):
+        def compose(self) -> ComposeResult:
+            with Vertical():
+                for i in range(widgets - 4):  # the screen, Vertical, Footer (its keys come on top) counted
+                    yield Static(f"widget {i}", id=f"w{i}")
+            yield Footer()
+
+    app = Bare()
+
+    def step(i: int) -> None:
+        app.query_one("#w0", Static).update(f"step {i}")
+
+    counts = {"batches": n_batch, "gpu": n_gpu, "ticks": n_tick}
+    result: dict[str, Any] = _phases(app, {"batches": step, "gpu": step, "ticks": step}, counts,
+                                     lambda: True)
+    result["counts"] = counts
+    return result
+
+
+def child_count() -> dict[str, Any]:
+    """How many widgets the dashboard's screen has once painted (for the bare app)."""
+    from symmtui.session.core import Session
+    from symmtui.ui.app import SymmApp
+
+    app = SymmApp(Session(host="gpu-node-7", name="glm5-tp8"), tick=0)
+    out: dict[str, Any] = {}
+
+    async def run() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            out["widgets"] = len(list(app.screen.walk_children(with_self=True)))
+
+    asyncio.run(run())
+    return out
+
+
+def _child(mode: str, *args: str) -> dict[str, Any]:
+    env = dict(os.environ, TEXTUAL_ANIMATIONS="none")
+    out = subprocess.run([sys.executable, "-m", "bench.dashboard", "--child", mode, *args], capture_output=True,
+                         text=True, cwd=ROOT, env=env, timeout=600)
+    if out.returncode != 0:
+        raise SystemExit(f"bench.dashboard child {mode} failed:\n{out.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> int:
+    if len(sys.argv) >= 3 and sys.argv[1] == "--child":
+        mode, quick = sys.argv[2], "--quick" in sys.argv
+        if mode == "count":
+            print(json.dumps(child_count()))
+        else:
+            print(json.dumps(child_dashboard(quick) if mode == "dashboard" else child_bare(quick)))
+        return 0
+    parser = argparse.ArgumentParser(prog="python -m bench.dashboard", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a quarter of the GPU samples and ticks, one run")
+    parser.add_argument("--runs", type=int, default=RUNS, help="runs of each app (median shown)")
+    args = parser.parse_args()
+    quick = args.quick
+    runs = 1 if quick else args.runs
+    flag = ["--quick"] if quick else []
+    widgets = _child("count")["widgets"]
+    dash: list[dict[str, Any]] = []
+    bare: list[dict[str, Any]] = []
+    for _ in range(runs):  # interleaved, so a change of the machine's load hits both alike
+        dash.append(_child("dashboard", *flag))
+        bare.append(_child("bare", *flag, str(widgets)))
+    counts = dash[0]["counts"]
+    rows = [
+        ("start -> first paint (first batch, GPU sample, topology shown)", "first_paint", 1),
+        (f"engine batches: {counts['batches']} (one fixture line each, with its snapshot), per batch",
+         "batches", counts["batches"]),
+        (f"GPU samples: {counts['gpu']} (8 GPUs, load moving), per sample", "gpu", counts["gpu"]),
+        (f"ticks: {counts['ticks']} (snapshot, clock moving), per tick", "ticks", counts["ticks"]),
+        ("shutdown (run_test exit)", "shutdown", 1),
+    ]
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+          f"{widgets} widgets on the dashboard's screen; median of {runs} run(s), CPU-seconds of the process")
+    width = max(len(r[0]) for r in rows)
+    print(f"{'phase':<{width}}  {'baseline':>11}  {'dashboard':>11}  {'dashboard total':>15}")
+    for name, key, n in rows:
+        d = statistics.median(r[key] for r in dash)
+        b = statistics.median(r[key] for r in bare)
+        unit = 1000.0 / n
+        print(f"{name:<{width}}  {b * unit:>8.2f} ms  {d * unit:>8.2f} ms  {d:>13.2f} s")
+    total_d = statistics.median(sum(r[k] for k in ("first_paint", "batches", "gpu", "ticks", "shutdown")) for r in dash)
+    total_b = statistics.median(sum(r[k] for k in ("first_paint", "batches", "gpu", "ticks", "shutdown")) for r in bare)
+    print(f"{'all phases':<{width}}  {total_b:>9.2f} s  {total_d:>9.2f} s")
+    print("baseline: a bare Textual app with as many widgets (Statics and a Footer), one Static updated per step")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
