@@ -8,7 +8,6 @@ import string
 import tomllib
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,8 @@ INTENTS = ("patch", "relaunch", "stop")
 # Kinds a catalogue entry may have (Kind values).
 KINDS = tuple(k.value for k in Kind)
 MAX_FILE_BYTES = 1 << 20
+SHIPPED = Path(__file__).resolve().parent.parent / "catalogue"
+"""The folder of the package symmtui.catalogue: the shipped files."""
 # Placeholders every cause/action template may use, besides the named groups of its patterns.
 TEMPLATE_FIELDS = frozenset({"summary", "port", "holder"})
 
@@ -287,9 +288,9 @@ def parse_entries(raw: Any, where: str, *, user: bool = False, key: str = "entry
 
 
 def builtin_files() -> list[tuple[str, str]]:
-    """The shipped catalogue files, (name, text), in name order."""
-    files = sorted((f for f in resources.files("symmtui.catalogue").iterdir() if f.name.endswith(".toml")),
-                   key=lambda f: f.name)
+    """The shipped catalogue files, (name, text), in name order: the package symmtui.catalogue's folder
+    (read as a folder, not through importlib.resources, whose readers cost ~4 ms to import)."""
+    files = sorted((f for f in SHIPPED.iterdir() if f.name.endswith(".toml")), key=lambda f: f.name)
     return [(f.name, f.read_text(encoding="utf-8")) for f in files]
 
 

@@ -479,11 +479,9 @@ class LogFollower:
         """
         # watchfiles.watch() is a loop around RustNotify; using it directly lets the watch be armed
         # *before* the first read, so no write can fall between a read and the wait.
-        notify_cls: Callable[..., Any] | None
-        try:
-            from watchfiles._rust_notify import RustNotify as notify_cls
-        except ImportError:  # a watchfiles without it: still correct, by polling every 250 ms
-            notify_cls = None
+        from symmtui.core.inotify import rust_notify
+
+        notify_cls: Callable[..., Any] | None = rust_notify()  # None: still correct, by polling every 250 ms
 
         while not stop.is_set() and not self._closed:
             targets = self._watch_targets()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,11 +99,17 @@ def for_profile(
     supervisor = Supervisor(profile, gpu_pids=gpu_pids_from(nvml) if nvml is not None else None, grace=grace,
                             gpu_timeout=gpu_timeout, port_timeout=port_timeout)
     supervisor.versions.nvml = nvml  # the driver's versions in the history too
-    session = Session(host=socket.gethostname(), name=name or profile_name(profile), settings=settings,
+    session = Session(host=_hostname(), name=name or profile_name(profile), settings=settings,
                       supervisor=supervisor, nvml=nvml, url=profile.url, port_owner=ports.port_owner, gpus=gpus)
     session.patcher = _installed_patcher(session, python_of(profile.argv))
     session.log_command = profile.log_cmd  # a launch's log is this command's output, not the launch's stdout
     return session
+
+
+def _hostname() -> str:
+    """What ``socket.gethostname()`` says on Linux (gethostname(2) is uname's nodename), without
+    importing socket (~3 ms of every `wait` start)."""
+    return os.uname().nodename
 
 
 def for_attach(spec: AttachSpec, *, nvml: Nvml | None = None, name: str | None = None,
@@ -116,7 +121,7 @@ def for_attach(spec: AttachSpec, *, nvml: Nvml | None = None, name: str | None =
         check_url(spec.url)
     settings = bringup_settings(ready=spec.ready, crash=spec.crash, timeout=spec.timeout, stall=spec.stall)
     shown = name or (f"attach {spec.log.name}" if spec.log is not None else "attach")
-    session = Session(host=socket.gethostname(), name=shown, settings=settings, nvml=nvml, url=spec.url, gpus=gpus)
+    session = Session(host=_hostname(), name=shown, settings=settings, nvml=nvml, url=spec.url, gpus=gpus)
     session.patcher = _installed_patcher(session, None)
     return session
 

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import errno
-import ipaddress
 import shlex
-import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from symmtui import boundary
 from symmtui.verbs import demo
 from symmtui.verbs.metricsopts import port
+
+if TYPE_CHECKING:  # socket and ipaddress are imported where used: every verb's start imports this module
+    import socket
 
 HELP = ("serve the dashboard (--config FILE) or the demo in a web browser (textual-serve): each browser tab "
         "runs its own dashboard; 127.0.0.1 only unless --host says otherwise")
@@ -49,6 +49,9 @@ def command_line(args: argparse.Namespace) -> str:
 
 def is_loopback(host: str) -> bool:
     """Whether every address ``host`` names is this machine's loopback ("localhost", 127.0.0.1, ::1)."""
+    import ipaddress
+    import socket
+
     try:
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
@@ -58,6 +61,9 @@ def is_loopback(host: str) -> bool:
 
 def listen(host: str, port_number: int) -> socket.socket:
     """A listening socket on ``host``:``port_number``; a bad host or a taken port is one UserError line."""
+    import errno
+    import socket
+
     from symmtui.errors import UserError
 
     try:

@@ -73,3 +73,10 @@ def test_lazy_and_eager_rules_judge_every_line_and_the_log_alike(log: Path) -> N
 
 def _judged(report: ScanReport) -> ScanReport:
     return dataclasses.replace(report, seconds=0.0)
+
+
+def test_the_shipped_files_are_the_catalogue_package_resources() -> None:
+    import importlib.resources as res
+
+    want = sorted(f.name for f in res.files("symmtui.catalogue").iterdir() if f.name.endswith(".toml"))
+    assert [name for name, _ in builtin_files()] == want and len(want) >= 5
