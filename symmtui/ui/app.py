@@ -45,6 +45,7 @@ from symmtui.ui.screens.relaunch import RelaunchScreen
 from symmtui.ui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes, register_themes
 from symmtui.ui.widgets.diagnosis import DiagnosisView
 from symmtui.ui.widgets.fmt import mmss
+from symmtui.ui.widgets.footer import DashboardFooter
 from symmtui.ui.widgets.gauge import Activity, ReadinessGauge, shown_elapsed
 from symmtui.ui.widgets.gpu_panel import GpuPanel
 from symmtui.ui.widgets.header import StatusHeader
@@ -157,7 +158,7 @@ class SymmApp(App[int]):
                     log.border_title = f"Log · {node.spec.name} (o)"
                     log.display = node.spec.name == self.shown
                     yield log
-        yield Footer(id="footer")
+        yield DashboardFooter(id="footer")
 
     @_while_composed
     def on_resize(self, event: events.Resize) -> None:
