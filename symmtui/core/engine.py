@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -12,16 +13,26 @@ from typing import TYPE_CHECKING
 
 from symmtui.core.events import PROCESS_EXIT, Event, EventBuilder
 from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
-from symmtui.core.lastrun import last_launch_attach
 from symmtui.core.lineparts import container_body
-from symmtui.core.logcmd import CommandFollower, LogCommand, ReplayFilter
 from symmtui.core.pidwatch import ProcRef
 from symmtui.core.ranks import RankBoard, RankSummary
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
 from symmtui.core.rules import Kind, RuleSet
 
-if TYPE_CHECKING:  # the prober (HTTP, ssl, a thread pool) is imported when a URL is watched
+if TYPE_CHECKING:  # imported where used: the prober (HTTP, ssl, a thread pool) for a URL, the log
+    # command's follower (subprocess, pipes) for a command, the last launch's start for last_launch
+    from typing_extensions import TypeIs  # typing's own from Python 3.13
+
+    from symmtui.core.logcmd import CommandFollower, LogCommand, ReplayFilter
     from symmtui.core.probe import HttpProbe, ProbeResult
+
+
+def is_log_command(value: object) -> TypeIs[LogCommand]:
+    """``isinstance(value, LogCommand)`` without importing core.logcmd: until something imported it,
+    no LogCommand exists."""
+    module = sys.modules.get("symmtui.core.logcmd")
+    return module is not None and isinstance(value, module.LogCommand)
+
 
 UPDATE_INTERVAL = 0.05  # at most ~20 updates a second, except on a verdict change
 MAX_PENDING_LINES = 100_000  # lines kept for a slow on_update; older ones are dropped (counted)
@@ -98,7 +109,7 @@ class Bringup:
         self.log_command: LogCommand | None = None
         """The command whose output is the log (None: a file, ``log_path``, or no log)."""
         self.log_path: Path | None = None
-        if isinstance(log_path, LogCommand):
+        if is_log_command(log_path):
             self.log_command = log_path
         elif log_path is not None:
             self.log_path = Path(log_path)
@@ -178,13 +189,13 @@ class Bringup:
             new: Path | LogCommand | None
             if log_path is None:
                 new = old
-            elif isinstance(log_path, LogCommand):
+            elif is_log_command(log_path):
                 new = log_path
             else:
                 new = Path(log_path)
             if new_only is None:
                 new_only = new == old and new is not None
-            self.log_command = new if isinstance(new, LogCommand) else None
+            self.log_command = new if is_log_command(new) else None
             self.log_path = new if isinstance(new, Path) else None
             self.pid = pid
             self.new_only = new_only
@@ -248,13 +259,19 @@ class Bringup:
         stop = self._gen_stop
         gen = self._generation
         if self.log_command is not None:
+            from symmtui.core.logcmd import CommandFollower
+
             seen = self._seen if self.new_only else None
             command = CommandFollower(self.log_command, replay=seen, spool=self.log_spool)
             self._follower = command
             self._spawn(self._follow_loop, command, stop, gen, threading.Event(), name="symmtui-follow")
         elif self.log_path is not None:
             tail = 0 if self.new_only else self.tail_lines
-            attach = last_launch_attach(self.ruleset) if tail is None and self.last_launch else None
+            attach = None
+            if tail is None and self.last_launch:
+                from symmtui.core.lastrun import last_launch_attach
+
+                attach = last_launch_attach(self.ruleset)
             self._follower = LogFollower(self.log_path, tail_lines=tail, attach_at=attach)
             first = threading.Event()
             self._spawn(self._follow_loop, self._follower, stop, gen, first, name="symmtui-follow")
@@ -283,7 +300,7 @@ class Bringup:
         if self._follower is not None:
             self._follower.close()
             self._numbering = self._follower.numbering()
-            if isinstance(self._follower, CommandFollower):
+            if not isinstance(self._follower, LogFollower):  # a CommandFollower: what it printed
                 self._seen = self._follower.replay
             self._follower = None
 

@@ -17,8 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from symmtui.core.engine import Bringup, EngineUpdate
-from symmtui.core.logcmd import LogCommand
+from symmtui.core.engine import Bringup, EngineUpdate, is_log_command
 from symmtui.core.readiness import Snapshot, State
 from symmtui.errors import UserError
 from symmtui.session.messages import (
@@ -37,6 +36,7 @@ from symmtui.session.settings import BringupSettings, bringup_settings
 if TYPE_CHECKING:
     import os
 
+    from symmtui.core.logcmd import LogCommand
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
     from symmtui.gpu.source import GpuSource
@@ -217,7 +217,7 @@ class Session:
         if self.engine is not None:
             raise RuntimeError("this session already follows a bring-up; use launch() to start over")
         spool = None
-        if isinstance(log_path, LogCommand):
+        if is_log_command(log_path):
             self.log_command = log_path
             self.log_path = None
             if self.spool_log_commands:
