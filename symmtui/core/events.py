@@ -28,6 +28,9 @@ if TYPE_CHECKING:  # the batch prefilter (Hyperscan) is imported by the first ba
 
 MAX_SUMMARY = 200
 BATCH_MIN = 64  # feed_many prefilters batches at least this long as one buffer
+FIRST_BATCH_MIN = 512
+"""...and a builder's first batch only from this long: setting up the prefilter (Hyperscan: its import
+and database, ~5 ms) costs more than judging a short log line by line (a `wait` on a finished log)."""
 RETUNE_BYTES = 1 << 20  # the byte prefilter is tuned again on the first batch this big
 MAX_BLOCK_LINES = 400  # a traceback longer than this is closed as incomplete
 STALE_AFTER_LINES = 300  # an open traceback that got no line for this many lines is closed as incomplete
@@ -177,7 +180,7 @@ class EventBuilder:
         prefiltered as one buffer (the same byte scanner ``scan`` uses) and only candidate lines (and
         every line of an open traceback) go through the rules."""
         n = len(lines)
-        if n < BATCH_MIN:
+        if n < BATCH_MIN or (n < FIRST_BATCH_MIN and self._scanner is None and self._fed == 0):
             out: list[Event] = []
             for line in lines:
                 out.extend(self.feed_plain(line.no, line.plain, line.text))

@@ -129,7 +129,6 @@ def run(args: argparse.Namespace) -> int:
 def log_command_option(text: str | None, shell: bool, *, log: str | None, new_only: bool = False) -> LogCommand | None:
     """``--log-cmd`` / ``--log-cmd-shell`` (shared with the dashboard): the command, checked for what
     can be told without running it; None without ``--log-cmd``."""
-    from symmtui.core.logcmd import LogCommand
     from symmtui.errors import UserError
 
     if text is None:
@@ -142,5 +141,7 @@ def log_command_option(text: str | None, shell: bool, *, log: str | None, new_on
         raise UserError("--new-only skips what a log file holds at start; a log command decides what it prints "
                         "first: use its own option (docker logs -f --since 0s, kubectl logs -f --since=1s, "
                         "tail -n 0 -F, journalctl -f -n 0)")
+    from symmtui.core.logcmd import LogCommand
+
     return LogCommand.parse(text, shell=shell)
 
