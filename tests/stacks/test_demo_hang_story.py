@@ -10,7 +10,7 @@ from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.widgets.stacks import StacksView
 from tests.stacks.test_stacks_real import needs_ptrace
-from tests.ui.kit import settle, text, wait_for
+from tests.ui.kit import send_keys, text, wait_for
 
 
 def _state(app: SymmApp) -> State | None:
@@ -20,7 +20,7 @@ def _state(app: SymmApp) -> State | None:
 @needs_ptrace
 @pytest.mark.timeout(180)
 async def test_hang_story_stalled_stacks_relaunch_ready() -> None:
-    session, demo = open_demo(speed=40.0, story="hang")
+    session, demo = open_demo(speed=160.0, story="hang")
     first = demo.supervisor.current()
     assert first is not None
     try:
@@ -35,10 +35,9 @@ async def test_hang_story_stalled_stacks_relaunch_ready() -> None:
             assert ranked[1].phase == "NCCL init"
             await wait_for(pilot, lambda: "TP5 in stay ← nccl_comm_init_rank ←" in text(app), "the panel")
             assert "TP5 still init distributed" in text(app)  # the gauge
-            await pilot.press("r")
+            await send_keys(pilot, "r")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the relaunch question")
-            await pilot.press("y")
-            await settle(pilot)
+            await send_keys(pilot, "y")
             await wait_for(pilot, lambda: (demo.supervisor.current() or first).launch_id != first.launch_id,
                            "the relaunch")
             await wait_for(pilot, lambda: _state(app) is State.READY, "READY after the relaunch", timeout=120)

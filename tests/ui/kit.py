@@ -130,6 +130,15 @@ async def wait_for(pilot: Pilot[object], predicate: Callable[[], bool], what: st
         await pilot.pause(0.05)
 
 
+async def send_keys(pilot: Pilot[object], *keys: str) -> None:
+    """Press ``keys`` (the app handles each as a key from the terminal) without ``Pilot.press``'s wait for an
+    idle process, which lasts up to 2 s a key while this process's threads work (a relaunch, the demo's
+    engine): follow it with ``wait_for`` on what the key does."""
+    for key in keys:
+        pilot.app.simulate_key(key)
+    await asyncio.sleep(0)
+
+
 async def settle(pilot: Pilot[object]) -> None:
     """A few event-loop turns (messages posted from threads get handled)."""
     for _ in range(3):
