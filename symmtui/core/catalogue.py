@@ -294,14 +294,23 @@ def builtin_files() -> list[tuple[str, str]]:
     return [(f.name, f.read_text(encoding="utf-8")) for f in files]
 
 
-@lru_cache(maxsize=1)
-def builtin_entries() -> tuple[Rule, ...]:
-    """The shipped catalogue: symmtui/catalogue/*.toml in name order. Its patterns are not compiled
-    here (tests check every shipped entry in full: tests/core/test_catalogue.py)."""
+def parse_builtin() -> tuple[Rule, ...]:
+    """The shipped catalogue parsed from its files. Its patterns are not compiled here (tests check
+    every shipped entry in full: tests/core/test_lazy_rules.py)."""
     out: list[Rule] = []
     for name, text in builtin_files():
         out.extend(parse_text(text, f"symmtui/catalogue/{name}", check_patterns=False))
     return tuple(out)
+
+
+@lru_cache(maxsize=1)
+def builtin_entries() -> tuple[Rule, ...]:
+    """The shipped catalogue: symmtui/catalogue/*.toml in name order, parsed once and cached beside
+    it like bytecode (core/catcache.py)."""
+    from symmtui.core import catcache, rules
+
+    sources = [*sorted(f for f in SHIPPED.iterdir() if f.name.endswith(".toml")), Path(__file__), Path(rules.__file__)]
+    return catcache.load(SHIPPED, sources, parse_builtin)
 
 
 def user_file() -> Path:
