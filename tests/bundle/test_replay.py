@@ -34,7 +34,7 @@ def _verdict(q: queue.Queue[SessionMessage], state: State, timeout: float = 60.0
 def demo_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The crash story, driven headless: KeyError: 12, the patch, the relaunch, READY; recorded as the demo does."""
     dest = tmp_path_factory.mktemp("demo") / f"demo-crash{SUFFIX}"
-    session, demo = open_demo(speed=40.0)
+    session, demo = open_demo(speed=160.0)
     try:
         assert record_demo(session, demo, dest) is not None
         q: queue.Queue[SessionMessage] = queue.Queue()
