@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import string
-import tomllib
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -265,6 +264,8 @@ def _action(where: str, raw: Any, fields: frozenset[str] | None) -> Action | Non
 
 def parse_text(text: str, where: str, *, user: bool = False, check_patterns: bool = True) -> tuple[Rule, ...]:
     """Every ``[[entry]]`` of one catalogue file's text (``check_patterns``: see :func:`parse_entry`)."""
+    import tomllib  # here: a start that reads the shipped catalogue from its cache parses no TOML
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
