@@ -72,9 +72,11 @@ def fit(text: str, width: int) -> str:
 
 
 def set_content(widget: Static, content: Content) -> None:
-    """Update a Static only when its content changed; skip the layout pass when it stays one line.
+    """Update a Static only when its content changed; skip the layout pass when it stays one line, or
+    while the widget is not displayed (displaying it again lays the screen out anyway).
 
-    A layout pass costs the whole screen a reflow; the gauge's clock lines change every second.
+    A layout pass costs the whole screen a reflow; the gauge's clock lines change every second, the
+    GPU panel's hidden process list at every sample.
     """
     old: Content | None = getattr(widget, "_symmtui_content", None)
     if old is not None and old.plain == content.plain and old.spans == content.spans:
@@ -89,4 +91,4 @@ def set_content(widget: Static, content: Content) -> None:
         and content.cell_length <= width
     )
     widget._symmtui_content = content  # type: ignore[attr-defined]
-    widget.update(content, layout=not one_line)
+    widget.update(content, layout=widget.display and not one_line)

@@ -91,9 +91,8 @@ class ReadinessGauge(Vertical):
         """The state banner, its class switched to ``state``'s (the theme colours it by class)."""
         banner = self.query_one("#state-banner", Static)
         wanted = state_class(state)
-        if not banner.has_class(wanted):
-            for word in STATE_WORDS.values():
-                banner.remove_class("-state-" + word.lower().replace(" ", "-"))
+        if not banner.has_class(wanted):  # one restyle: the old class goes without one of its own
+            banner.remove_class(*(state_class(s) for s in STATE_WORDS), update=False)
             banner.add_class(wanted)
         return banner
 

@@ -137,6 +137,36 @@ class LogLines(ScrollView, can_focus=True):
         self._owner = owner
         self._index = index
         self._cache: LRUCache[tuple[str, int, bool], Strip] = LRUCache(1024)
+        self._sized: tuple[object, ...] | None = None  # the last layout's sizes (None: not laid out yet)
+        self._scrolled_for = Size(0, 0)  # the virtual size the scrollbars were last set for
+
+    # -- size: new lines change the virtual size, never the pane's own; no layout for them
+    def set_virtual_size(self, size: Size) -> None:
+        """Set the scrollable size. Once laid out, only the scrollbars and scroll limits follow it: the
+        pane's region does not depend on it, so a layout of the screen (a reflow of every widget) per
+        batch of lines would change nothing. A scrollbar appearing or going still asks for one."""
+        if size == self.virtual_size:
+            return
+        if self._sized is None:
+            self.virtual_size = size
+            return
+        self.set_reactive(Widget.virtual_size, size)
+        self._scrolled_for = size
+        self._scroll_update(size)
+        self.refresh()
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        # ScrollView compares the compositor's virtual size (the pane's region) with the lines' own, which
+        # always differ: every layout of the screen, for any widget, refreshed both scrollbars and painted
+        # them again in a second pass. Skip it when no size the scrollbars depend on changed.
+        styles = self.styles
+        sized = (size, container_size, styles.overflow_x, styles.overflow_y, styles.scrollbar_size_vertical,
+                 styles.scrollbar_size_horizontal)
+        if sized == self._sized and self.virtual_size == self._scrolled_for:
+            return False
+        self._sized = sized
+        self._scrolled_for = self.virtual_size
+        return super()._size_updated(size, virtual_size, container_size, layout)
 
     # -- cache
     def notify_style_update(self) -> None:
@@ -723,7 +753,7 @@ class LogView(Vertical):
         return max(index.view_len() - 1, 0)
 
     def _update_size(self) -> None:
-        self._lines.virtual_size = Size(self.index.width + _GUTTER + 1, self.index.view_len())
+        self._lines.set_virtual_size(Size(self.index.width + _GUTTER + 1, self.index.view_len()))
 
     def _scroll_end(self) -> None:
         if not self._lines.is_mounted:
