@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import signal
 import stat
 import threading
@@ -417,6 +416,8 @@ def _phase_one(path: str, ranges: list[tuple[int, int]], rules: tuple[Rule, ...]
 def _forked(path: str, ranges: list[tuple[int, int]], rules: tuple[Rule, ...], sample: bytes, chunk_size: int,
             fast: bool) -> list[tuple[list[tuple[int, int]], int]]:
     """Ranges after the first in forked children (each answers on a pipe), the first one here."""
+    import pickle  # here, before the forks: a small log is scanned by one process, which needs none
+
     kids: list[tuple[int, int]] = []
     try:
         for a, b in ranges[1:]:

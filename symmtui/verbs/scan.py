@@ -19,8 +19,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Scan and print; exit 0 ready, 1 crashed, 3 no verdict, 2 unreadable file / bad pattern."""
-    import json
-
     from symmtui import clitext
     from symmtui.core.catalogue import user_ruleset
     from symmtui.core.scan import report_json, report_text, scan_file
@@ -33,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
                                   f"({exc.strerror or exc}); give a readable log file") from None
     out = clitext.Writer()  # sanitised lines; `symmtui scan ... | head` keeps the exit code
     if args.json:  # json.dumps escapes every control character itself
+        import json
+
         for line in json.dumps(report_json(rep), indent=2).split("\n"):
             out.line(line)
     else:
