@@ -3,7 +3,10 @@
 ``import watchfiles`` also imports its ``watch``/``awatch``/``run_process`` helpers and with them anyio,
 multiprocessing and logging (~9 ms of CPU); the follower uses only the extension module's class. It is
 loaded from the package's folder under its own name and registered in ``sys.modules``, so a later
-``import watchfiles`` reuses it (an extension module is initialised once per process).
+``import watchfiles`` (whose own modules say ``from ._rust_notify import ...``) reuses it: an extension
+module is initialised once per process. The one difference: the package then has no ``_rust_notify``
+attribute, so ``import watchfiles._rust_notify`` followed by attribute access would fail (nothing here
+or in watchfiles does that; ``from watchfiles import _rust_notify`` works).
 """
 
 from __future__ import annotations
