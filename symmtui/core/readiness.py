@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import signal
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -25,9 +24,13 @@ def _wrapper(event: Event) -> bool:
     return "wrapper" in event.roles
 
 
-# How a server ends when asked to: exit 0, SIGTERM/SIGINT, or a shell's report of a child ended by
-# them (128 + the signal: a server launched through `sh -c` / `bash -c`).
-_STOP_CODES = frozenset({0, -signal.SIGTERM, -signal.SIGINT, 128 + signal.SIGTERM, 128 + signal.SIGINT})
+def _stop_codes() -> frozenset[int]:
+    """How a server ends when asked to: exit 0, SIGTERM/SIGINT, or a shell's report of a child ended by
+    them (128 + the signal: a server launched through `sh -c` / `bash -c`). (signal is imported at a
+    process exit, not at every start.)"""
+    import signal
+
+    return frozenset({0, -signal.SIGTERM, -signal.SIGINT, 128 + signal.SIGTERM, 128 + signal.SIGINT})
 
 
 class State(StrEnum):
@@ -124,6 +127,8 @@ def describe_exit(returncode: int | None) -> str:
     if returncode is None:
         return "process exited (exit code unknown: it is not our child)"
     if returncode < 0:
+        import signal
+
         try:
             name = signal.Signals(-returncode).name
         except ValueError:
@@ -243,7 +248,7 @@ class Readiness:
         self._process_detail = text
         if self._state in (State.CRASHED, State.TIMED_OUT, State.STOPPED):
             return
-        if self._state is State.READY and returncode in _STOP_CODES:
+        if self._state is State.READY and returncode in _stop_codes():
             self._state = State.STOPPED
             self._detail = text
             return
