@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from symmtui.cli import main
+from symmtui.cli import console
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())
