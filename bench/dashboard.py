@@ -7,8 +7,9 @@ batch per line, each with its readiness snapshot, WAITING -> STARTING -> READY),
 8-GPU stand-in under a changing load, and once-a-second snapshots. Every step is painted
 (``pilot.pause()``) before the next, as a dashboard under a slow bring-up does.
 
-The baseline, in the same run (each in its own child process): a bare Textual app with the same
-number of widgets that updates one Static per step. CPU is ``time.process_time()`` of the child
+The baselines, in the same run (each in its own child process, the runs interleaved): a bare Textual
+app with the same number of widgets that updates one Static per step, and the dashboard with its
+redraw fixes undone (``undo_redraw_fixes``: how it redrew before them). CPU is ``time.process_time()`` of the child
 (every thread), around each phase. No target: the figures are for docs/performance.md.
 """
 
@@ -134,7 +135,44 @@ def _phases(app: Any, steps: dict[str, Callable[[int], None]], counts: dict[str,
     return out
 
 
-def child_dashboard(quick: bool) -> dict[str, Any]:
+def undo_redraw_fixes() -> None:
+    """Put back how the dashboard redrew before its redraw fixes (2026-12-01), for a same-run comparison:
+    Textual's Footer (rebuilt on every bindings refresh), a screen layout for each change of the log
+    lines' virtual size and for each update of a hidden multi-line Static, and ScrollView's own
+    ``_size_updated`` (both log scrollbars refreshed at every layout)."""
+    from textual.content import Content
+    from textual.scroll_view import ScrollView
+    from textual.widgets import Footer, Static
+
+    import symmtui.ui.app as app_module
+    from symmtui.ui.widgets import gauge, gpu_panel
+    from symmtui.ui.widgets.log_view import LogLines
+
+    def footer(*, id: str | None = None) -> Footer:
+        return Footer(id=id)
+
+    def set_virtual_size(self: LogLines, size: Any) -> None:
+        self.virtual_size = size
+
+    def set_content(widget: Static, content: Content) -> None:  # the one-line rule only
+        old: Content | None = getattr(widget, "_symmtui_content", None)
+        if old is not None and old.plain == content.plain and old.spans == content.spans:
+            return
+        width = widget.size.width
+        one_line = (old is not None and width > 0 and "\n" not in old.plain and "\n" not in content.plain
+                    and old.cell_length <= width and content.cell_length <= width)
+        widget._symmtui_content = content  # type: ignore[attr-defined]
+        widget.update(content, layout=not one_line)
+
+    app_module.DashboardFooter = footer  # type: ignore[assignment,misc]
+    LogLines.set_virtual_size = set_virtual_size  # type: ignore[method-assign]
+    LogLines._size_updated = ScrollView._size_updated  # type: ignore[method-assign]
+    gauge.set_content = gpu_panel.set_content = set_content
+
+
+def child_dashboard(quick: bool, *, undone: bool = False) -> dict[str, Any]:
+    if undone:
+        undo_redraw_fixes()
     from symmtui.session.core import Session
     from symmtui.session.messages import SessionMessage, TopologyRead
     from symmtui.ui.app import SymmApp
@@ -249,7 +287,7 @@ def main() -> int:
         if mode == "count":
             print(json.dumps(child_count()))
         else:
-            print(json.dumps(child_dashboard(quick) if mode == "dashboard" else child_bare(quick)))
+            print(json.dumps(child_bare(quick) if mode == "bare" else child_dashboard(quick, undone=mode == "undone")))
         return 0
     parser = argparse.ArgumentParser(prog="python -m bench.dashboard", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a quarter of the GPU samples and ticks, one run")
@@ -260,9 +298,11 @@ def main() -> int:
     flag = ["--quick"] if quick else []
     widgets = _child("count")["widgets"]
     dash: list[dict[str, Any]] = []
+    undone: list[dict[str, Any]] = []
     bare: list[dict[str, Any]] = []
-    for _ in range(runs):  # interleaved, so a change of the machine's load hits both alike
+    for _ in range(runs):  # interleaved, so a change of the machine's load hits all alike
         dash.append(_child("dashboard", *flag))
+        undone.append(_child("undone", *flag))
         bare.append(_child("bare", *flag, str(widgets)))
     counts = dash[0]["counts"]
     rows = [
@@ -276,16 +316,17 @@ def main() -> int:
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
           f"{widgets} widgets on the dashboard's screen; median of {runs} run(s), CPU-seconds of the process")
     width = max(len(r[0]) for r in rows)
-    print(f"{'phase':<{width}}  {'baseline':>11}  {'dashboard':>11}  {'dashboard total':>15}")
+    print(f"{'phase (CPU per step)':<{width}}  {'bare app':>11}  {'fixes undone':>12}  {'dashboard':>11}  {'saved':>6}")
+    phases = ("first_paint", "batches", "gpu", "ticks", "shutdown")
     for name, key, n in rows:
-        d = statistics.median(r[key] for r in dash)
-        b = statistics.median(r[key] for r in bare)
+        b, u, d = (statistics.median(r[key] for r in runs_of) for runs_of in (bare, undone, dash))
         unit = 1000.0 / n
-        print(f"{name:<{width}}  {b * unit:>8.2f} ms  {d * unit:>8.2f} ms  {d:>13.2f} s")
-    total_d = statistics.median(sum(r[k] for k in ("first_paint", "batches", "gpu", "ticks", "shutdown")) for r in dash)
-    total_b = statistics.median(sum(r[k] for k in ("first_paint", "batches", "gpu", "ticks", "shutdown")) for r in bare)
-    print(f"{'all phases':<{width}}  {total_b:>9.2f} s  {total_d:>9.2f} s")
-    print("baseline: a bare Textual app with as many widgets (Statics and a Footer), one Static updated per step")
+        print(f"{name:<{width}}  {b * unit:>8.2f} ms  {u * unit:>9.2f} ms  {d * unit:>8.2f} ms  "
+              f"{100 * (u - d) / u:>5.0f}%")
+    b, u, d = (statistics.median(sum(r[k] for k in phases) for r in runs_of) for runs_of in (bare, undone, dash))
+    print(f"{'all phases, CPU-seconds':<{width}}  {b:>9.2f} s  {u:>10.2f} s  {d:>9.2f} s  {100 * (u - d) / u:>5.0f}%")
+    print("bare app: a Textual app with as many widgets (Statics and a Footer), one Static updated per step; "
+          "fixes undone: the dashboard with its redraw fixes of 2026-12-01 put back as they were (undo_redraw_fixes)")
     return 0
 
 
