@@ -45,8 +45,17 @@ class Pane:
             screen = self.text()
             if rx.search(screen):
                 return screen
-            time.sleep(0.2)
+            time.sleep(0.1)
         raise AssertionError(f"{pattern!r} not on screen after {timeout:.0f} s:\n{screen}")
+
+    def gone(self, pattern: str, timeout: float = 30.0) -> None:
+        """Poll the screen until `pattern` (a regex) no longer shows; fail with the screen."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while rx.search(screen := self.text()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{pattern!r} still on screen after {timeout:.0f} s:\n{screen}")
+            time.sleep(0.1)
 
     def keys(self, *keys: str) -> None:
         for key in keys:
@@ -75,7 +84,7 @@ def session(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Pa
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     env_prefix = f"env {marker} TMPDIR={tmpdir} TERM=tmux-256color"
-    command = f"{env_prefix} {sys.executable} -m symmtui demo --speed 40 --story {story}"
+    command = f"{env_prefix} {sys.executable} -m symmtui demo --speed 160 --story {story}"
     _tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", command)
     try:
         yield Pane(name), tmpdir, marker
@@ -96,7 +105,7 @@ def _quit_and_check_nothing_is_left(pane: Pane, tmpdir: Path, marker: str) -> No
     pane.keys("q")
     deadline = time.monotonic() + 30
     while _demo_pids(marker) and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.1)
     assert not _demo_pids(marker), "the demo left processes behind"
     assert not any(tmpdir.iterdir()), f"the demo left files: {list(tmpdir.iterdir())}"
 
@@ -117,6 +126,7 @@ def test_demo_in_tmux_crash_patch_relaunch_ready(session: tuple[Pane, Path, str]
     pane.wait(r"STARTING|READY", 60)
     screen = pane.wait(r"✔ READY", 120)
     assert "KeyError" not in screen.splitlines()[0]
+    pane.gone(r"✔ preflight ")  # the relaunch steps (their first line) closed themselves after RELAUNCH_LINGER
     _quit_and_check_nothing_is_left(pane, tmpdir, marker)
 
 
@@ -134,6 +144,7 @@ def test_demo_fix_story_in_tmux_profile_env_relaunch_ready(session: tuple[Pane, 
     pane.keys("y")
     screen = pane.wait(r"✔ READY", 120)
     assert "KeyError" not in screen.splitlines()[0]
+    pane.gone(r"✔ preflight ")  # the relaunch steps (their first line) closed themselves after RELAUNCH_LINGER
     _quit_and_check_nothing_is_left(pane, tmpdir, marker)
 
 
@@ -146,6 +157,6 @@ def test_closing_the_pane_stops_the_demo_and_cleans_up(session: tuple[Pane, Path
     _tmux("kill-session", "-t", pane.session)
     deadline = time.monotonic() + 30
     while (_demo_pids(marker) or any(tmpdir.iterdir())) and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.1)
     assert not _demo_pids(marker), "the demo left processes behind"
     assert not any(tmpdir.iterdir()), f"the demo left files: {list(tmpdir.iterdir())}"
