@@ -66,7 +66,7 @@ def test_health_refused_then_503_then_200(tmp_path: Path) -> None:
     status = tmp_path / "status.json"
     log = tmp_path / "server.log"
     with open(log, "wb") as fh:
-        proc = subprocess.Popen(demo_argv("--speed", "25", "--shards", "3", "--port", str(port),
+        proc = subprocess.Popen(demo_argv("--speed", "50", "--shards", "3", "--port", str(port),
                                           "--status-file", str(status)), stdout=fh, stderr=subprocess.STDOUT)
     try:
         wait_until(lambda: "Init torch distributed begin" in log.read_text(), what="loading")
