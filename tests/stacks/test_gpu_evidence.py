@@ -71,13 +71,17 @@ async def test_the_gpu_panel_names_the_spinning_gpu_next_to_the_stall() -> None:
 def test_a_dump_of_the_hung_demo_carries_the_gpus_line() -> None:
     session, demo = open_demo(speed=10.0, story="hang")
     try:
-        session.attach(lambda _m: None)  # starts the sampler over the NVML stand-in (8 GPUs)
         demo.host.set_utilization(0)
+        pinned_at = time.time()
+        session.attach(lambda _m: None)  # starts the sampler over the NVML stand-in (8 GPUs)
+
+        def pinned_sample() -> bool:  # a sampling round that started after the utilization was pinned
+            latest = session.sampler.latest() if session.sampler is not None else None
+            return latest is not None and latest.time > pinned_at
+
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (session.sampler is None or session.sampler.latest() is None
-                                               or len(session.server_procs()) < 9):
-            time.sleep(0.1)
-        time.sleep(1.5)  # a sample taken after the utilization was pinned
+        while time.monotonic() < deadline and (not pinned_sample() or len(session.server_procs()) < 9):
+            time.sleep(0.05)
         taken = session.take_stacks()
     finally:
         session.close()
