@@ -190,6 +190,12 @@ def test_wait_pid_sees_the_exit_even_when_the_pid_is_reused_meanwhile(tmp_path: 
     assert waiter.returncode == 1 and "CRASHED" in out, out + err
 
 
+def _proc_state(pid: int) -> str:
+    """The state letter of /proc/PID/stat (R, S, T for stopped, Z...)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
 def test_a_stopped_and_continued_server_keeps_its_verdict(tmp_path: Path) -> None:
     """SIGSTOP then SIGCONT of the watched server: still starting, then READY on its own log line."""
     log = tmp_path / "server.log"
@@ -209,10 +215,12 @@ def test_a_stopped_and_continued_server_keeps_its_verdict(tmp_path: Path) -> Non
     try:
         wait_until(lambda: engine.snapshot().state is State.STARTING, what="the first log line read")
         server.send_signal(signal.SIGSTOP)
-        time.sleep(1.0)
+        wait_until(lambda: _proc_state(server.pid) == "T", what="the server stopped")
+        time.sleep(0.6)  # three of the pid watcher's 0.2 s looks at a stopped process
         assert engine.snapshot().state is State.STARTING
         server.send_signal(signal.SIGCONT)
-        time.sleep(0.5)
+        wait_until(lambda: _proc_state(server.pid) != "T", what="the server continued")
+        time.sleep(0.3)
         assert engine.snapshot().state is State.STARTING
         go.touch()
         snap = engine.wait_final(30)
