@@ -277,7 +277,7 @@ def test_a_launch_killed_mid_wait_does_not_hold_the_profile(tmp_path: Path) -> N
         old = _launched(key)
         first.kill()
         first.communicate()
-        again = run_cli("launch", "--config", str(cfg), "--no-preflight", "--no-record", "--timeout", "2")
+        again = run_cli("launch", "--config", str(cfg), "--no-preflight", "--no-record", "--timeout", "0.5")
         assert again.returncode == 124, again.stdout + again.stderr  # it stopped the old server, launched, waited
         new = state.load(key)
         assert new is not None and new.launch_id != old.launch_id

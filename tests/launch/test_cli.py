@@ -59,7 +59,7 @@ def test_launch_crash_prints_wait_verdict_and_exit_1(tmp_path: Path) -> None:
 
 def test_launch_timeout_exit_124_leaves_server_for_stop(tmp_path: Path) -> None:
     cfg = demo_config(tmp_path, speed=1)
-    res = run_cli("launch", "--config", str(cfg), "--no-preflight", "--no-record", "--timeout", "1.5")
+    res = run_cli("launch", "--config", str(cfg), "--no-preflight", "--no-record", "--timeout", "0.5")
     assert res.returncode == EXIT_TIMED_OUT, res.stdout + res.stderr
     assert "TIMED OUT after" in res.stdout
     assert "still running; `symmtui stop` ends them" in res.stderr
