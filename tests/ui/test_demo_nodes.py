@@ -18,7 +18,7 @@ from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.widgets.diagnosis import DiagnosisView
 from symmtui.ui.widgets.gpu_panel import GpuTable
 from symmtui.ui.widgets.stacks import StacksView
-from tests.ui.kit import FIXTURES, text, wait_for
+from tests.ui.kit import FIXTURES, send_keys, text, wait_for
 
 
 def _aggregate(app: SymmApp) -> State | None:
@@ -27,7 +27,7 @@ def _aggregate(app: SymmApp) -> State | None:
 
 @pytest.mark.timeout(120)
 async def test_demo_nodes_hang_on_node1_stalled_then_relaunch_ready() -> None:
-    demo = open_demo_nodes(speed=40.0, tp=4)  # TP4: two ranks a node, TP3 (node1's second) hangs
+    demo = open_demo_nodes(speed=160.0, tp=4)  # TP4: two ranks a node, TP3 (node1's second) hangs
     try:
         app = SymmApp(demo.nodes.head.session, nodes=demo.nodes)
         async with app.run_test(size=(140, 48)) as pilot:
@@ -53,10 +53,10 @@ async def test_demo_nodes_hang_on_node1_stalled_then_relaunch_ready() -> None:
                            "4 GPUs from two exporters")
             await wait_for(pilot, lambda: "── node0" in text(app) and "── node1" in text(app), "the node groups")
             # 2. r asks, y relaunches both nodes; the hang was once: READY
-            await pilot.press("r")
+            await send_keys(pilot, "r")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the relaunch question")
             assert "node1:" in text(app)  # every node's launch is listed
-            await pilot.press("y")
+            await send_keys(pilot, "y")
             await wait_for(pilot, lambda: not app.relaunching, "the relaunch")
             await wait_for(pilot, lambda: _aggregate(app) is State.READY, "READY", timeout=60)
             assert "READY" in text(app)
