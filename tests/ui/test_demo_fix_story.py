@@ -13,7 +13,7 @@ from symmtui.session import open_demo
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.relaunch import RelaunchScreen
-from tests.ui.kit import settle, text, wait_for
+from tests.ui.kit import send_keys, text, wait_for
 
 
 def _state(app: SymmApp) -> State | None:
@@ -26,7 +26,7 @@ def _title(app: SymmApp) -> str | None:
 
 @pytest.mark.timeout(180)
 async def test_demo_fix_story_env_fix_in_profile_relaunch_ready() -> None:
-    session, demo = open_demo(speed=40.0, story="fix")
+    session, demo = open_demo(speed=160.0, story="fix")
     root = demo.root
     profile = demo.profile.path
     assert profile is not None and profile.parent == root  # the demo's profile, in its temp dir
@@ -54,8 +54,7 @@ async def test_demo_fix_story_env_fix_in_profile_relaunch_ready() -> None:
             assert written["server"]["env"] == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
             assert load_profile(profile).env == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
             assert demo.supervisor.profile.env == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
-            await pilot.press("y")
-            await settle(pilot)
+            await send_keys(pilot, "y")
             await wait_for(pilot, lambda: not app.relaunching, "the relaunch")
             await wait_for(pilot, lambda: not isinstance(app.screen, RelaunchScreen), "the relaunch steps to close")
             second = demo.supervisor.current()
