@@ -34,7 +34,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.timeout(180)
 async def test_demo_story_crash_patch_relaunch_ready() -> None:
-    session, demo = open_demo(speed=40.0)
+    session, demo = open_demo(speed=160.0)
     root = demo.root
     first = demo.supervisor.current()
     assert first is not None
