@@ -150,9 +150,17 @@ class LogLines(ScrollView, can_focus=True):
         if self._sized is None:
             self.virtual_size = size
             return
+        width_changed = size.width != self.virtual_size.width
         self.set_reactive(Widget.virtual_size, size)
         self._scrolled_for = size
-        self._scroll_update(size)
+        self._refresh_scrollbars()  # a scrollbar to show or hide: that one is a layout
+        # only the scrollbar whose extent changed repaints (ScrollView's _scroll_update repaints both)
+        if self.show_vertical_scrollbar:
+            self.vertical_scrollbar.window_virtual_size = size.height
+        if width_changed and self.show_horizontal_scrollbar:
+            self.horizontal_scrollbar.window_virtual_size = size.width
+        self.scroll_x = self.validate_scroll_x(self.scroll_x)
+        self.scroll_y = self.validate_scroll_y(self.scroll_y)
         self.refresh()
 
     def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
