@@ -35,6 +35,8 @@ def is_log_command(value: object) -> TypeIs[LogCommand]:
 
 
 UPDATE_INTERVAL = 0.05  # at most ~20 updates a second, except on a verdict change
+IDLE_TICK = 0.25  # with nothing pending, the dispatcher looks at the clock this often ...
+MIN_TICK = 0.005  # ... or when a timeout or stall falls due (never a busy loop)
 MAX_PENDING_LINES = 100_000  # lines kept for a slow on_update; older ones are dropped (counted)
 QUIET_FLUSH = 2.0  # an open traceback with no new line for this long is closed as it is
 MAX_REPLAY_EVENTS = 50_000
@@ -520,5 +522,8 @@ class Bringup:
                 if self._stop.is_set() and not self._urgent and self._pending.empty():
                     return
                 if not self._urgent:
-                    wait = UPDATE_INTERVAL if not self._pending.empty() else 0.25
+                    wait = UPDATE_INTERVAL if not self._pending.empty() else IDLE_TICK
+                    clock_due = self._readiness.due_in(self._clock())  # a timeout or stall falls due sooner
+                    if clock_due is not None:
+                        wait = max(MIN_TICK, min(wait, clock_due))
                     self._wake.wait(wait)

@@ -270,6 +270,21 @@ class Readiness:
         self._advance(now)
         return self._state
 
+    def due_in(self, now: float) -> float | None:
+        """Seconds from ``now`` until the clock alone changes the state (the timeout, or a stall of a
+        starting server); None when nothing is due. A caller that ticks can sleep this long, no longer."""
+        if self._state.final:
+            return None
+        dues: list[float] = []
+        if self.config.timeout is not None:
+            dues.append(self._start + self.config.timeout - now)
+        stall = self.config.stall
+        if (stall is not None and self._state is State.STARTING and self._last_activity is not None
+                and self._alive is not False):
+            dues.append(self._last_activity + stall - now)
+        ahead = [d for d in dues if d > 0]
+        return min(ahead) if ahead else None
+
     # ------------------------------------------------------------------ reading
     @property
     def state(self) -> State:

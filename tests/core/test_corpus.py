@@ -15,7 +15,7 @@ from symmtui import cli
 CASES = load_cases()
 
 
-FIRST_TIMEOUT_S = 0.25
+FIRST_TIMEOUT_S = 0.1
 LAST_TIMEOUT_S = 4.0
 
 

@@ -200,6 +200,17 @@ def test_timeout() -> None:
     assert r.snapshot(901.0).state is State.TIMED_OUT
 
 
+def test_due_in_names_the_next_moment_the_clock_alone_changes_the_state() -> None:
+    r = Readiness(ReadinessConfig(timeout=900, stall=300), 0.0)
+    assert r.due_in(100.0) == pytest.approx(800.0)  # waiting: only the timeout is due
+    r.feed_activity(10.0, ["x"])
+    assert r.due_in(100.0) == pytest.approx(210.0)  # starting: the stall comes first
+    assert r.tick(310.0) is State.STALLED and r.due_in(310.0) == pytest.approx(590.0)
+    r.feed_process(False, 1, 320.0)  # a final state: nothing more is due
+    assert r.state.final and r.due_in(320.0) is None
+    assert Readiness(ReadinessConfig(timeout=None, stall=None), 0.0).due_in(5.0) is None
+
+
 @pytest.mark.parametrize("limit", [None, 0, 0.0])
 def test_no_timeout_when_none_or_zero(limit: float | None) -> None:
     cfg = ReadinessConfig(timeout=limit, stall=limit)
