@@ -34,7 +34,7 @@ def one_gpu_spinning(tmp: Path, busy: int = 3) -> dict[str, str]:
 @needs_ptrace
 def test_stalled_names_the_rank_behind_and_prints_the_stacks_once(tmp_path: Path) -> None:
     with hung_server(tmp_path, hang_rank=5) as (proc, log):
-        done = wait("--pid", str(proc.pid), "--log", str(log), "--stall", "0.5", "--timeout", "2",
+        done = wait("--pid", str(proc.pid), "--log", str(log), "--stall", "0.5", "--timeout", "1.5",
                     env=one_gpu_spinning(tmp_path))
     assert done.returncode == 124, done.stderr
     lines = done.stdout.splitlines()
