@@ -81,7 +81,8 @@ async def test_dashboard_r_launches_a_profile_and_follows_it_to_ready(tmp_path: 
 
     monkeypatch.setenv("SYMMTUI_NVML_STANDIN", "rtx-pro-6000-x8-pcie")
     port = free_port()
-    command = [sys.executable, "-m", "symmtui.demo.server", "--speed", "400", "--port", str(port), "--tp", "2"]
+    command = [sys.executable, "-m", "symmtui.demo.server", "--speed", "400", "--shards", "5", "--port", str(port),
+               "--tp", "2"]
     profile = tmp_path / "symmtui.toml"
     profile.write_text(
         f"[server]\ncommand = {json.dumps(command)}\nlog_dir = {json.dumps(str(tmp_path / 'logs'))}\n"
