@@ -4,6 +4,8 @@ name its root cause and hit its catalogue entry (the same judge as ``python -m b
 from __future__ import annotations
 
 import io
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -13,13 +15,33 @@ from bench.corpus import WAIT_EXIT, Case, judge, load_cases, read_to_the_end, wa
 from symmtui import cli
 
 CASES = load_cases()
-
+pytestmark = pytest.mark.xdist_group("corpus")  # one worker runs every case's wait once, side by side
 
 FIRST_TIMEOUT_S = 0.1
 LAST_TIMEOUT_S = 4.0
+WAITS_AT_ONCE = 8  # a wait mostly sleeps (a crash's 0.2 s settle, a timeout): they overlap, the CPU does not
 
 
-def _wait_here(log: Path, timeout: float) -> str:
+class _ThreadOut(io.TextIOBase):
+    """sys.stdout while the waits run: each thread writes to a buffer of its own."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def begin(self) -> None:
+        self._local.buf = io.StringIO()
+
+    def text(self) -> str:
+        return str(self._local.buf.getvalue())
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        return int(self._local.buf.write(s))
+
+
+def _wait_here(log: Path, timeout: float, out: _ThreadOut) -> str:
     """`symmtui wait` through the CLI's entry point (what `python -m symmtui` runs) in this process: its exit
     code read as a verdict, without starting a Python per case (``python -m bench.corpus`` starts one).
 
@@ -28,14 +50,22 @@ def _wait_here(log: Path, timeout: float) -> str:
     """
     limit = FIRST_TIMEOUT_S
     while True:
-        printed = io.StringIO()
-        with redirect_stdout(printed):
-            code = cli.main(wait_args(log, limit))
-        if code != 124 or read_to_the_end(printed.getvalue(), log):
+        out.begin()
+        code = cli.main(wait_args(log, limit))
+        if code != 124 or read_to_the_end(out.text(), log):
             return WAIT_EXIT.get(code, f"exit {code}")
         if limit >= timeout:
             return f"none before the log's end was judged ({limit:g} s)"
         limit = min(timeout, limit * 2)
+
+
+@pytest.fixture(scope="module")
+def wait_verdicts() -> dict[Path, str]:
+    """Every case's `symmtui wait` verdict, ``WAITS_AT_ONCE`` waits at a time (each with its own stdout)."""
+    out = _ThreadOut()
+    with redirect_stdout(out), ThreadPoolExecutor(max_workers=WAITS_AT_ONCE) as pool:
+        verdicts = list(pool.map(lambda c: _wait_here(c.log, LAST_TIMEOUT_S, out), CASES))
+    return {c.log: v for c, v in zip(CASES, verdicts, strict=True)}
 
 
 def test_the_corpus_is_there() -> None:
@@ -43,8 +73,8 @@ def test_the_corpus_is_there() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.set_name}/{c.case_id}" for c in CASES])
-def test_case(case: Case) -> None:
-    out = judge(case, wait_timeout=LAST_TIMEOUT_S, wait=_wait_here)
+def test_case(case: Case, wait_verdicts: dict[Path, str]) -> None:
+    out = judge(case, wait_timeout=LAST_TIMEOUT_S, wait=lambda log, _timeout: wait_verdicts[log])
     assert out.scan_ok, f"scan said {out.scan_verdict}, the label says {case.verdict} ({case.source})"
     assert out.wait_ok, f"wait said {out.wait_verdict}, the label says {case.verdict} ({case.source})"
     assert out.root_ok, f"root cause {case.root_cause!r} not named: {out.cause_text[:300]!r} ({case.source})"
