@@ -68,6 +68,30 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+_TESTS = Path(__file__).resolve().parent
+_BUNDLES_BEFORE: set[Path] = set()
+
+
+def _bundles_in_tests() -> set[Path]:
+    return set(_TESTS.rglob("*.symmtui-bundle.json.gz"))
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        _BUNDLES_BEFORE.update(_bundles_in_tests())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A run must leave the source tree as it found it: `wait`, `launch` and the dashboard record a bundle
+    next to the log they judge, so a test that judges a fixture log in place writes into tests/."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    strays = sorted(_bundles_in_tests() - _BUNDLES_BEFORE)
+    if strays:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print("\nbundles written into the source tree (judge a copy of the fixture log):", *strays, sep="\n  ")
+
+
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """Let go of the dashboards a test started. Textual 8 caches ``StylesCache.get_inner_outer`` with
     ``lru_cache`` on the instance method, so up to 1024 dead widgets' style caches (with every rendered

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -15,8 +18,12 @@ from symmtui.core.events import EventBuilder
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-READY_LOG = FIXTURES / "sglang-tp8-ready.log"
-KEYERROR_LOG = FIXTURES / "sglang-tp8-symm-mem-keyerror.log"
+# Copies, one folder per test process: `wait` and the dashboard record a bundle next to the log they
+# judge, which must not land in tests/fixtures.
+_COPIES = Path(tempfile.mkdtemp(prefix="symmtui-notify-"))
+atexit.register(shutil.rmtree, _COPIES, ignore_errors=True)
+READY_LOG = Path(shutil.copy(FIXTURES / "sglang-tp8-ready.log", _COPIES))
+KEYERROR_LOG = Path(shutil.copy(FIXTURES / "sglang-tp8-symm-mem-keyerror.log", _COPIES))
 TOKEN = "tk_s3cr3tT0kenNeverPrinted"
 
 
