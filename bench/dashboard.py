@@ -20,7 +20,6 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -272,13 +271,9 @@ def child_count() -> dict[str, Any]:
 
 
 def _child(mode: str, *args: str) -> dict[str, Any]:
-    env = dict(os.environ, TEXTUAL_ANIMATIONS="none")
-    out = subprocess.run([sys.executable, "-m", "bench.dashboard", "--child", mode, *args], capture_output=True,
-                         text=True, cwd=ROOT, env=env, timeout=600)
-    if out.returncode != 0:
-        raise SystemExit(f"bench.dashboard child {mode} failed:\n{out.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    from bench.ui import child_json
+
+    return child_json("bench.dashboard", mode, *args)
 
 
 def main() -> int:

@@ -54,14 +54,20 @@ print(time.perf_counter() - t0)
 '''
 
 
-def _child(mode: str, *args: str) -> dict[str, Any]:
+def child_json(module: str, mode: str, *args: str, timeout: float = 600) -> dict[str, Any]:
+    """Run ``python -m MODULE --child MODE ARGS`` (a fresh process, no animations) and read the JSON object
+    its last line prints; a failed child ends the benchmark with its stderr."""
     env = dict(os.environ, TEXTUAL_ANIMATIONS="none")
-    out = subprocess.run([sys.executable, "-m", "bench.ui", "--child", mode, *args], capture_output=True,
-                         text=True, cwd=ROOT, env=env, timeout=300)
+    out = subprocess.run([sys.executable, "-m", module, "--child", mode, *args], capture_output=True,
+                         text=True, cwd=ROOT, env=env, timeout=timeout)
     if out.returncode != 0:
-        raise SystemExit(f"bench.ui child {mode} failed:\n{out.stderr[-3000:]}")
+        raise SystemExit(f"{module} child {mode} failed:\n{out.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
+
+
+def _child(mode: str, *args: str) -> dict[str, Any]:
+    return child_json("bench.ui", mode, *args, timeout=300)
 
 
 # ---- children ---------------------------------------------------------------------------------
