@@ -10,7 +10,8 @@ from typing import Any
 from symmtui.errors import UserError
 from symmtui.gpu.exporter import ExporterError, ExporterSource
 from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
-from symmtui.gpu.source import GpuSource, NvmlSource, open_source
+from symmtui.gpu.source import GpuSource, NvmlSource
+from symmtui.gpu.specs import open_source
 
 
 def _sources(args: argparse.Namespace) -> list[GpuSource]:

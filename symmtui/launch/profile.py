@@ -452,7 +452,7 @@ def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
 
 def _gpu_specs(loc: _Locator, value: Any) -> tuple[str, ...]:
     """``server.gpus``: "nvml", an exporter's URL, or a list of them (default: "nvml")."""
-    from symmtui.gpu.source import NVML, spec_problem
+    from symmtui.gpu.specs import NVML, spec_problem
 
     if value is None:
         return (NVML,)

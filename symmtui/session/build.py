@@ -129,7 +129,7 @@ def for_attach(spec: AttachSpec, *, nvml: Nvml | None = None, name: str | None =
 def gpu_sources(specs: Sequence[str], nvml: Nvml) -> GpuSource | None:
     """What the dashboard samples for ``specs`` (``--gpus`` / ``server.gpus``): None for NVML alone (the
     Session samples ``nvml`` itself), else one source over them all (:func:`open_sources`)."""
-    from symmtui.gpu.source import NVML, open_sources
+    from symmtui.gpu.specs import NVML, open_sources
 
     if [s.strip().lower() for s in specs] in ([], [NVML]):
         return None

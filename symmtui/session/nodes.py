@@ -418,7 +418,7 @@ def gpu_source(profile: Profile, *, nvml: Nvml | None = None, timeout: float = 2
     """Every node's GPUs as one source, each GPU's ``host`` the node's name (rows grouped by node)."""
     from symmtui.gpu.multi import MultiSource
     from symmtui.gpu.named import NamedSource
-    from symmtui.gpu.source import open_source
+    from symmtui.gpu.specs import open_source
 
     return MultiSource([NamedSource(open_source(n.gpus, nvml=nvml, timeout=timeout), n.name) for n in profile.nodes])
 

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
                               hint="give the server's log file (it may not exist yet)")
     # a program that cannot start is not an error here: the dashboard shows it and keeps trying (wait exits 2)
     log_cmd = log_command_option(args.dash_log_cmd, args.dash_log_cmd_shell, log=args.dash_log)
-    from symmtui.gpu.source import check_specs
+    from symmtui.gpu.specs import check_specs
 
     gpus = check_specs(args.dash_gpus or (), "--gpus")
 

@@ -16,7 +16,8 @@ from symmtui.gpu.exporter import ExporterSource, parse_exposition, prometheus_qu
 from symmtui.gpu.multi import MultiSource
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.sampler import GpuSampler
-from symmtui.gpu.source import NvmlSource, open_source
+from symmtui.gpu.source import NvmlSource
+from symmtui.gpu.specs import open_source
 from symmtui.gpu.standin import load_standin
 from tests.httpkit import serving
 
