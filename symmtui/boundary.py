@@ -19,20 +19,18 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from symmtui import clitext
+from symmtui.errors import InputError as InputError  # re-exported: the verbs' one import for input errors
 from symmtui.errors import UserError
-from symmtui.textsafe import shorten, visible
+from symmtui.paths import usable_dir as usable_dir
+from symmtui.textsafe import MAX_SHOWN as MAX_SHOWN
+from symmtui.textsafe import shown as shown
 
 MAX_VALUE_CHARS = 4096  # one option value (a path, URL, regex, name)
-MAX_SHOWN = 80  # characters of a user's value quoted back in an error
 MAX_CONFIG_BYTES = 1 << 20  # a profile or a theme file
 MAX_COMMAND_CHARS = 128 << 10  # a profile's command (Linux caps one argument at 128 KiB)
 MAX_SECONDS = 30 * 86400.0  # any time option: 30 days (0 where allowed means "no limit")
 PID_LIMIT = 4194304  # Linux's largest possible pid (PID_MAX_LIMIT); namespaces make pid_max unreliable
 DEBUG_ENV = "SYMMTUI_DEBUG"  # set: an internal error shows its traceback instead of one line
-
-
-class InputError(UserError, ValueError):
-    """A bad user-supplied value; also a ValueError, so code that treats bad data as ValueError agrees."""
 
 
 # ---------------------------------------------------------------- the command line itself
@@ -74,12 +72,6 @@ def run_checked(body: Callable[[], int]) -> int:
                             f"rerun with {DEBUG_ENV}=1 for the traceback and report it")
         return 2
 
-
-
-def shown(value: object) -> str:
-    """A user's value as it may appear in a one-line error: quoted, visible, at most ~MAX_SHOWN chars."""
-    text = value if isinstance(value, str) else str(value)
-    return repr(shorten(visible(text), MAX_SHOWN))
 
 
 # ---------------------------------------------------------------- numbers and strings (argparse types)
@@ -307,18 +299,6 @@ def parse_toml(text: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- directories and the terminal
-
-
-def usable_dir(path: Path, *, what: str, env: str) -> None:
-    """Create ``path`` (and parents) if needed; an error says which variable to set instead."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        if not path.is_dir():
-            raise NotADirectoryError(20, "Not a directory")
-    except OSError as exc:
-        reason = exc.strerror or exc.__class__.__name__
-        raise InputError(f"cannot use {what} {shown(str(path))} ({reason}); "
-                         f"set {env} to a writable directory") from None
 
 
 def require_terminal(what: str, *, stdin: bool = True,

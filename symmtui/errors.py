@@ -12,3 +12,7 @@ class UserError(Exception):
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code
+
+
+class InputError(UserError, ValueError):
+    """A bad user-supplied value; also a ValueError, so code that treats bad data as ValueError agrees."""

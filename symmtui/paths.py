@@ -5,9 +5,22 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from symmtui.boundary import InputError, shown, usable_dir
+from symmtui.errors import InputError
+from symmtui.textsafe import shown
 
 _FIX = "set XDG_STATE_HOME to a writable directory"
+
+
+def usable_dir(path: Path, *, what: str, env: str) -> None:
+    """Create ``path`` (and parents) if needed; an error says which variable to set instead."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not path.is_dir():
+            raise NotADirectoryError(20, "Not a directory")
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        raise InputError(f"cannot use {what} {shown(str(path))} ({reason}); "
+                         f"set {env} to a writable directory") from None
 
 
 def _xdg(var: str, default: str) -> Path:

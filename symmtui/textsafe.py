@@ -59,3 +59,12 @@ def shorten(text: str, limit: int) -> str:
     keep = max(limit - 40, 8)
     head, tail = keep * 2 // 3, keep // 3
     return f"{text[:head]}...[{len(text) - head - tail} characters left out]...{text[len(text) - tail:]}"
+
+
+MAX_SHOWN = 80  # characters of a user's value quoted back in an error
+
+
+def shown(value: object) -> str:
+    """A user's value as it may appear in a one-line error: quoted, visible, at most ~MAX_SHOWN chars."""
+    text = value if isinstance(value, str) else str(value)
+    return repr(shorten(visible(text), MAX_SHOWN))

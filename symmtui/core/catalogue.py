@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from symmtui.core.rules import (
+from symmtui.core.ruletypes import (
     ACTION_TYPES,
     HANG_PHASES,
     ROLES,
@@ -17,7 +17,6 @@ from symmtui.core.rules import (
     Action,
     Kind,
     Rule,
-    RuleSet,
     required_literal,
 )
 from symmtui.errors import UserError
@@ -309,9 +308,9 @@ def parse_builtin() -> tuple[Rule, ...]:
 def builtin_entries() -> tuple[Rule, ...]:
     """The shipped catalogue: symmtui/catalogue/*.toml in name order, parsed once and cached beside
     it like bytecode (core/catcache.py)."""
-    from symmtui.core import catcache, rules
+    from symmtui.core import catcache, ruletypes
 
-    sources = [*sorted(f for f in SHIPPED.iterdir() if f.name.endswith(".toml")), Path(__file__), Path(rules.__file__)]
+    sources = [*sorted(f for f in SHIPPED.iterdir() if f.name.endswith(".toml")), Path(__file__), Path(ruletypes.__file__)]
     return catcache.load(SHIPPED, sources, parse_builtin)
 
 
@@ -356,10 +355,3 @@ def as_table(rule: Rule) -> Mapping[str, Any]:
         "pattern": rule.pattern, "cause": rule.cause, "source": list(rule.source),
         "action": rule.action.as_json() if rule.action is not None else None, "origin": rule.origin,
     }
-
-
-def user_ruleset(ready: Sequence[str] = (), crash: Sequence[str] = (),
-                 profile_entries: Sequence[Rule] = ()) -> RuleSet:
-    """The shipped catalogue with the user's entries first: a profile's, the XDG file's, then the
-    ready/crash patterns given on the command line or in a profile."""
-    return RuleSet().with_user(ready=ready, crash=crash, entries=user_entries(profile_entries))

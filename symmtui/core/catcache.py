@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from symmtui.core.rules import Action, Kind, Rule
+from symmtui.core.ruletypes import Action, Kind, Rule
 
 FORMAT = 1  # bump when the cached layout changes
 

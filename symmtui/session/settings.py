@@ -6,9 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from symmtui.core.catalogue import user_ruleset
 from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT, ReadinessConfig
-from symmtui.core.rules import RuleSet
+from symmtui.core.rules import RuleSet, user_ruleset
 
 if TYPE_CHECKING:
     from symmtui.launch.profile import Profile

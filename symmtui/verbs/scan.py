@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Scan and print; exit 0 ready, 1 crashed, 3 no verdict, 2 unreadable file / bad pattern."""
     from symmtui import clitext
-    from symmtui.core.catalogue import user_ruleset
+    from symmtui.core.rules import user_ruleset
     from symmtui.core.scan import report_json, report_text, scan_file
 
     ruleset = user_ruleset(args.ready, args.crash)

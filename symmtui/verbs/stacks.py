@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     find_pyspy()  # a missing py-spy is one line before any work
     log: Path | None = Path(args.log) if args.log else None
     if args.pid is not None:
-        from symmtui.core.catalogue import user_ruleset
+        from symmtui.core.rules import user_ruleset
 
         ruleset = user_ruleset()  # the XDG catalogue's entries (hang hints among them) before the shipped ones
         procs = proctree.tree(args.pid)

@@ -16,12 +16,11 @@ from symmtui.core.catalogue import (
     load_file,
     parse_text,
     user_file,
-    user_ruleset,
 )
 from symmtui.core.diagnose import diagnose
 from symmtui.core.events import EventBuilder
 from symmtui.core.readiness import Readiness, ReadinessConfig, State
-from symmtui.core.rules import ACTION_TYPES, Kind, RuleSet
+from symmtui.core.rules import ACTION_TYPES, Kind, RuleSet, user_ruleset
 from symmtui.core.scan import scan_file
 from symmtui.launch.profile import load_profile
 

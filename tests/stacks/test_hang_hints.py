@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.catalogue import CatalogueError, builtin_entries, load_file, user_ruleset
-from symmtui.core.rules import HANG_PHASES, Kind, RuleSet
+from symmtui.core.catalogue import CatalogueError, builtin_entries, load_file
+from symmtui.core.rules import HANG_PHASES, Kind, RuleSet, user_ruleset
 from symmtui.launch.profile import load_profile
 from symmtui.stacks.collapse import collapse
 from symmtui.stacks.model import Frame, ProcDump, ThreadStack
