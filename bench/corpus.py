@@ -120,7 +120,8 @@ def wait_args(log: Path, timeout: float) -> list[str]:
 
 def read_to_the_end(output: str, log: Path) -> bool:
     """Whether `symmtui wait`'s TIMED OUT block (its ``last lines:``) ends with the log's own last lines: then it
-    judged the whole finished file before its timeout, so a shorter timeout gives the same verdict."""
+    read the whole finished file before its timeout. (A block still open at the file's end, such as a traceback,
+    is judged only after the engine's QUIET_FLUSH: a timeout shorter than that may hide its verdict.)"""
     from symmtui.clitext import visible
 
     printed = output.splitlines()

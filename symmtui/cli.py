@@ -94,6 +94,8 @@ def console() -> int:
     The interpreter's exit runs full garbage collections over every object the imports made (~10 ms
     of CPU, a tenth of a `wait`'s start); frozen, they are skipped. Nothing is lost: the verb has
     closed what it opened, atexit handlers still run and every object not in a cycle is still freed.
+    A buffered file left open in a reference cycle would lose its unflushed bytes: every file a verb
+    writes is closed before it returns (``with`` blocks, ``fsatomic``).
     (:func:`main` itself leaves the collector alone: tests call it in-process, many times.)"""
     try:
         return main()

@@ -4,7 +4,8 @@ A start reads them back with ``marshal`` (~1 ms) instead of parsing the TOML fil
 entry's literals (~10 ms). The cache names what it was made from, as a ``.pyc`` does: the size and
 modification time of every catalogue file and of the loader's code (core/catalogue.py, core/rules.py),
 and the Python version; any difference, or a file it cannot read, means parsing again. Like bytecode
-it is written only where the package folder is writable and ``sys.dont_write_bytecode`` is unset, by
+it is written only where the package folder is writable, ``sys.dont_write_bytecode`` is unset and no
+``PYTHONPYCACHEPREFIX`` sends bytecode elsewhere, by
 one atomic rename.
 """
 
@@ -43,7 +44,7 @@ def load(folder: Path, sources: Sequence[Path], parse: Callable[[], tuple[Rule, 
     except (OSError, EOFError, ValueError, TypeError, KeyError):
         pass  # no cache yet, or one this code does not read: parse and write it again
     rules = parse()
-    if not sys.dont_write_bytecode:
+    if not sys.dont_write_bytecode and not sys.pycache_prefix:  # bytecode elsewhere: write nothing here
         _write(cache, marshal.dumps((key, [_row(r) for r in rules])))
     return rules
 

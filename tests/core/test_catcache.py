@@ -59,8 +59,14 @@ def test_a_changed_file_or_a_broken_cache_is_parsed_again(folder: Path, monkeypa
     assert calls == [1, 1, 1]  # written again
 
 
-def test_nothing_is_written_where_bytecode_is_not(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+@pytest.mark.parametrize("setting", ["PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX"])
+def test_nothing_is_written_where_bytecode_is_not(folder: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                  setting: str) -> None:
+    if setting == "PYTHONDONTWRITEBYTECODE":
+        monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    else:  # bytecode goes to another tree: the package folder gets nothing
+        monkeypatch.setattr(sys, "dont_write_bytecode", False)
+        monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "prefix"))
     calls: list[int] = []
     catcache.load(folder, _sources(folder), _parser(folder, calls))
     assert not catcache.cache_file(folder).exists() and calls == [1]

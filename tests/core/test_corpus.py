@@ -13,11 +13,14 @@ import pytest
 
 from bench.corpus import WAIT_EXIT, Case, judge, load_cases, read_to_the_end, wait_args
 from symmtui import cli
+from symmtui.core.engine import QUIET_FLUSH
 
 CASES = load_cases()
 pytestmark = pytest.mark.xdist_group("corpus")  # one worker runs every case's wait once, side by side
 
-FIRST_TIMEOUT_S = 0.1
+# A log that ends inside a block (a traceback with no line after it) is judged when the engine flushes the
+# block after QUIET_FLUSH s of quiet: a TIMED OUT before that would hide the CRASHED it gives then.
+FIRST_TIMEOUT_S = QUIET_FLUSH + 0.5
 LAST_TIMEOUT_S = 4.0
 WAITS_AT_ONCE = 8  # a wait mostly sleeps (a crash's 0.2 s settle, a timeout): they overlap, the CPU does not
 
@@ -46,7 +49,8 @@ def _wait_here(log: Path, timeout: float, out: _ThreadOut) -> str:
     code read as a verdict, without starting a Python per case (``python -m bench.corpus`` starts one).
 
     A log with no verdict times out: that answer counts once wait's TIMED OUT block shows the log's last
-    lines (it judged the whole file). Until then it is asked again with twice the timeout, up to ``timeout``.
+    lines (it read the whole file) after an unfinished block at its end was flushed (``FIRST_TIMEOUT_S``).
+    Until then it is asked again with twice the timeout, up to ``timeout``.
     """
     limit = FIRST_TIMEOUT_S
     while True:
