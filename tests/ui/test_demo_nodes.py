@@ -27,7 +27,7 @@ def _aggregate(app: SymmApp) -> State | None:
 
 @pytest.mark.timeout(120)
 async def test_demo_nodes_hang_on_node1_stalled_then_relaunch_ready() -> None:
-    demo = open_demo_nodes(speed=160.0, tp=4)  # TP4: two ranks a node, TP3 (node1's second) hangs
+    demo = open_demo_nodes(speed=40.0, tp=4)  # TP4: two ranks a node, TP3 (node1's second) hangs
     try:
         app = SymmApp(demo.nodes.head.session, nodes=demo.nodes)
         async with app.run_test(size=(140, 48)) as pilot:
