@@ -73,7 +73,6 @@ def run_checked(body: Callable[[], int]) -> int:
         return 2
 
 
-
 # ---------------------------------------------------------------- numbers and strings (argparse types)
 
 
