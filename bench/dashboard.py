@@ -39,10 +39,12 @@ RUNS = 3
 def engine_batches() -> list[Any]:
     """One EngineBatch per fixture line, judged by the real rules and readiness machine on a fixed clock."""
     from symmtui.core.decode import LogLine
+    from symmtui.core.engine import EngineUpdate
     from symmtui.core.events import EventBuilder
     from symmtui.core.follow import LogFollower
     from symmtui.core.readiness import Readiness, ReadinessConfig
     from symmtui.core.rules import RuleSet
+    from symmtui.core.verdict import NodeView, findings, ordered_events, verdict_of
     from symmtui.session.messages import EngineBatch
 
     follower = LogFollower(FIXTURE)
@@ -62,19 +64,24 @@ def engine_batches() -> list[Any]:
         for ev in events:
             readiness.feed(ev, now)
         readiness.feed_activity(now)
-        batches.append(EngineBatch((line,), tuple(events), (), readiness.snapshot(now), 0, 0, str(FIXTURE)))
+        snap = readiness.snapshot(now)
+        verdict = verdict_of([NodeView("gpu-node-7", snap, None, findings(ordered_events(snap)))])
+        batches.append(EngineBatch("gpu-node-7", EngineUpdate((line,), tuple(events), (), snap, 0, 0), str(FIXTURE),
+                                   verdict))
     return batches
 
 
 def tick_snapshots(batches: list[Any], count: int) -> list[Any]:
-    """Once-a-second snapshots of a bring-up in its weight loading: the same state, the clock moving."""
+    """Once-a-second verdicts of a bring-up in its weight loading: the same state, the clock moving."""
     from dataclasses import replace
 
     from symmtui.core.readiness import State
 
-    starting = [b.snapshot for b in batches if b.snapshot.state is State.STARTING]
+    starting = [b.verdict for b in batches if b.snapshot.state is State.STARTING]
     base = starting[len(starting) // 2]
-    return [replace(base, elapsed=base.elapsed + i, remaining_timeout=(base.remaining_timeout or 900.0) - i)
+    view = base.about
+    return [replace(base, nodes=(replace(view, snapshot=replace(
+        view.snapshot, elapsed=view.snapshot.elapsed + i, remaining_timeout=(view.snapshot.remaining_timeout or 900.0) - i)),))
             for i in range(count)]
 
 
@@ -83,7 +90,7 @@ def gpu_samples(count: int) -> list[Any]:
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
     from symmtui.gpu.standin import load_standin, standin_host
-    from symmtui.session.messages import GpuSample
+    from symmtui.session.messages import GpuRound
 
     clock = [1000.0]
     module = load_standin("rtx-pro-6000-x8-pcie", clock=lambda: clock[0])
@@ -97,7 +104,7 @@ def gpu_samples(count: int) -> list[Any]:
         host.set_utilization(float(40 + (i * 7) % 60))
         snap = sampler.sample_once()
         snap = GpuSnapshot(clock[0], snap.infos, snap.samples, 0.0004, snap.unavailable_reason)
-        out.append(GpuSample(snap, frozenset({4242}), 12))
+        out.append(GpuRound(snap, frozenset({4242}), 12))
     nvml.shutdown()
     return out
 
@@ -172,53 +179,47 @@ def undo_redraw_fixes() -> None:
 def child_dashboard(quick: bool, *, undone: bool = False) -> dict[str, Any]:
     if undone:
         undo_redraw_fixes()
-    from symmtui.session.core import Session
-    from symmtui.session.messages import SessionMessage, TopologyRead
+    from symmtui.gpu.nvml import Nvml
+    from symmtui.gpu.standin import load_standin
+    from symmtui.gpu.topology import read_topology
+    from symmtui.session.messages import EngineBatch, TopologyRead
     from symmtui.ui.app import SymmApp
-    from symmtui.ui.bridge import EngineBatchPosted, GpuSamplePosted
+    from tests.ui.kit import FixedSession, read_lines, replay
 
     batches = engine_batches()
     samples = gpu_samples(GPU_SAMPLES // (4 if quick else 1))
     ticks = tick_snapshots(batches, TICKS // (4 if quick else 1))
-    acks = [0]
+    shown = [0]
+    lines = read_lines(FIXTURE, upto=1)
+    events, snap = replay(lines)
+    session = FixedSession(lines, events, snap, samples[0].snapshot, None, log_path=FIXTURE)
+    box = session.mailbox
+    take = box.take
 
-    class StandIn(Session):
-        """No threads: the first batch, GPU sample and topology on attach; the rest posted by the bench."""
+    def counted() -> list[Any]:  # the batches the app took: each step's one, taken before the next
+        got = take()
+        shown[0] += sum(1 for m in got if isinstance(m, EngineBatch))
+        return got
 
-        def attach(self, post: Callable[[SessionMessage], object], *, acks: bool = False,
-                   sample_gpus: bool = True) -> None:
-            from symmtui.gpu.nvml import Nvml
-            from symmtui.gpu.standin import load_standin
-            from symmtui.gpu.topology import read_topology
-
-            post(batches[0])
-            post(samples[0])
-            nvml = Nvml(load_standin("rtx-pro-6000-x8-pcie"))
-            post(TopologyRead(read_topology(nvml), None))
-            nvml.shutdown()
-
-        def batch_done(self) -> None:
-            acks[0] += 1
-
-        def snapshot_now(self) -> Any:
-            return None
-
-    session = StandIn(host="gpu-node-7", name="glm5-tp8")
+    box.take = counted  # type: ignore[method-assign]
+    nvml = Nvml(load_standin("rtx-pro-6000-x8-pcie"))
+    box.put(TopologyRead(read_topology(nvml), None))
+    nvml.shutdown()
     app = SymmApp(session, tick=0)
 
     def batch(i: int) -> None:
-        app.post_message(EngineBatchPosted(batches[1 + i]))
+        box.put(batches[1 + i])
 
     def sample(i: int) -> None:
-        app.post_message(GpuSamplePosted(samples[i % len(samples)]))
+        box.put(samples[i % len(samples)])
 
     def tick(i: int) -> None:
-        app.show_snapshot(ticks[i])
+        app.show_verdict(ticks[i])
 
     counts = {"batches": len(batches) - 1, "gpu": len(samples), "ticks": len(ticks)}
     result: dict[str, Any] = _phases(app, {"batches": batch, "gpu": sample, "ticks": tick}, counts,
-                                     lambda: acks[0] >= 1)
-    assert acks[0] == len(batches), f"{acks[0]} batches shown of {len(batches)}"
+                                     lambda: shown[0] >= 1)
+    assert shown[0] == len(batches), f"{shown[0]} batches shown of {len(batches)}"
     result["counts"] = counts
     return result
 
@@ -255,10 +256,10 @@ def child_bare(quick: bool) -> dict[str, Any]:
 
 def child_count() -> dict[str, Any]:
     """How many widgets the dashboard's screen has once painted (for the bare app)."""
-    from symmtui.session.core import Session
     from symmtui.ui.app import SymmApp
+    from tests.ui.kit import starting_session
 
-    app = SymmApp(Session(host="gpu-node-7", name="glm5-tp8"), tick=0)
+    app = SymmApp(starting_session(), tick=0)
     out: dict[str, Any] = {}
 
     async def run() -> None:

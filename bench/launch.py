@@ -77,7 +77,7 @@ def _port() -> int:
 
 def bench_stop(tmp: Path) -> bool:
     from symmtui.launch import load_profile
-    from symmtui.session import for_profile
+    from symmtui.launch.supervisor import Supervisor
 
     ok = True
     print(f"\n{'case':<44} | {'launch ms':>9} | {'stop ms':>8} | procs | SIGKILLed | target")
@@ -95,16 +95,15 @@ def bench_stop(tmp: Path) -> bool:
         cmd = ", ".join(f'"{a}"' for a in argv)
         (d / "symmtui.toml").write_text(
             f'[server]\ncommand = [{cmd}]\nlog_dir = "logs"\nurl = "http://127.0.0.1:{port}/health"\n')
-        session = for_profile(load_profile(d / "symmtui.toml"), grace=grace)
-        assert session.supervisor is not None
+        sup = Supervisor(load_profile(d / "symmtui.toml"), grace=grace)
         t = time.perf_counter()
-        rec = session.supervisor.launch()
+        rec = sup.launch()
         t_launch = time.perf_counter() - t
         deadline = time.monotonic() + 30
         while "server_args" not in Path(rec.log_path).read_text() and time.monotonic() < deadline:
             time.sleep(0.01)
         t = time.perf_counter()
-        report = session.stop()
+        report = sup.stop()
         t_stop = time.perf_counter() - t
         limit = STOP_TARGET_S + (grace if report.killed else 0.0)
         met = t_stop < limit and report.clean

@@ -35,10 +35,10 @@ NEW_LAUNCH_CRASH = (
     + "RuntimeError: CUDA error: an illegal memory access was encountered\n"
     + "[2026-11-30 08:00:21] Received sigquit from a child process. It usually means the child failed.\n"
 ).replace("2026-11-29 09:40", "2026-11-30 08:00")
-OLD_PATH = (
-    "import sys; from symmtui.core.readiness import ReadinessConfig; from symmtui.core.waiting import wait_for; "
-    "r = wait_for(sys.argv[1], config=ReadinessConfig(timeout=600, stall=None), last_launch=False); "
-    "sys.exit(r.exit_code)"
+OLD_PATH = (  # the engine judging the log from its start (no last-launch attach), as `wait` did before
+    "import sys; from symmtui.core.engine import Bringup; from symmtui.core.readiness import ReadinessConfig; "
+    "b = Bringup(sys.argv[1], config=ReadinessConfig(timeout=600, stall=None), last_launch=False); b.start(); "
+    "s = b.wait_final(); b.stop(); print(s.state.value.upper()); sys.exit(0 if s.state.value == 'ready' else 1)"
 )
 
 
@@ -83,8 +83,8 @@ def bench_wait(tmp: Path, size: int, baseline: bool) -> bool:
     make_log(serving, size)
     mb = log.stat().st_size / 1e6
     rows: list[tuple[str, float, float, float, str]] = []
-    floor = [sys.executable, "-c", "import symmtui.cli, symmtui.verbs.wait, symmtui.session.headless, "
-             "symmtui.core.waiting; print('imported')"]
+    floor = [sys.executable, "-c", "import symmtui.cli, symmtui.verbs.wait, symmtui.build, "
+             "symmtui.session.printer; print('imported')"]
     _, took, rss, _ = _run_timed(floor, "imported")
     rows.append(("floor: start python, import what wait imports", took, took, rss, "-"))
     wait = [sys.executable, "-m", "symmtui", "wait", "--timeout", "600", "--stall", "0", "--log"]

@@ -79,9 +79,9 @@ def _process_start() -> float:
 
 
 def _dashboard(tmp: Path, *, tick: float = 1.0) -> Any:
+    from symmtui.build import open_session, watch_spec
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.standin import load_standin, standin_host
-    from symmtui.session import AttachSpec, for_attach
     from symmtui.ui.app import SymmApp
 
     log = tmp / "server.log"
@@ -89,8 +89,7 @@ def _dashboard(tmp: Path, *, tick: float = 1.0) -> Any:
         shutil.copy(FIXTURE, log)
     module = load_standin("rtx-pro-6000-x8-pcie")
     standin_host(module).set_load(0.5, 4242)
-    session = for_attach(AttachSpec(log=log), nvml=Nvml(module), name="bench")
-    session.follow(log)
+    session = open_session(watch_spec(log, name="bench", nvml=Nvml(module), sample_gpus=True))
     return SymmApp(session, tick=tick), session
 
 
@@ -154,16 +153,13 @@ def child_burst(kind: str) -> dict[str, Any]:
     (tmp / "server.log").write_bytes(b"")
     app, session = _dashboard(tmp)
     crash_events: set[str] = set()
-    original = session.engine.on_update
-    assert original is not None
 
-    def counting(update: Any) -> None:
-        for ev in update.events:
+    def counting(message: Any) -> None:  # every batch the engine made (an observer of the Session)
+        for ev in getattr(message, "events", ()):
             if ev.kind == "crash" and "burst failure" in ev.summary + ev.text:
                 crash_events.add(ev.text)
-        original(update)
 
-    session.engine.on_update = counting
+    session.observe(counting)
     out: dict[str, Any] = {}
 
     async def run() -> None:

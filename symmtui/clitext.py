@@ -1,9 +1,10 @@
-"""All command-line text of the verbs: one convention, one writer, every string through the sanitiser.
+"""The command-line text conventions of every verb: one writer, every string through the sanitiser.
 
 Conventions (every verb):
-- ``[  12.3s] phase``: a timestamped progress line (``stamp``; ``phase_line``).
-- a verdict block: ``READY after 12.3 s`` / ``CRASHED after ...: headline`` / ``TIMED OUT after ...`` /
-  ``STALLED ...``, then indented detail lines ``  cause: ...``, ``  next:  ...``, ``  also:  ...``.
+- ``[  12.3s] phase``: a timestamped progress line (``stamp``; ``phase_line``); ``mm:ss`` times (``mmss``).
+- a verdict block (``session.printer`` makes it of these pieces): ``READY after 12.3 s`` / ``CRASHED after
+  ...: headline`` / ``TIMED OUT after ...`` / ``STALLED ...``, then indented detail lines ``  cause: ...``,
+  ``  next:  ...``, ``  also:  ...`` (``detail``).
 - ``symmtui: error: ...``: one line on stderr, what went wrong and what to do (``error_line``).
 - ``symmtui: ...``: one progress line of launch/stop on stderr (``note_line``).
 Whatever text is written, log bytes included, goes through :func:`symmtui.textsafe.visible`.
@@ -14,17 +15,11 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
+from symmtui.errors import UserError
 from symmtui.textsafe import shorten, visible
 
-if TYPE_CHECKING:  # the core is imported lazily: clitext is loaded by every verb, even `--help`
-    from symmtui.core.diagnose import Diagnosis
-    from symmtui.core.events import Event
-    from symmtui.core.readiness import Snapshot
-
-_PROCESS_EXIT = "process_exit"  # the rule id of the event a process's exit makes (core.readiness)
 MAX_ERROR_CHARS = 1000  # a `symmtui: error:` line never grows past this, whatever the user passed
 DETAIL_WIDTH = 7  # "cause: ", "next:  ", "also:  " line up
 
@@ -39,6 +34,16 @@ def phase_line(seconds: float, text: str) -> str:
     return f"{stamp(seconds)} {text}"
 
 
+def mmss(seconds: float | None) -> str:
+    """Seconds as mm:ss (h:mm:ss past an hour); '--:--' when unknown."""
+    if seconds is None or seconds != seconds:  # None or NaN
+        return "--:--"
+    total = max(0, int(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
 def detail(label: str, text: str, indent: str = "  ") -> str:
     """``  cause: ...`` / ``  next:  ...`` / ``  also:  ...``: a verdict's detail line, labels aligned."""
     return f"{indent}{(label + ':').ljust(DETAIL_WIDTH)}{text}"
@@ -48,75 +53,6 @@ def stalled_line(elapsed: float, detail: str, remaining: float | None) -> str:
     """``[  12.3s] STALLED: detail; still waiting, N s to the timeout``."""
     limit = "" if remaining is None else f"; still waiting, {remaining:.0f} s to the timeout"
     return phase_line(elapsed, f"STALLED: {detail}{limit}")
-
-
-def verdict_lines(snap: Snapshot, *, diagnose: Callable[[Event], Diagnosis | None],
-                  label: Callable[[int], str] = lambda no: f"line {no}", ranks: str | None = None,
-                  max_block: int = 60) -> list[str]:
-    """The verdict block of `wait` and `launch`: READY / CRASHED (first error block, cause, next,
-    also) / TIMED OUT (last phase, last lines) / STOPPED. ``label`` names a line number."""
-    from symmtui.core.readiness import State
-
-    out: list[str] = []
-    after = snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed
-    if snap.run > 1:
-        out.append(f"(the log holds {snap.run} launches; the verdict is about the last one)")
-    if snap.state is State.READY:
-        out.append(f"READY after {after:.1f} s")
-        out.append(f"  evidence: {snap.detail}")
-        if snap.log_span is not None and after < 1.0 and snap.log_span > after:
-            out.append(f"  (already in the log: the server came up {snap.log_span:.1f} s after its first line)")
-    elif snap.state is State.CRASHED:
-        cause = snap.cause
-        head = cause.headline() if cause is not None else snap.detail
-        out.append(f"CRASHED after {after:.1f} s: {head}")
-        if cause is not None:
-            out += _first_error(cause, label, max_block)
-            d = diagnose(cause)
-            if d is not None:
-                out += [detail("cause", d.cause), detail("next", d.action)]
-            for other in snap.errors:
-                if other.key != cause.key:
-                    where = f" ({label(other.line_no)})" if other.line_no else ""
-                    out.append(detail("also", f"{other.headline()}{where}"))
-        if snap.process_detail and (cause is None or cause.rule_id != _PROCESS_EXIT):
-            out.append(f"  process: {snap.process_detail}")
-    elif snap.state is State.TIMED_OUT:
-        out.append(f"TIMED OUT after {after:.1f} s")
-        phase = snap.phase or "no phase seen"
-        if snap.progress is not None:
-            phase += f" ({snap.progress * 100:.0f}%)"
-        out.append(f"  last phase: {phase}")
-        if snap.since_activity is not None:
-            out.append(f"  last log line: {snap.since_activity:.1f} s ago")
-        if ranks:
-            out.append(f"  ranks: {ranks}")
-        if snap.probe_detail:
-            out.append(f"  health: {snap.probe_detail}")
-        if snap.last_lines:
-            out.append("  last lines:")
-            out += [f"    {text}" for text in snap.last_lines]
-        return out
-    else:
-        return [*out, f"STOPPED after {after:.1f} s: {snap.detail}"]
-    for w in snap.warnings:  # READY and CRASHED
-        out.append(f"  warning: {w.headline()}")
-        d = diagnose(w)
-        if d is not None:
-            out.append(f"           {d.cause}; {d.action}")
-    return out
-
-
-def _first_error(ev: Event, label: Callable[[int], str], max_block: int) -> list[str]:
-    """``  --- first error (line N) ---`` / ``  | ...`` / ``  ---``: the cause's block, long ones cut."""
-    if ev.rule_id == _PROCESS_EXIT:
-        return []  # the headline already says how the process ended; the log had no error line
-    lines = ev.block or ((ev.text,) if ev.text and ev.text != ev.summary else ())
-    if not lines:
-        return []
-    where = f" ({label(ev.line_no)})" if ev.line_no else ""
-    shown = lines if len(lines) <= max_block else (*lines[:10], "...", *lines[-(max_block - 11) :])
-    return [f"  --- first error{where} ---", *(f"  | {text}" for text in shown), "  ---"]
 
 
 def error_line(message: str) -> str:
@@ -215,8 +151,6 @@ class PipeSafe:
         with contextlib.suppress(OSError):  # the stream is /dev/null now: what was buffered goes there
             self._stream.flush()
         if not isinstance(exc, BrokenPipeError):
-            from symmtui.errors import UserError
-
             name = "standard error" if self._stream is sys.__stderr__ else "standard output"
             raise UserError(f"cannot write to {name} ({exc.strerror or exc}); check where it goes "
                             "(a full disk?)") from None

@@ -1,8 +1,11 @@
-"""The bundle recorder: a Session observer that keeps what a bring-up showed and writes it at each verdict and on close.
+"""The bundle recorder: a Session observer that keeps what one node's bring-up showed and writes it at
+each of its verdicts and on close.
 
-``observe`` runs on the Session's sending threads (engine, sampler, topology): it only stamps the
-message with the time and puts it on a queue. One worker thread (``symmtui-bundle``) turns messages
-into the bundle's bounded records (see ``symmtui.bundle.format`` for the limits) and writes the file;
+``observe`` runs on the thread the Session gives this observer: it stamps the message with the time
+and puts it on a queue of at most QUEUE_CAP messages (it waits while the queue is full; the Session's
+inbox for this observer drops the oldest non-verdict message meanwhile: ``session.mailbox``). One
+worker thread (``symmtui-bundle``) turns messages into the bundle's bounded records (see
+``symmtui.bundle.format`` for the limits) and writes the file;
 a second one captures the environment (``symmtui.launch.envinfo.capture``: a child interpreter, NVML)
 so a slow torch import never delays a record. Everything kept passes ``symmtui.redact.redact`` once, as
 it is recorded (a write then only encodes and compresses).
@@ -29,14 +32,7 @@ from symmtui.core.diagnose import event_json
 from symmtui.errors import UserError
 from symmtui.launch.envinfo import EnvInfo, ServerCommand, capture
 from symmtui.redact import redact
-from symmtui.session.messages import (
-    EngineBatch,
-    GpuSample,
-    Notice,
-    SessionMessage,
-    TopologyRead,
-    VerdictReached,
-)
+from symmtui.session.messages import VERDICTS, EngineBatch, GpuRound, Notice, SessionMessage, TopologyRead
 
 if TYPE_CHECKING:
     from symmtui.core.events import Event
@@ -48,6 +44,7 @@ if TYPE_CHECKING:
 
 ENV_WAIT_AT_CLOSE = 5.0  # seconds the final write waits for an environment capture still running
 CLOSE_JOIN = 30.0  # the most close() waits for the worker's final write
+QUEUE_CAP = 1024  # messages waiting for the worker
 GPU_FIELDS = ("memory_used", "memory_reserved", "memory_free", "memory_total", "utilization_gpu",
               "utilization_memory", "temperature_c", "power_w", "pcie_gen", "pcie_width", "lost")
 _CLOSE = object()
@@ -143,7 +140,7 @@ class Recorder:
         self._t0 = clock()
         self._wall0 = time.time()
         self._env_fn = env if env is not None else (lambda: capture(command, nvml=nvml))
-        self._queue: queue.SimpleQueue[tuple[float, object]] = queue.SimpleQueue()
+        self._queue: queue.Queue[tuple[float, object]] = queue.Queue(QUEUE_CAP)
         self._worker = threading.Thread(target=self._run, name="symmtui-bundle", daemon=True)
         self._env_done = threading.Event()
         self._closed = False
@@ -176,13 +173,14 @@ class Recorder:
         self._topology: Any = None
         self._topology_reason: str | None = None
         self._verdicts: list[dict[str, Any]] = []
+        self._verdict_key: tuple[int, str] | None = None  # (generation, state) recorded last
         self._notices: list[list[Any]] = []
         self._paths: dict[str, Path] = {}  # log path -> the bundle written for it
 
     # ---- the Session's side ----------------------------------------------------------------
 
     def observe(self, message: SessionMessage) -> None:
-        """The Session's observer: stamp and queue (returns at once, never raises)."""
+        """The Session's observer: stamp and queue (waits while the queue is full; never raises)."""
         self._queue.put((self._clock() - self._t0, message))
 
     def start(self) -> None:
@@ -195,7 +193,10 @@ class Recorder:
         if self._closed:
             return
         self._closed = True
-        self._queue.put((self._clock() - self._t0, _CLOSE))
+        try:
+            self._queue.put((self._clock() - self._t0, _CLOSE), timeout=CLOSE_JOIN)
+        except queue.Full:
+            return  # the worker is stuck writing: nothing more can be said
         self._worker.join(CLOSE_JOIN)
 
     def _capture_env(self) -> None:
@@ -224,8 +225,7 @@ class Recorder:
                 if self.writes:
                     self.write()
                 continue
-            self.ingest(round(t, 3), message)  # type: ignore[arg-type]
-            if isinstance(message, VerdictReached):
+            if self.ingest(round(t, 3), message):  # type: ignore[arg-type]
                 self.write()
 
     def _drain_env(self) -> None:
@@ -236,11 +236,11 @@ class Recorder:
                 if isinstance(message, _EnvReady):
                     self._env = message.env
 
-    def ingest(self, t: float, message: SessionMessage) -> None:
-        """Add one message to the recording (the worker thread)."""
+    def ingest(self, t: float, message: SessionMessage) -> bool:
+        """Add one message to the recording (the worker thread); True when it brought the node a verdict."""
         if isinstance(message, EngineBatch):
-            self._batch(t, message)
-        elif isinstance(message, GpuSample):
+            return self._batch(t, message)
+        if isinstance(message, GpuRound):
             self._gpu(t, message.snapshot, message.our_pids)
         elif isinstance(message, TopologyRead):
             try:
@@ -249,19 +249,30 @@ class Recorder:
                 self._topology, self._topology_reason = None, f"not kept: {exc}"
             else:
                 self._topology_reason = message.reason
-        elif isinstance(message, VerdictReached):
-            snap = message.snapshot
-            self._verdicts.append({
-                "t": t, "generation": message.generation, "state": snap.state.value,
-                "launch_id": message.launch_id, "log_path": message.log_path,
-                "elapsed": round(snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed, 3),
-                "phase": snap.phase, "detail": snap.detail,
-                "cause": cause_json(snap.cause, self.ruleset), "phases": phases_json(snap),
-            })
         elif isinstance(message, Notice) and len(self._notices) < fmt.MAX_NOTICES:
             self._notices.append([t, message.severity, message.text])
+        return False
 
-    def _batch(self, t: float, batch: EngineBatch) -> None:
+    def _verdict(self, t: float, batch: EngineBatch) -> bool:
+        """The node's state entered a verdict (once per change of its generation and state): keep it."""
+        snap = batch.snapshot
+        key = (batch.generation, snap.state.value)
+        if snap.state not in VERDICTS:
+            self._verdict_key = None
+            return False
+        if key == self._verdict_key:
+            return False
+        self._verdict_key = key
+        self._verdicts.append({
+            "t": t, "generation": batch.generation, "state": snap.state.value,
+            "launch_id": batch.launch_id, "log_path": batch.log_path,
+            "elapsed": round(snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed, 3),
+            "phase": snap.phase, "detail": snap.detail,
+            "cause": cause_json(snap.cause, self.ruleset), "phases": phases_json(snap),
+        })
+        return True
+
+    def _batch(self, t: float, batch: EngineBatch) -> bool:
         g = batch.generation
         if g not in self._gens:
             self._gens[g] = {"generation": g, "t": t, "log_path": batch.log_path}
@@ -296,6 +307,7 @@ class Recorder:
             else:
                 self._events_omitted += 1
         self._snapshot(t, g, batch.snapshot, batch.ranks)
+        return self._verdict(t, batch)
 
     def _snapshot(self, t: float, g: int, snap: Snapshot, ranks: RankSummary | None) -> None:
         """Keep the snapshot when the judgement changed (not for time passing: replay recomputes elapsed)."""

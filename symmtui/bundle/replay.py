@@ -1,11 +1,12 @@
-"""Replay a bundle: a Session whose messages come from the recording, on its timeline (pause, seek, speed).
+"""Replay a bundle: the Session protocol (``session.protocol``) over a recording, on its timeline (pause, seek, speed).
 
-:class:`ReplaySession` is a :class:`~symmtui.session.core.Session` without an engine, sampler or
-supervisor: a player thread posts the same ``EngineBatch``, ``GpuSample``, ``TopologyRead`` and
-``Notice`` messages a live session posted, at the recorded times divided by the speed, through the
-same acknowledgement gate. Any front end of a Session shows it unchanged (the dashboard: ``symmtui
-replay``). A seek posts one batch that starts the log pane over (``restarted``) with every line of
-that launch up to the new time, the judgement as it stood then, and the GPU round of that moment.
+:class:`ReplaySession` has no engine, sampler or supervisor: a player thread posts the same
+``EngineBatch`` (with the verdict view built from the recorded judgement), ``GpuRound``,
+``TopologyRead`` and ``Notice`` messages a live session posted, at the recorded times divided by the
+speed, into the same kind of mailbox. Any front end of a Session shows it unchanged (the dashboard:
+``symmtui replay``); its intents are refused (it shows what was recorded). A seek posts one batch that
+starts the log pane over (``restarted``) with every line of that launch up to the new time, the
+judgement as it stood then, and the GPU round of that moment.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import bisect
 import dataclasses
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,15 +23,30 @@ from symmtui.bundle.codec import decode
 from symmtui.bundle.format import Bundle
 from symmtui.bundle.recorder import GPU_FIELDS
 from symmtui.core.decode import LogLine
+from symmtui.core.engine import EngineUpdate
 from symmtui.core.events import Event
 from symmtui.core.ranks import RankSummary
 from symmtui.core.readiness import Snapshot, State
 from symmtui.core.rules import strip_ansi
+from symmtui.core.verdict import NodeView, Verdict, findings, ordered_events, verdict_of
+from symmtui.errors import UserError
 from symmtui.gpu.results import NA, GpuInfo, GpuProcess
 from symmtui.gpu.results import GpuSample as NvmlSample
 from symmtui.gpu.sampler import GpuSnapshot
-from symmtui.session.core import ACK_POLL, Post, Session
-from symmtui.session.messages import EngineBatch, GpuSample, Notice, TopologyRead
+from symmtui.launch.profilefix import ProfileFix
+from symmtui.launch.report import OnProgress
+from symmtui.session.core import Launched, NodeStop, RelaunchPlan
+from symmtui.session.mailbox import Mailbox, Wake
+from symmtui.session.messages import (
+    EngineBatch,
+    GpuRound,
+    Notice,
+    PatchState,
+    SessionMessage,
+    StacksTaken,
+    TopologyRead,
+)
+from symmtui.session.patching import PatchView
 
 LAST_LINES = 20  # what a snapshot's last_lines held (ReadinessConfig's default)
 MAX_SLEEP = 0.25  # the player wakes at least this often (pause, seek, close)
@@ -60,6 +77,11 @@ class Frame:
 
 def _na(value: Any) -> Any:
     return NA if value is None else value
+
+
+def _verdict(host: str, snap: Snapshot, ranks: RankSummary | None) -> Verdict:
+    """The verdict view of a recorded judgement (one node: the bundle's), its findings from the shipped rules."""
+    return verdict_of([NodeView(host, snap, ranks, findings(ordered_events(snap)))])
 
 
 class Recording:
@@ -137,7 +159,7 @@ class Recording:
         last = tuple(ln.plain for ln in launch.lines[max(0, upto - LAST_LINES): upto])
         return dataclasses.replace(snap, last_lines=last), ranks
 
-    def gpu_sample(self, i: int) -> GpuSample:
+    def gpu_sample(self, i: int) -> GpuRound:
         """GPU round ``i`` as the message the sampler posted."""
         t, wall, rows, ours, reason = self.gpu_rounds[i][:5]
         samples = []
@@ -155,15 +177,20 @@ class Recording:
             ))
         snap = GpuSnapshot(float(wall), self.infos, tuple(samples), 0.0, reason, seq=i + 1)
         cap = next((inf.capability for inf in self.infos if isinstance(inf.capability, tuple)), None)
-        return GpuSample(snap, frozenset(int(p) for p in ours or ()), cap)
+        return GpuRound(snap, frozenset(int(p) for p in ours or ()), cap)
 
 
-class ReplaySession(Session):
-    """A Session that plays a recording: attach starts the player; ``toggle_pause``, ``seek``, ``speed``."""
+READ_ONLY = "a replay shows what was recorded: patch, relaunch and stacks act on a live server"
 
-    def __init__(self, recording: Recording, *, speed: float = 1.0, paused: bool = False) -> None:
+
+class ReplaySession:
+    """A recording played as a Session: ``attach`` starts the player; ``toggle_pause``, ``seek``, ``speed``."""
+
+    def __init__(self, recording: Recording, *, speed: float = 1.0, paused: bool = False,
+                 sample_gpus: bool = True) -> None:
         data = recording.bundle.data
-        super().__init__(host=str(data.get("host") or "replay"), name=f"replay: {data.get('name') or 'bundle'}")
+        self.host = str(data.get("host") or "replay")
+        self.name = f"replay: {data.get('name') or 'bundle'}"
         self.recording = recording
         self.speed = speed
         self.paused = paused
@@ -174,37 +201,104 @@ class ReplaySession(Session):
         self._seek_to: float | None = None
         self._lock = threading.Lock()
         self._player: threading.Thread | None = None
-        self._sample = True
+        self._sample = sample_gpus
+        self._mailbox = Mailbox()
+        self._observers: list[Callable[[SessionMessage], None]] = []
+        self._closed = threading.Event()
         self.ended = threading.Event()
         """Set while everything recorded has been shown (cleared by a seek back)."""
 
-    # ---- the Session's front-end side --------------------------------------------------------
+    # ---- the Session protocol ----------------------------------------------------------------
 
-    def attach(self, post: Post, *, acks: bool = False, sample_gpus: bool = True) -> None:
-        """Start playing into ``post`` (the front end's); GPU rounds are posted when ``sample_gpus``."""
-        self._post = post
-        self._acks = acks
-        self._sample = sample_gpus
-        self._gate.set()
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return (self.host,)
+
+    @property
+    def named(self) -> bool:
+        return False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    def attach(self, wake: Wake) -> Mailbox:
+        """Start playing into the mailbox (GPU rounds too, unless built with ``sample_gpus=False``)."""
+        self._mailbox.attach(wake)
         rec = self.recording
         if rec.topology is not None or rec.topology_reason:
-            self.send(TopologyRead(rec.topology, rec.topology_reason))
-        if sample_gpus and not rec.gpu_rounds:  # `wait` samples no GPUs: say so rather than "reading GPUs…"
+            self._send(TopologyRead(rec.topology, rec.topology_reason))
+        if self._sample and not rec.gpu_rounds:  # `wait` samples no GPUs: say so rather than "reading GPUs…"
             why = "no GPU samples in this bundle (recorded by symmtui wait, or without NVML)"
-            self.send(GpuSample(GpuSnapshot(time.time(), (), (), 0.0, why), frozenset(), None))
+            self._send(GpuRound(GpuSnapshot(time.time(), (), (), 0.0, why), frozenset(), None))
         self._player = threading.Thread(target=self._play, name="symmtui-replay", daemon=True)
         self._player.start()
+        return self._mailbox
 
-    def snapshot_now(self) -> Snapshot | None:
+    def observe(self, observer: Callable[[SessionMessage], None], *, name: str = "observer") -> None:
+        """Hand every message to ``observer`` too (on the player's thread)."""
+        self._observers.append(observer)
+
+    def _send(self, message: SessionMessage) -> None:
+        if self._closed.is_set():
+            return
+        for observer in self._observers:
+            observer(message)
+        self._mailbox.put(message)
+
+    def verdict_now(self) -> Verdict | None:
         """The judgement at the current position (the dashboard's once-a-second redraw)."""
         g = self._shown_gen
         if g is None:
             return None
         at = self.recording.snapshot_at(g, self.position)
-        return at[0] if at is not None else None
+        return _verdict(self.host, *at) if at is not None else None
+
+    def gpu_busy_for(self) -> float | None:
+        return None
+
+    def why_not(self, intent: str) -> str | None:
+        return READ_ONLY
+
+    def relaunch_plan(self) -> RelaunchPlan:
+        raise UserError(READ_ONLY)
+
+    def launch(self, on_progress: OnProgress | None = None, *, preflight: bool = True,
+               block_on_prediction: bool = False) -> Launched:
+        raise UserError(READ_ONLY)
+
+    def stop(self, on_progress: OnProgress | None = None, *, grace: float | None = None) -> tuple[NodeStop, ...]:
+        raise UserError(READ_ONLY)
+
+    def check_patch(self) -> PatchView:
+        raise UserError(READ_ONLY)
+
+    def apply_patch(self, view: PatchView) -> PatchState:
+        raise UserError(READ_ONLY)
+
+    def revert_patch(self) -> PatchState:
+        raise UserError(READ_ONLY)
+
+    def plan_fix(self, node: str | None = None) -> ProfileFix | None:
+        raise UserError(READ_ONLY)
+
+    def apply_fix(self, fix: ProfileFix) -> None:
+        raise UserError(READ_ONLY)
+
+    def request_stacks(self, node: str | None = None, *, auto: bool = False, native: bool = False) -> None:
+        self.notify(READ_ONLY, "warning")
+
+    def take_stacks(self, node: str | None = None, *, native: bool = False, auto: bool = False) -> StacksTaken:
+        return StacksTaken(None, READ_ONLY, auto, node=self.host)
+
+    def line_label(self, node: str | None, no: int, timeout: float = 0.0) -> str:
+        return f"line {no}"
+
+    def notify(self, text: str, severity: str = "information") -> None:
+        self._send(Notice(text, severity))
 
     def close(self) -> None:
-        super().close()
+        self._closed.set()
         self._control.set()
 
     # ---- controls (any thread) ---------------------------------------------------------------
@@ -262,14 +356,6 @@ class ReplaySession(Session):
             self._cursor = end
             self.position = max(self.position, frames[end - 1].t)
 
-    def _wait_gate(self) -> bool:
-        while not self._gate.wait(ACK_POLL):
-            if self.closed:
-                return False
-        if self._acks:
-            self._gate.clear()
-        return True
-
     def _post_span(self, start: int, end: int) -> None:
         """Post frames ``[start, end)``: one EngineBatch per launch they touch, the last GPU round, the notes."""
         rec = self.recording
@@ -282,11 +368,11 @@ class ReplaySession(Session):
             self._engine_batch(g, t_from, t_to, restart=False)
         gpu = [f for f in frames if f.kind == "gpu"]
         if gpu and self._sample:
-            self.send(rec.gpu_sample(int(gpu[-1].payload)))
+            self._send(rec.gpu_sample(int(gpu[-1].payload)))
         for f in frames:
             if f.kind == "notice":
                 severity, text = f.payload
-                self.send(Notice(text, severity))
+                self._send(Notice(text, severity))
 
     def _engine_batch(self, g: int, t_from: float, t_to: float, *, restart: bool) -> None:
         """The lines and events of launch ``g`` recorded in ``(t_from, t_to]`` and its judgement at ``t_to``."""
@@ -299,11 +385,9 @@ class ReplaySession(Session):
         lo, hi = bisect.bisect_right(launch.line_t, t_from), bisect.bisect_right(launch.line_t, t_to)
         elo, ehi = bisect.bisect_right(launch.event_t, t_from), bisect.bisect_right(launch.event_t, t_to)
         restarted = restart or (self._shown_gen is not None and g != self._shown_gen)
-        if not self._wait_gate():
-            return
         self._shown_gen = g
-        self.send(EngineBatch(tuple(launch.lines[lo:hi]), tuple(launch.events[elo:ehi]), (), snap, 0, g, None,
-                              restarted, ranks))
+        update = EngineUpdate(tuple(launch.lines[lo:hi]), tuple(launch.events[elo:ehi]), (), snap, 0, g, ranks)
+        self._send(EngineBatch(self.host, update, None, _verdict(self.host, snap, ranks), restarted))
 
     def _jump(self, target: float) -> None:
         """Show the recording as it stood at ``target``: the launch then, from its first line, in one batch."""
@@ -316,7 +400,7 @@ class ReplaySession(Session):
         if self._sample and rec.gpu_t:
             i = bisect.bisect_right(rec.gpu_t, target) - 1
             if i >= 0:
-                self.send(rec.gpu_sample(i))
+                self._send(rec.gpu_sample(i))
         if self._cursor < len(rec.frames):
             self.ended.clear()
 

@@ -1,20 +1,18 @@
-"""What the verbs call to record their Session into a bundle (`wait`, `launch`, the dashboard, the demo)."""
+"""The recorder plug-in: a bundle per node of a Session (``spec.record``), and where the demo keeps its bundle."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
 
+from symmtui import paths
+from symmtui.bundle.format import SUFFIX
 from symmtui.bundle.recorder import Recorder
 from symmtui.launch.envinfo import EnvInfo, ServerCommand, capture
-
-if TYPE_CHECKING:
-    from symmtui.demo.story import Demo
-    from symmtui.launch.profile import Profile
-    from symmtui.session.core import Session
-    from symmtui.session.nodes import NodeSet
+from symmtui.launch.profile import Profile
+from symmtui.session.core import Session
+from symmtui.session.messages import EngineBatch, SessionMessage, StacksTaken
+from symmtui.session.spec import Record
 
 
 def server_command(profile: Profile | None = None, pid: int | None = None) -> ServerCommand | None:
@@ -26,65 +24,49 @@ def server_command(profile: Profile | None = None, pid: int | None = None) -> Se
     return None
 
 
-def record_session(
-    session: Session,
-    command: ServerCommand | None,
-    *,
-    enabled: bool = True,
-    dest: Path | None = None,
-    err: TextIO | None = None,
-) -> Recorder | None:
-    """Observe ``session`` into a bundle (call before the front end attaches); its close writes the last one.
+def _only(node: str, head: bool, observe: Callable[[SessionMessage], None]) -> Callable[[SessionMessage], None]:
+    """``observe`` for one node's recorder: its node's batches and dumps; the head's also hears the rest
+    (GPU rounds, the topology, notices)."""
 
-    ``dest``: a fixed file (the demo's, kept outside its temp dir). ``err``: where a failed write is
-    said when the Session can no longer post it (on close); None: through the Session while it runs.
-    """
-    if not enabled:
-        return None
+    def hear(message: SessionMessage) -> None:
+        if isinstance(message, EngineBatch | StacksTaken):
+            if message.node == node:
+                observe(message)
+        elif head:
+            observe(message)
 
-    def env() -> EnvInfo:
-        # `wait` has no NVML (it samples no GPUs and keeps NVML, httpx and ssl out of its imports):
-        # its bundle names no GPUs; launch, the dashboard and the demo name them
-        return capture(command, nvml=session.nvml)
-
-    def warn(text: str) -> None:
-        if not session.closed:
-            session.notify(text, "warning")
-            return
-        from symmtui import clitext
-
-        clitext.note(f"warning: {text}", err if err is not None else sys.stderr)
-
-    read_env: Callable[[], EnvInfo] = env
-    if session.supervisor is not None and command is not None:
-        # the next launch reads its history versions from this same capture: one probe of the interpreter
-        read_env = session.supervisor.versions.session_capture(env, command).get
-    rec = Recorder(name=session.name, host=session.host, command=command, nvml=session.nvml,
-                   ruleset=session.settings.ruleset, dest=dest, warn=warn, env=read_env)
-    session.observe(rec.observe)
-    session.on_close.append(rec.close)
-    rec.start()
-    return rec
+    return hear
 
 
-def record_nodes(nodes: NodeSet, *, enabled: bool = True, err: TextIO | None = None) -> list[Recorder]:
-    """Record each node of a ``[[nodes]]`` profile into its own bundle, next to that node's log (a node
-    read through ``log_cmd`` has none: the state dir's bundles/). Call before the front end attaches.
+def record(session: Session, spec: Record) -> list[Recorder]:
+    """Record each node of ``session`` into its own bundle, next to that node's log (``spec.dest`` for the
+    head: the demo's, kept outside its temp dir; a node read through a log command has no log: the state
+    dir's bundles/); each recorder writes at its node's verdicts and a last time on close.
 
-    A node's command is usually ``ssh nodeN ...``: the server's interpreter is on the other host, so the
-    environment names symmtui's side only (versions it cannot read are listed in the bundle's notes)."""
-    recorders = [record_session(node.session, None, enabled=enabled, err=err) for node in nodes.nodes]
-    return [rec for rec in recorders if rec is not None]
+    A node's command is usually ``ssh nodeN ...``: its interpreter is on another host, so its environment
+    names symmtui's side only (the versions it cannot read are listed in the bundle's notes)."""
+    recorders = []
+    nvml = session.spec.nvml
+    head = None if session.named else server_command(session.spec.profile, spec.pid)
+    for i, name in enumerate(session.nodes):
+        command = head if i == 0 else None
+
+        def env(command: ServerCommand | None = command) -> EnvInfo:
+            # `wait` has no NVML (it samples no GPUs and keeps NVML, httpx and ssl out of its imports):
+            # its bundle names no GPUs; launch, the dashboard and the demo name them
+            return capture(command, nvml=nvml)
+
+        rec = Recorder(name=session.name, host=name if session.named else session.host, command=command,
+                       nvml=nvml, ruleset=session.spec.settings.ruleset, dest=spec.dest if i == 0 else None,
+                       warn=lambda text: session.notify(text, "warning"),
+                       env=session.shared_capture(env, command) if i == 0 else env)
+        session.observe(_only(name, i == 0, rec.observe), name=f"bundle-{name}")
+        session.on_close(rec.close)
+        rec.start()
+        recorders.append(rec)
+    return recorders
 
 
 def demo_bundle_path(story: str) -> Path:
     """Where the demo keeps its bundle: the user's state dir (its own temp dir is removed on quit)."""
-    from symmtui import paths
-    from symmtui.bundle.format import SUFFIX
-
     return paths.state_dir("bundles") / f"demo-{story}{SUFFIX}"
-
-
-def record_demo(session: Session, demo: Demo, dest: Path) -> Recorder | None:
-    """Record the demo's Session into ``dest`` (call before the app attaches)."""
-    return record_session(session, ServerCommand.from_profile(demo.profile), dest=dest)

@@ -14,13 +14,11 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from symmtui.demo.exposition import ExpositionServer
 from symmtui.demo.story import BASE_SPEED, HANG_STALL, free_port, isolate_state
-
-if TYPE_CHECKING:
-    from symmtui.session.nodes import NodeSet
+from symmtui.errors import UserError
+from symmtui.launch.profile import Profile, load_profile
 
 NODES = ("node0", "node1")
 TP = 16
@@ -70,30 +68,22 @@ def status_file(root: Path, node: str) -> Path:
 
 @dataclass
 class NodesDemo:
-    """The 2-node demo: its temp dir, the NodeSet over its two nodes, their simulated GPU exporters."""
+    """The 2-node demo: its temp dir, its profile, the two nodes' simulated GPU exporters."""
 
     root: Path
-    nodes: NodeSet
+    profile: Profile
     exporters: list[ExpositionServer]
 
     def close(self) -> None:
-        """Stop both nodes' servers, the exporters, every node's Session; remove the temp dir."""
-        try:
-            self.nodes.stop()
-        finally:
-            for e in self.exporters:
-                e.close()
-            self.nodes.close()
-            shutil.rmtree(self.root, ignore_errors=True)
+        """Stop the exporters and remove the temp dir (after the Session stopped both nodes' servers)."""
+        for e in self.exporters:
+            e.close()
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
-def open_demo_nodes(speed: float, *, root: Path | None = None, isolate: bool = True,
-                    stall: float | None = None, tp: int = TP) -> NodesDemo:
-    """`symmtui demo --nodes 2`: temp dir, two simulated exporters, the profile, the NodeSet, the first launch."""
-    from symmtui.errors import UserError
-    from symmtui.launch.profile import load_profile
-    from symmtui.session.nodes import for_nodes
-
+def build_nodes_demo(speed: float, *, root: Path | None = None, isolate: bool = True,
+                     stall: float | None = None, tp: int = TP) -> NodesDemo:
+    """`symmtui demo --nodes 2`: temp dir, two simulated exporters, the profile (the Session launches it)."""
     if not speed > 0:
         raise UserError(f"--speed must be a positive number, got {speed!r} (1 = a load of about a minute)")
     root = Path(tempfile.mkdtemp(prefix="symmtui-demo-nodes-")) if root is None else root
@@ -102,19 +92,10 @@ def open_demo_nodes(speed: float, *, root: Path | None = None, isolate: bool = T
     per = tp // len(NODES)
     exporters = [ExpositionServer(name, status_file(root, name), gpus=per, first_index=i * per)
                  for i, name in enumerate(NODES)]
+    demo = NodesDemo(root, Profile(None), exporters)
     try:
-        profile = load_profile(write_nodes_profile(root, speed=speed, stall=stall, tp=tp,
-                                                   gpus=tuple(e.url for e in exporters)))
-        nodes = for_nodes(profile, gpus=True)
-    except BaseException:
-        for e in exporters:
-            e.close()
-        shutil.rmtree(root, ignore_errors=True)
-        raise
-    demo = NodesDemo(root, nodes, exporters)
-    try:
-        nodes.head.session.on_close.append(demo.close)
-        nodes.launch()
+        demo.profile = load_profile(write_nodes_profile(root, speed=speed, stall=stall, tp=tp,
+                                                        gpus=tuple(e.url for e in exporters)))
     except BaseException:
         demo.close()
         raise

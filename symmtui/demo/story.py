@@ -1,8 +1,8 @@
 """The demo's scenario: a temp dir with sandbox tables, a profile for the simulated server, the NVML
-stand-in driven by the server's status file. ``symmtui.session.open_demo`` builds the Session over it
-and makes the first launch (which dies with KeyError: 12).
+stand-in driven by the server's status file. ``symmtui.build.demo_spec`` makes the Session's spec of it
+(the first launch dies with KeyError: 12).
 
-Everything real except the outside world: the real Supervisor launches ``python -m
+Everything real except the outside world: the Session's real Supervisor launches ``python -m
 symmtui.demo.server`` (via ``sys.executable``), the real engine follows its log and probes its
 /health, the real patcher edits the sandbox tables. Nothing outside the temp dir is touched: the
 caller points XDG_STATE_HOME/XDG_CONFIG_HOME into it first (``isolate_state``).
@@ -17,19 +17,16 @@ import socket
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from symmtui.core.pidwatch import process_exit_status
 from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
 from symmtui.demo.sandbox import write_sandbox
-from symmtui.gpu.facts import gpu_pids_from
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.standin import load_standin, standin_host
 from symmtui.gpu.standin.host import StandinHost
 from symmtui.launch.profile import Profile, load_profile
-from symmtui.launch.supervisor import Supervisor
 
 SCENARIO = "rtx-pro-6000-x8-pcie"
 BASE_SPEED = 8.0  # the simulated server at speed 8 loads in about a minute: the demo's --speed 1
@@ -133,26 +130,20 @@ class StandinDriver:
 
 @dataclass
 class Demo:
-    """One demo session: where it lives and the real parts it runs."""
+    """One demo: where it lives and the real parts it runs (the Session stops its server and owns its NVML)."""
 
     root: Path
     profile: Profile
-    supervisor: Supervisor
     nvml: Nvml
     host: StandinHost
     driver: StandinDriver
     site: Path
     speed: float
-    closers: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
-        """Stop the demo's servers (and their children), the driver, NVML; remove the temp dir."""
-        try:
-            self.supervisor.stop(grace=2.0)
-        finally:
-            self.driver.stop()
-            self.nvml.shutdown()
-            shutil.rmtree(self.root, ignore_errors=True)
+        """Stop the driver; remove the temp dir (after the Session stopped the server)."""
+        self.driver.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def build_demo(speed: float = 1.0, *, root: Path | None = None, isolate: bool = True, story: str = "crash") -> Demo:
@@ -174,8 +165,6 @@ def build_demo(speed: float = 1.0, *, root: Path | None = None, isolate: bool = 
     module = load_standin(SCENARIO)
     host = standin_host(module)
     nvml = Nvml(module)
-
-    supervisor = Supervisor(profile, gpu_pids=gpu_pids_from(nvml), gpu_timeout=10.0, port_timeout=10.0)
     driver = StandinDriver(host, status)
     driver.start()
-    return Demo(root, profile, supervisor, nvml, host, driver, sandbox.site, speed)
+    return Demo(root, profile, nvml, host, driver, sandbox.site, speed)

@@ -57,27 +57,26 @@ class StopCommandResult:
         return f"{self.node}: not stopped: {self.reason}"
 
 
-def run_stop_command(profile: Profile, node: NodeSpec, timeout: float | None = None) -> StopCommandResult:
-    """Run ``node.stop`` (blocking, at most ``timeout`` s); any failure is a result naming why, never silent."""
-    assert node.stop is not None
+def run_stop_command(profile: Profile, node: str, argv: tuple[str, ...], text: str,
+                     timeout: float | None = None) -> StopCommandResult:
+    """Run node ``node``'s stop command ``argv`` (blocking, at most ``timeout`` s) in the profile's directory
+    and environment; any failure is a result naming why, never silent."""
     limit = timeout if timeout is not None else profile.grace + STOP_SLACK
     env = {**os.environ, **profile.env}
     try:
         done = subprocess.run(  # noqa: S603 - the profile's own command, argv (a shell only if it asks)
-            node.stop, cwd=profile.cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=limit,
+            argv, cwd=profile.cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=limit,
             check=False, start_new_session=True,
         )
     except subprocess.TimeoutExpired:
-        return StopCommandResult(node.name, False, None, f"stop command did not finish in {limit:.0f} s "
-                                 f"({node.stop_text}); is the node reachable?")
+        return StopCommandResult(node, False, None, f"stop command did not finish in {limit:.0f} s "
+                                 f"({text}); is the node reachable?")
     except OSError as exc:
-        return StopCommandResult(node.name, False, None, f"stop command could not start ({exc.strerror}): "
-                                 f"{node.stop_text}")
+        return StopCommandResult(node, False, None, f"stop command could not start ({exc.strerror}): {text}")
     if done.returncode == 0:
-        return StopCommandResult(node.name, True, 0, "")
+        return StopCommandResult(node, True, 0, "")
     said = _last_line(done.stderr) or _last_line(done.stdout) or "no output"
-    return StopCommandResult(node.name, False, done.returncode,
-                             f"stop command exited {done.returncode}: {said}")
+    return StopCommandResult(node, False, done.returncode, f"stop command exited {done.returncode}: {said}")
 
 
 def _last_line(data: bytes) -> str:

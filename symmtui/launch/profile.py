@@ -19,7 +19,7 @@ from symmtui.errors import UserError
 if TYPE_CHECKING:  # imported where used: a verb that fails on its profile imports neither the engine nor these
     from symmtui.core.logcmd import LogCommand
     from symmtui.core.rules import Rule
-    from symmtui.notify.config import NotifyConfig
+    from symmtui.launch.notifyconf import NotifyConfig
 
 PROFILE_NAME = "symmtui.toml"
 DEFAULT_GRACE = 30.0
@@ -88,7 +88,7 @@ class Profile:
     crash: tuple[str, ...] = ()
     entries: tuple[Rule, ...] = ()  # the profile's own catalogue entries ([[rules.entry]])
     nodes: tuple[NodeSpec, ...] = ()  # a multi-node server ([[nodes]]); empty: one local server
-    notify: NotifyConfig | None = None  # the [notify] table (None: none; symmtui.notify.config)
+    notify: NotifyConfig | None = None  # the [notify] table (None: none; symmtui.launch.notifyconf)
     gpus: tuple[str, ...] = ("nvml",)
     """Where the dashboard reads the server's GPUs (``server.gpus``): ``nvml`` and/or exporters' URLs."""
 
@@ -525,7 +525,7 @@ def _node_command(loc: _Locator, dotted: str, value: Any, shell: bool,
 
 
 def _notify(value: Any, loc: _Locator) -> NotifyConfig:
-    from symmtui.notify.config import parse_notify
+    from symmtui.launch.notifyconf import parse_notify
 
     return parse_notify(value, loc.fail)
 

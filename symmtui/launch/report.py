@@ -57,6 +57,8 @@ class Progress:
     time_left: float | None = None
     """Seconds until this step gives up / escalates (None when not waiting)."""
     strangers: tuple[Stranger, ...] = ()
+    node: str = ""
+    """The node of a server of several nodes whose step this is (its name leads ``message`` then)."""
 
 
 OnProgress = Callable[[Progress], None]

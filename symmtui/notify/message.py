@@ -1,10 +1,11 @@
-"""What a verdict notification says: a title and a few lines, built once from the snapshot (log text made safe)."""
+"""What a verdict notification says: a title and a few lines, formatted from the verdict view (log text made safe)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from symmtui.core.readiness import Snapshot, State
+from symmtui.core.readiness import State
+from symmtui.core.verdict import Verdict
 from symmtui.textsafe import shorten, visible
 
 MAX_LINE = 300  # one line of a notification, at most (a cause headline can be long)
@@ -52,34 +53,44 @@ def _safe(text: str) -> str:
     return shorten(visible(text.replace("\r\n", " ").replace("\n", " ")), MAX_LINE)
 
 
-def note_of(snap: Snapshot, *, name: str, host: str, log_path: str | None = None,
+def note_of(verdict: Verdict, *, name: str, host: str, log_path: str | None = None,
             launch_id: str | None = None, generation: int = 0) -> VerdictNote | None:
-    """The note for a snapshot whose state notifies (None for the others: STOPPED, STARTING, ...)."""
-    state = snap.state
+    """The note of a verdict that notifies (None for the others: STOPPED, STARTING, ...); with several nodes
+    it names the node (``CRASHED on node1 after ...``, the host is the node) and lists every node's phase."""
+    state = verdict.state
     if state not in WORDS:
         return None
+    snap = verdict.snapshot
+    word = verdict.label
     after = snap.verdict_elapsed if snap.verdict_elapsed is not None and state.final else snap.elapsed
     phase = snap.phase
     cause: str | None = None
     action: str | None = None
+    lines: list[str] = []
     if state is State.READY:
         headline = f"READY after {after:.1f} s"
     elif state is State.CRASHED:
         cause = _safe(snap.cause.headline()) if snap.cause is not None else _safe(snap.detail or "the server exited")
-        headline = f"CRASHED after {after:.1f} s: {cause}"
-        if snap.cause is not None:
-            from symmtui.core.diagnose import diagnose
-
-            found = diagnose(snap.cause)
-            action = _safe(found.action) if found is not None else None
+        headline = f"{word} after {after:.1f} s: {cause}"
+        found = verdict.about.finding(snap.cause)
+        action = _safe(found.diagnosis.action) if found is not None and found.diagnosis is not None else None
     elif state is State.STALLED:
         cause = _safe(snap.detail or "no progress")
-        headline = f"STALLED after {after:.1f} s in {phase or 'no phase yet'}: {cause}"
+        headline = f"{word} after {after:.1f} s in {phase or 'no phase yet'}: {cause}"
+        ranks = verdict.ranks.text if verdict.ranks is not None else ""
+        if ranks and verdict.named:
+            lines.append(_safe(f"{verdict.node}: {ranks}"))
     else:
         where = phase or "no phase seen"
         if snap.progress is not None:
             where += f" ({snap.progress * 100:.0f}%)"
-        headline = f"TIMED OUT after {after:.1f} s in {where}"
-    lines = (f"next: {action}",) if action else ()
-    return VerdictNote(WORDS[state], VERDICT_KEYS[state], headline, lines, _safe(name), _safe(host), after,
-                       phase, cause, action, log_path, launch_id, generation)
+        headline = f"{word} after {after:.1f} s in {where}"
+    if action:
+        lines.insert(0, f"next: {action}")
+    if state is State.READY:
+        lines += [_safe(t) for t in verdict.timings]
+    if verdict.nodes_line is not None:
+        lines.append(_safe(verdict.nodes_line))
+    return VerdictNote(WORDS[state], VERDICT_KEYS[state], headline, tuple(lines), _safe(name),
+                       _safe(verdict.node if verdict.named else host), after, phase, cause, action, log_path,
+                       launch_id, generation)

@@ -1,6 +1,6 @@
-"""The Session observer that notifies on each verdict (READY, CRASHED, STALLED, TIMED OUT) through every
-channel the host has, without ever making the verdict wait: the work runs on threads of its own, and a
-front end that exits gives webhooks still in flight at most FLUSH_BOUND seconds."""
+"""The notifier plug-in: a Session observer that notifies each verdict (READY, CRASHED, STALLED, TIMED OUT)
+through every channel the host has, without ever making the verdict wait: the work runs on threads of
+its own, and the Session's close gives webhooks still in flight at most FLUSH_BOUND seconds."""
 
 from __future__ import annotations
 
@@ -9,23 +9,18 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TextIO
 
+from symmtui.launch.notifyconf import NotifyConfig, Webhook
 from symmtui.notify import local
-from symmtui.notify.config import NotifyConfig, Webhook
 from symmtui.notify.message import VerdictNote, note_of
 from symmtui.notify.webhook import deliver
-from symmtui.session.messages import SessionMessage, VerdictReached
-
-if TYPE_CHECKING:
-    from symmtui.core.readiness import Snapshot
-    from symmtui.session.core import Session
+from symmtui.session.core import Session
+from symmtui.session.messages import Bell, SessionMessage, VerdictReached
+from symmtui.session.spec import Notify
 
 FLUSH_BOUND = 3.0
-"""Seconds `wait` and `launch` wait, after printing the verdict, for webhooks still in flight; then they
-exit with the verdict's code and a warning line for each webhook not done."""
-
-Lines = Callable[[VerdictNote], tuple[str, ...]]
+"""Seconds the Session's close (after `wait` and `launch` printed the verdict) waits for webhooks still in
+flight; then the verb exits with the verdict's code and a warning line for each webhook not done."""
 
 
 @dataclass
@@ -40,20 +35,17 @@ class Notifier:
     """Notifies each verdict it hears (``observe``: a Session observer) once; ``finish`` at exit.
 
     ``warn``: one line for the user (a failed webhook, a failed tmux or notify-send); ``bell``: rings the
-    terminal (default: BEL to /dev/tty; the dashboard rings through its own screen); ``lines``: more
-    lines for a note (the phase timings against earlier launches).
+    terminal (default: BEL to /dev/tty; the dashboard rings through its own screen).
     """
 
     def __init__(self, config: NotifyConfig, *, name: str, host: str, warn: Callable[[str], None],
-                 bell: Callable[[], str | None] | None = None, env: Mapping[str, str] | None = None,
-                 lines: Lines | None = None) -> None:
+                 bell: Callable[[], str | None] | None = None, env: Mapping[str, str] | None = None) -> None:
         self.config = config
         self.name = name
         self.host = host
         self.warn = warn
         self.bell = bell if bell is not None else local.ring_terminal
         self.env = env if env is not None else os.environ
-        self.lines = lines
         self.sent: list[VerdictNote] = []
         """Every note dispatched, in order (what was told, for the caller and the tests)."""
         self._lock = threading.Lock()
@@ -63,28 +55,17 @@ class Notifier:
     # ---- hearing verdicts ----------------------------------------------------------------------
 
     def observe(self, message: SessionMessage) -> None:
-        """Session observer: a VerdictReached is notified (the Session posts one per state change)."""
+        """Session observer: a VerdictReached is notified (the Session posts one per change of the verdict)."""
         if isinstance(message, VerdictReached):
-            self.verdict(message.snapshot, generation=message.generation, launch_id=message.launch_id,
-                         log_path=message.log_path)
-
-    def verdict(self, snap: Snapshot, *, generation: int = 0, launch_id: str | None = None,
-                log_path: str | None = None) -> VerdictNote | None:
-        """Notify this snapshot's verdict (if it is one that notifies); returns at once."""
-        note = note_of(snap, name=self.name, host=self.host, log_path=log_path, launch_id=launch_id,
-                       generation=generation)
-        return self.tell(note) if note is not None else None
+            note = note_of(message.verdict, name=self.name, host=self.host, log_path=message.log_path,
+                           launch_id=message.launch_id, generation=message.generation)
+            if note is not None:
+                self.tell(note)
 
     def tell(self, note: VerdictNote) -> VerdictNote | None:
-        """Notify a note built elsewhere (a multi-node aggregate's, ``notify.nodes``) if ``[notify] on``
-        lists its verdict; returns at once."""
+        """Notify ``note`` if ``[notify] on`` lists its verdict; returns at once."""
         if note.verdict not in self.config.on:
             return None
-        if self.lines is not None:
-            try:
-                note = note.with_lines(self.lines(note))
-            except Exception as exc:  # noqa: BLE001 - extra lines are a nicety: the verdict is notified anyway
-                self.warn(f"notification: could not add the phase timings ({type(exc).__name__}: {exc})")
         with self._lock:
             if self._done:
                 return None
@@ -134,12 +115,9 @@ class Notifier:
 
     # ---- the end -------------------------------------------------------------------------------
 
-    def finish(self, snap: Snapshot | None = None, bound: float = FLUSH_BOUND) -> None:
-        """At exit: notify ``snap``'s verdict if it was not yet (a verdict the front end saw before the
-        Session posted it), then wait at most ``bound`` seconds for what is in flight; one warning line
-        for each webhook still not done, and nothing more from them after."""
-        if snap is not None and (not self.sent or self.sent[-1].state != _state_word(snap)):
-            self.verdict(snap)
+    def finish(self, bound: float = FLUSH_BOUND) -> None:
+        """At the end: wait at most ``bound`` seconds for what is in flight; one warning line for each
+        webhook still not done, and nothing more from them after."""
         deadline = time.monotonic() + bound
         with self._lock:
             pending = list(self._deliveries)
@@ -158,31 +136,18 @@ class Notifier:
             self.warn(f"{what}: no answer within {bound:g} s of the verdict; not waiting for it")
 
 
-def _state_word(snap: Snapshot) -> str:
-    from symmtui.notify.message import WORDS
+def plug_in(session: Session, spec: Notify) -> Notifier:
+    """A Notifier observing ``session`` (``spec.config`` None: the defaults, no webhook); its warnings are the
+    Session's notices (``symmtui: warning: ...`` on stderr once it closed); with ``spec.bell_on_screen`` it
+    rings through the front end's screen (a Bell message: a BEL written past Textual could land inside one of
+    its escape sequences). The Session's close flushes it (FLUSH_BOUND)."""
 
-    return WORDS.get(snap.state, str(snap.state))
-
-
-def attach(session: Session, config: NotifyConfig | None, *, warn: Callable[[str], None] | None = None,
-           bell: Callable[[], str | None] | None = None, lines: Lines | None = None) -> Notifier:
-    """A Notifier observing ``session`` (``config`` None: the defaults, no webhook). ``warn`` defaults to the
-    Session's notices (a front end shows them)."""
-    timings = session.timings
-    if lines is None and timings is not None:
-        def lines(note: VerdictNote) -> tuple[str, ...]:  # the phases against earlier launches, once READY
-            return tuple(timings.lines(note.launch_id)) if note.verdict == "ready" else ()
-    notifier = Notifier(config or NotifyConfig(), name=session.name, host=session.host,
-                        warn=warn or (lambda text: session.notify(text, "warning")), bell=bell, lines=lines)
-    session.observe(notifier.observe)
-    return notifier
-
-
-def for_headless(session: Session, config: NotifyConfig | None, *, asked: bool, err: TextIO) -> Notifier | None:
-    """`wait --notify` / `launch --notify` (or a profile with [notify]): a Notifier whose warnings are
-    ``symmtui: warning: ...`` lines on ``err`` (they outlive the Session: the flush runs after it closed)."""
-    if not asked and config is None:
+    def bell() -> str | None:
+        session.send(Bell())
         return None
-    from symmtui import clitext
 
-    return attach(session, config, warn=lambda text: clitext.note(f"warning: {text}", err))
+    notifier = Notifier(spec.config or NotifyConfig(), name=session.name, host=session.host,
+                        warn=lambda text: session.notify(text, "warning"), bell=bell if spec.bell_on_screen else None)
+    session.observe(notifier.observe, name="notify")
+    session.on_close(notifier.finish)
+    return notifier

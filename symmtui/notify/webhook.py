@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from symmtui import __version__
-from symmtui.notify.config import Webhook
+from symmtui.launch.notifyconf import Webhook
 from symmtui.notify.message import VerdictNote
 
 if TYPE_CHECKING:  # imported with the first POST: `wait` without a webhook never loads httpx (~0.1 s)

@@ -1,28 +1,49 @@
-"""Session: one bring-up, headless. It owns the engine, the GPU sampler and topology, the supervisor,
-our pids, the capability, the history writer and the verdict's end, and posts what they produce.
+"""Session: one bring-up of 1..N nodes under any front end; built from a frozen spec (``symmtui.build``).
 
-Every front end (the dashboard, `wait`, `launch`, `stop`, `demo`, the benchmarks) builds one Session
-(see ``symmtui.session.build``) and reads what it posts: plain dataclasses from
-``symmtui.session.messages``. Engine batches go out one at a time when the front end asks for
-acknowledgements (the dashboard does): while one is being rendered the engine keeps collecting in its
-one buffer (one cap, one drop policy), so a slow screen never grows a second queue. GPU samples go
-out as they come (the Textual adapter lets a newer one replace a pending one).
+It owns each node's engine and supervisor, the GPU sampler and topology, our pids, the capability,
+the history writer, the patch state and the verdict view, and hands what they produce to its readers
+without ever waiting for one: every observer (recorder, notifier, metrics) through a bounded inbox on
+a thread of its own, the front end through a bounded mailbox it empties when it can
+(``session.mailbox``). A frozen screen therefore delays nothing: a verdict reaches the observers the
+moment the engine makes it.
+
+The protocol every front end uses (the replay implements it too, ``bundle.replay``): ``attach(wake)``
+gives the mailbox; ``observe``; the intents ``launch`` (a relaunch), ``stop``, ``check_patch`` /
+``apply_patch`` / ``revert_patch``, ``plan_fix`` / ``apply_fix``, ``request_stacks`` / ``take_stacks``
+(blocking: call them from a worker thread); the reads ``verdict_now``, ``gpu_busy_for``,
+``relaunch_plan``, ``why_not``; ``close``.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from symmtui.core.engine import Bringup, EngineUpdate, is_log_command
-from symmtui.core.readiness import Snapshot, State
+from symmtui import clitext
+from symmtui.core.engine import EngineUpdate
+from symmtui.core.readiness import Readiness, Snapshot, State
+from symmtui.core.verdict import NodeView, Verdict, findings, ordered_events, verdict_of
 from symmtui.errors import UserError
+from symmtui.gpu.facts import capabilities, capabilities_of, gpu_pids_from, holders_in, patch_facts
+from symmtui.gpu.nvml import Nvml
+from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
+from symmtui.gpu.topology import Topology, read_topology
+from symmtui.launch.nodes import StopCommandResult, node_profile, run_stop_command
+from symmtui.launch.profile import Profile, load_profile
+from symmtui.launch.profilefix import APPLICABLE, ProfileFix, apply, plan
+from symmtui.launch.report import OnProgress, Progress, Step, StopReport
+from symmtui.launch.state import LaunchRecord
+from symmtui.session.mailbox import Mailbox, Relay, Wake
 from symmtui.session.messages import (
+    VERDICTS,
     EngineBatch,
-    GpuSample,
+    GpuRound,
     Notice,
     PatchState,
     SessionMessage,
@@ -30,506 +51,643 @@ from symmtui.session.messages import (
     TopologyRead,
     VerdictReached,
 )
-from symmtui.session.outcome import RECORDED, outcome_of, patch_note
-from symmtui.session.settings import BringupSettings, bringup_settings
+from symmtui.session.node import Node
+from symmtui.session.outcome import RECORDED, patch_note
+from symmtui.session.patching import Patcher, PatchView
+from symmtui.session.spec import NodePlan, SessionSpec
+from symmtui.stacks.gpus import utilization_of
+from symmtui.stacks.pyspy import DEFAULT_LIMIT
+from symmtui.stacks.report import StacksReport, save, take
 
+# `wait --log` starts without what a watch-only session does not use (tests/core/test_wait_cli.py;
+# python -m bench.startup): the launcher (its history, psutil) and the launch history's timings are
+# imported for a session with a profile.
 if TYPE_CHECKING:
-    import os
-
-    from symmtui.core.logcmd import LogCommand
-    from symmtui.gpu.nvml import Nvml
-    from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
-    from symmtui.gpu.source import GpuSource
-    from symmtui.gpu.topology import Topology
+    from symmtui.launch.envinfo import EnvInfo, ServerCommand
     from symmtui.launch.history import Estimate
-    from symmtui.launch.proctree import ProcInfo
-    from symmtui.launch.report import Progress, RelaunchResult, StopReport
-    from symmtui.launch.state import LaunchRecord
     from symmtui.launch.supervisor import Supervisor
-    from symmtui.session.patching import Patcher, PatchView
-    from symmtui.session.timings import PhaseTimings
+    from symmtui.patch.preflight import Prediction
 
-Post = Callable[[SessionMessage], object]
-VERDICTS = (State.READY, State.CRASHED, State.STALLED, State.TIMED_OUT, State.STOPPED)
-"""States an observer hears of as a VerdictReached (STALLED too: it is what a user walking away wants to know)."""
 OURS_REFRESH = 5.0  # seconds between walks of the process table when the GPU process list is unchanged
-_STALE = object()  # "compute our pids at the next sample"
-ACK_POLL = 0.1  # how often a batch waiting for the front end checks whether the session closed
+CLOSE_BOUND = 5.0  # seconds close() gives each observer to finish what is queued
+Observer = Callable[[SessionMessage], None]
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Launched:
+    """What a launch intent did: each node's new launch, the warnings, the SM120 preflight's prediction."""
+
+    records: tuple[tuple[str, LaunchRecord], ...]
+    warnings: tuple[str, ...] = ()
+    prediction: Prediction | None = None
+    logs: tuple[str, ...] = ()
+    """Where each node's log is read: its file, or `its log command`."""
+    estimate: Estimate | None = None
+    """The head's earlier launches of this command (the ETA), read after the launch."""
+
+
+@dataclass(frozen=True)
+class NodeStop:
+    """What stopping one node did: its stop command's result, its local launch's report, or why not."""
+
+    node: str
+    command: StopCommandResult | None = None
+    report: StopReport | None = None
+    error: str | None = None
+    exit_code: int = 2
+
+    @property
+    def reached(self) -> bool:
+        """False when the node could not be reached (its stop command failed) or its stop failed."""
+        return (self.command is None or self.command.ok) and self.error is None
+
+
+@dataclass(frozen=True)
+class RelaunchPlan:
+    """What a relaunch will do, for the question before it: the grace and each node's command."""
+
+    grace: float
+    commands: tuple[tuple[str, str], ...]
 
 
 class Session:
-    """One bring-up under any front end: build it, ``attach(post)``, ``follow`` or ``launch``, ``close``."""
+    """One bring-up under any front end: ``build.open(spec)`` makes it, ``attach``, the intents, ``close``."""
 
-    def __init__(
-        self,
-        *,
-        host: str,
-        name: str,
-        settings: BringupSettings | None = None,
-        supervisor: Supervisor | None = None,
-        nvml: Nvml | None = None,
-        patcher: Patcher | None = None,
-        url: str | None = None,
-        port_owner: Callable[[int], str | None] | None = None,
-        sample_interval: float = 1.0,
-        gpus: GpuSource | None = None,
-    ) -> None:
-        self.host = host
-        self.name = name
-        self.settings = settings if settings is not None else bringup_settings()
-        self.supervisor = supervisor
-        self.nvml = nvml
-        self.patcher = patcher
-        self.url = url
-        self.port_owner = port_owner
-        """Names the process holding a port, for "Address already in use" (``diagnose(port_owner=)``)."""
-        self.sample_interval = sample_interval
-        self.gpus = gpus
-        """Where the GPU sampler reads (``symmtui.gpu.source``: exporters, several nodes); None: ``nvml``."""
-        self.engine: Bringup | None = None
-        self.sampler: GpuSampler | None = None
-        self.topology: Topology | None = None
-        self.capability: tuple[int, int] | None = None
-        """The capability the SM120 patch targets (``symmtui.gpu.facts``' rule: the highest)."""
-        self.patch_applied = False
-        self.log_path: str | None = None
-        self.log_command: LogCommand | None = None
-        """The command whose output is the log (``follow(LogCommand)``); relaunches follow it again."""
-        self.spool_log_commands = False
-        """Keep a copy of a log command's output in the state dir while it runs (the dashboard sets it:
-        its log pane reads lines that left its memory back from that copy, as from a log file)."""
-        self._spool: str | None = None
-        self._batch_log_path: str | None = None  # the file of the generation being posted
-        self.estimate: Estimate | None = None
-        self.on_close: list[Callable[[], None]] = []
-        self._post: Post | None = None
-        self._observers: list[Callable[[SessionMessage], None]] = []
-        self._verdict_seen: tuple[int, State] | None = None  # (generation, state) last posted as VerdictReached
-        self._acks = False
-        self._gate = threading.Event()  # set: the front end may take the next engine batch
+    def __init__(self, spec: SessionSpec) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.host = spec.host
+        self._nvml = spec.nvml
+        self._lock = threading.RLock()  # the nodes' views and the verdict (one engine thread per node)
         self._closed = threading.Event()
-        self._generation = 0  # the engine generation posted last (a relaunch starts a new one)
-        self._record: LaunchRecord | None = None  # the launch being watched (for the history)
-        # The engine generation that watches _record: a verdict of another generation (the server a
-        # relaunch just stopped) is never written as this launch's outcome.
-        self._record_gen = 0
-        self._patch_note: str | None = None
-        self._finished: str | None = None  # launch_id already written to the history
-        self._history_lock = threading.Lock()
-        self._ours: frozenset[int] = frozenset()
-        self._ours_key: object = _STALE  # the GPU holders our pids were computed for (None: not listable)
-        self._ours_at = 0.0
-        self.auto_stacks = False
-        """Dump the server's stacks once each time the state becomes STALLED (the dashboard turns it on)."""
-        self._stalled = False
-        self._pid: int | None = None  # the followed pid (an attach); a launch's tree comes from its record
-        self._stacks_lock = threading.Lock()  # one dump at a time
-        self.stall_nvml: Nvml | None = None
-        """NVML read once per stacks dump when no sampler runs (`wait`): the GPUs' evidence of a hang."""
-        self.timings: PhaseTimings | None = None
-        """A launch's phases against its usual ones, once READY (a profile's session: it has a history)."""
-        if supervisor is not None:
-            from symmtui.session.timings import PhaseTimings
+        self._mailbox = Mailbox()
+        self._relays: list[Relay] = []
+        self._closers: list[Callable[[], None]] = []
+        gpu_pids = gpu_pids_from(self._nvml) if self._nvml is not None else None
+        self._nodes = tuple(Node(plan, spec.settings, self._supervisor(plan, gpu_pids), spool=spec.spool_log_commands,
+                                 probe_timeout=spec.probe_timeout, on_update=self._on_update) for plan in spec.nodes)
+        self.named = len(self._nodes) > 1
+        """The texts name the node (a server of several nodes): the node column."""
+        blank = Readiness(spec.settings.readiness, 0.0).snapshot(0.0)
+        self._views = {n.name: NodeView(n.name, blank) for n in self._nodes}
+        self._memo: dict[str, tuple[object, object]] = {}
+        self._patched = False
+        self._timings: tuple[object, tuple[str, ...]] | None = None  # (the READY it was read for, its lines)
+        self._verdict = verdict_of(list(self._views.values()))
+        self._reached_key: tuple[State, int] | None = None
+        self._stalled_on: str | None = None
+        self._port_owner = None
+        if spec.port_owner:
+            from symmtui.launch.ports import port_owner  # psutil: a profile's server
 
-            self.timings = PhaseTimings(supervisor.profile.command_hash)
-            self.observe(self.timings.observe)  # first: the notification's text may quote it
+            self._port_owner = port_owner
+        self._sampler: GpuSampler | None = None
+        self._topology: Topology | None = None
+        self._capability: tuple[int, int] | None = None
+        self._ours: frozenset[int] = frozenset()
+        self._ours_key: object = self  # the GPU holders our pids were computed for (self: compute at once)
+        self._ours_at = 0.0
+        self._stacks_lock = threading.Lock()  # one dump at a time
+        self._stacks_nvml: Nvml | None = None
+
+    def _supervisor(self, plan: NodePlan, gpu_pids: Callable[[], set[int] | None] | None) -> Supervisor | None:
+        if plan.profile is None:
+            return None
+        from symmtui.launch.supervisor import Supervisor
+
+        sup = Supervisor(plan.profile, gpu_pids=None if plan.remote else gpu_pids, grace=self.spec.grace,
+                         gpu_timeout=self.spec.gpu_timeout, port_timeout=self.spec.port_timeout)
+        sup.versions.nvml = self._nvml  # the driver's versions in the history too
+        return sup
 
     # ---- wiring ------------------------------------------------------------------------------
 
-    def attach(self, post: Post, *, acks: bool = False, sample_gpus: bool = True) -> None:
-        """Send messages to ``post`` (thread-safe) and start the GPU sampler, topology and ETA reads.
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """The nodes' names, the head first."""
+        return tuple(n.name for n in self._nodes)
 
-        ``acks``: the front end calls :meth:`batch_done` after each EngineBatch; the next waits for it.
-        ``sample_gpus``: False for a front end that shows no GPUs (the command line).
-        """
-        self._post = post
-        self._acks = acks
-        if (self.nvml is not None or self.gpus is not None) and sample_gpus:
+    @property
+    def head(self) -> Node:
+        return self._nodes[0]
+
+    def _node(self, name: str | None) -> Node:
+        return next((n for n in self._nodes if n.name == name), self._nodes[0])
+
+    def start(self) -> None:
+        """Follow what the spec says to follow, start the GPU sampler, read the launch history for the ETA."""
+        for node in self._nodes:
+            plan = node.plan
+            if plan.follow and (node.source is not None or plan.url is not None or plan.pid is not None):
+                node.follow(pid=plan.pid, new_only=plan.new_only, tail_lines=plan.tail_lines, record=plan.record,
+                            recorded=plan.recorded)
+        if self.spec.sample_gpus:
             self._start_gpu()
-        if self.supervisor is not None:
-            threading.Thread(target=self._load_estimate, name="symmtui-history", daemon=True).start()
-        self._gate.set()
+        if any(n.supervisor is not None and n.engine is not None for n in self._nodes):  # the gauge's ETA
+            threading.Thread(target=self._load_estimates, name="symmtui-history", daemon=True).start()
 
-    def batch_done(self) -> None:
-        """The front end finished with the last EngineBatch: the next one may come."""
-        self._gate.set()
+    def attach(self, wake: Wake) -> Mailbox:
+        """The front end's mailbox; ``wake`` is called (any thread) when something arrives in an empty one."""
+        self._mailbox.attach(wake)
+        return self._mailbox
 
-    def observe(self, observer: Callable[[SessionMessage], None]) -> None:
-        """Also hand every message to ``observer`` (notifications, the bundle recorder, the metrics
-        endpoint), on the sending thread, before the front end gets it. An observer must return at once
-        (hand slow work to its own thread) and must not raise (catch what it expects and turn it into a
-        Notice through :meth:`notify`)."""
-        self._observers.append(observer)
+    def observe(self, observer: Observer, *, name: str = "observer") -> None:
+        """Hand every message to ``observer`` on a thread of its own, through a bounded inbox (session.mailbox)."""
+        self._relays.append(Relay(observer, name=name, failed=lambda text: self.notify(text, "warning")))
 
-    def send(self, message: SessionMessage) -> None:
-        """Post a message to the observers and the front end (any thread); dropped once closed or before attach."""
+    def on_close(self, closer: Callable[[], None]) -> None:
+        """Run ``closer`` when the Session closes, after its observers finished (a plug-in's end)."""
+        self._closers.append(closer)
+
+    def _send(self, message: SessionMessage) -> None:
         if self._closed.is_set():
             return
-        for observer in tuple(self._observers):
-            observer(message)
-        post = self._post
-        if post is not None:
-            post(message)
+        for relay in self._relays:
+            relay.put(message)
+        self._mailbox.put(message)
 
     def notify(self, text: str, severity: str = "information") -> None:
-        """A one-line note for the user, from any thread."""
-        self.send(Notice(text, severity))
-
-    def close(self) -> None:
-        """Stop every thread we started, then run the close hooks (the demo stops its servers)."""
+        """A one-line note for the user, from any thread; once closed, ``symmtui: ...`` on stderr."""
         if self._closed.is_set():
+            clitext.note(f"{severity}: {text}" if severity != "information" else text, sys.stderr)
             return
-        self._closed.set()
-        self._gate.set()  # a batch waiting for an acknowledgement gives up
-        if self.sampler is not None:
-            self.sampler.stop()
-        if self.gpus is not None:
-            self.gpus.close()
-        if self.stall_nvml is not None:
-            self.stall_nvml.shutdown()
-        if self.engine is not None:
-            self.engine.stop()
-        for hook in reversed(self.on_close):
-            hook()
+        self._send(Notice(text, severity))
+
+    def send(self, message: SessionMessage) -> None:
+        """Post a message of a plug-in's (a notifier's Bell) to the observers and the front end."""
+        self._send(message)
 
     @property
     def closed(self) -> bool:
         return self._closed.is_set()
 
-    # ---- the engine --------------------------------------------------------------------------
-
-    def follow(
-        self,
-        log_path: str | os.PathLike[str] | LogCommand | None,
-        *,
-        pid: int | None = None,
-        new_only: bool = False,
-        tail_lines: int | None = None,
-        probe_timeout: float = 2.0,
-        record: LaunchRecord | None = None,
-        recorded: bool = False,
-    ) -> Bringup:
-        """Start judging a bring-up (the log, ``self.url``, ``pid``); ``record``: the launch it is (history);
-        ``recorded``: its outcome is in the history already (kept to know a stop we asked for).
-
-        ``log_path`` is a file, or a ``LogCommand`` whose output is the log (``core.logcmd``): then
-        ``log_path`` stays None (no file to read lines back from) and ``log_command`` is set."""
-        if self.engine is not None:
-            raise RuntimeError("this session already follows a bring-up; use launch() to start over")
-        spool = None
-        if is_log_command(log_path):
-            self.log_command = log_path
-            self.log_path = None
-            if self.spool_log_commands:
-                from symmtui.core.logcmd import spool_path
-                from symmtui.paths import state_dir
-
-                spool = self._spool = str(spool_path(state_dir("logcmd")))
-            self._batch_log_path = self._spool
-        else:
-            self.log_command = None
-            self.log_path = self._batch_log_path = str(log_path) if log_path is not None else None
-        with self._history_lock:
-            self._record, self._record_gen = record, 0
-            if recorded and record is not None:
-                self._finished = record.launch_id
-        self._pid = pid
-        self.engine = Bringup(
-            log_path, ruleset=self.settings.ruleset, config=self.settings.readiness, url=self.url, pid=pid,
-            new_only=new_only, tail_lines=tail_lines, on_update=self._on_engine_update,
-            probe_timeout=probe_timeout, exit_reason=self._exit_reason, log_spool=spool,
-        )
-        self.engine.start()  # now: its clock starts with the launch; batches wait until a front end attaches
-        return self.engine
-
-    def _exit_reason(self, code: int | None) -> str | None:
-        """The engine asks when the watched pid exits: a stop noted for this launch makes it STOPPED."""
-        sup, record = self.supervisor, self._record
-        if sup is None or record is None:
-            return None
-        return sup.stop_reason(record)
-
-    def snapshot_now(self) -> Snapshot | None:
-        """A fresh readiness snapshot (elapsed, time left) for a once-a-second redraw; None when there
-        is no engine or it is busy with a batch (never blocks the caller's loop)."""
-        return self.engine.snapshot_if_free() if self.engine is not None else None
-
-    def _on_engine_update(self, update: EngineUpdate) -> None:
-        """Bringup's callback (its dispatcher thread): write the history at the verdict, post the batch."""
-        if update.generation < self._generation:
-            return  # a batch of the launch before a relaunch
-        restarted = update.generation > self._generation
-        self._generation = update.generation
-        if restarted:  # the file of the relaunch (set before the engine restarted), or the command's copy
-            self._batch_log_path = self.log_path if self.log_path is not None else self._spool
-        if update.snapshot.state in RECORDED:
-            self._finish(update.snapshot, update.generation)
-        verdict = self._verdict_change(update)
-        stalled = update.snapshot.state is State.STALLED
-        if stalled and not self._stalled and self.auto_stacks:
-            self.request_stacks(auto=True)  # once per stall: again only after it moved and stalled anew
-        self._stalled = stalled
-        batch = EngineBatch(update.lines, update.events, update.notices, update.snapshot, update.dropped_lines,
-                            update.generation, self._batch_log_path, restarted, update.ranks)
-        # One batch in flight: until the front end is done with the last one, the engine keeps collecting.
-        while not self._gate.wait(ACK_POLL):
-            if self._closed.is_set():
-                return
-        if self._acks:
-            self._gate.clear()
-        self.send(batch)
-        if verdict is not None:
-            self.send(verdict)
-
-    def _verdict_change(self, update: EngineUpdate) -> VerdictReached | None:
-        """A VerdictReached when this update's state is a verdict the last one was not (once per change)."""
-        state = update.snapshot.state
-        key = (update.generation, state)
-        if state not in VERDICTS:
-            if self._verdict_seen is not None and self._verdict_seen[0] == update.generation:
-                self._verdict_seen = None  # moved on (a STALLED that resumed): the next verdict is news
-            return None
-        if key == self._verdict_seen:
-            return None
-        self._verdict_seen = key
-        with self._history_lock:
-            record = self._record if update.generation == self._record_gen else None
-        return VerdictReached(update.snapshot, update.generation,
-                              record.launch_id if record is not None else None, self._batch_log_path)
-
-    # ---- the history (one writer, whatever the front end) ------------------------------------
-
-    def _finish(self, snap: Snapshot, generation: int) -> None:
-        """Append the watched launch's outcome (``snap`` of engine ``generation``) to the launch history, once per launch."""
-        sup = self.supervisor
-        with self._history_lock:
-            record = self._record
-            if sup is None or record is None or generation != self._record_gen or record.launch_id == self._finished:
-                return
-            self._finished = record.launch_id
-        out = outcome_of(snap)
-        try:
-            sup.finish(record, out.verdict, cause=out.cause, phases=out.phases, patch=self._patch_note)
-        except (OSError, UserError) as exc:
-            self.notify(f"could not write the launch history: {exc}", "warning")
+    def close(self) -> None:
+        """Stop every thread, let the observers finish, end the plug-ins, then the spec's cleanup."""
+        if self._closed.is_set():
             return
-        self._load_estimate()
+        try:
+            if self.spec.stop_at_close:
+                self.stop(grace=2.0)
+        finally:
+            for node in self._nodes:
+                node.stop()  # a last batch carries STOPPED unless a verdict was already in
+            if self._sampler is not None:
+                self._sampler.stop()
+            self._closed.set()
+            for relay in self._relays:
+                relay.close(CLOSE_BOUND)
+            for closer in reversed(self._closers):
+                closer()
+            if self.spec.gpus is not None:
+                self.spec.gpus.close()
+            for nvml in (self._stacks_nvml, self._nvml):
+                if nvml is not None:
+                    nvml.shutdown()
+            for hook in reversed(self.spec.cleanup):
+                hook()
 
-    def _load_estimate(self) -> None:
-        """Read the launch history (a file: never on a UI loop) for the ETA."""
-        if self.supervisor is not None:
-            try:
-                self.estimate = self.supervisor.estimate()
-            except UserError as exc:
-                self.notify(f"launch history unreadable: {exc}", "warning")
+    def __enter__(self) -> Session:
+        return self
 
-    def eta_for(self, snap: Snapshot) -> tuple[float | None, int]:
-        """Seconds left predicted from earlier successful launches, and how many there were."""
-        est = self.estimate
-        if est is None or snap.state not in (State.STARTING, State.WAITING, State.STALLED):
-            return None, 0
-        in_phase = 0.0
-        for span in reversed(snap.phases):
-            if span.name == snap.phase and span.end is None:
-                in_phase = max(0.0, snap.elapsed - span.start)
-                break
-        return est.remaining(snap.phase, in_phase, snap.elapsed), est.samples
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- the engines and the verdict ---------------------------------------------------------
+
+    def _node_view(self, node: Node, snap: Snapshot, ranks: object) -> NodeView:
+        key = (snap.cause, snap.errors, snap.warnings, self._patched)
+        memo = self._memo.get(node.name)
+        if memo is None or memo[0] != key:
+            found = findings(ordered_events(snap), ruleset=self.spec.settings.ruleset, port_owner=self._port_owner,
+                             patched=self._patched)
+            memo = self._memo[node.name] = (key, found)
+        eta, runs = node.eta(snap)
+        return NodeView(node.name, snap, ranks, memo[1], eta, runs)  # type: ignore[arg-type]
+
+    def _judge(self) -> Verdict:
+        """The verdict over every node's latest view (the phases against earlier launches once READY)."""
+        views = [self._views[n.name] for n in self._nodes]
+        verdict = verdict_of(views, patched=self._patched)
+        if verdict.state is State.READY:
+            about = self._node(verdict.node)
+            key = (about.name, about.generation)
+            if self._timings is None or self._timings[0] != key:
+                sup, launch_id = about.supervisor, about.launch_id(about.generation)
+                lines: tuple[str, ...] = ()
+                if sup is not None or launch_id is not None:  # a launch (or a profile's log) has a history
+                    from symmtui.session.timings import ready_timings
+
+                    lines = ready_timings(sup.profile.command_hash if sup is not None else None, launch_id,
+                                          about.batch_log_path, verdict.snapshot)
+                self._timings = (key, lines)
+            verdict = replace(verdict, timings=self._timings[1])
+        self._verdict = verdict
+        return verdict
+
+    def _on_update(self, node: Node, up: EngineUpdate) -> None:
+        """A node engine's callback (its dispatcher thread): the history at the node's verdict, the
+        verdict view, then the batch (and a VerdictReached on a change) to every reader at once."""
+        warn: str | None = None
+        with self._lock:
+            if self._closed.is_set() or up.generation < node.generation:
+                return  # closed, or a batch of the launch before a relaunch
+            restarted = up.generation > node.generation
+            if restarted:
+                node.generation = up.generation
+                node.batch_log_path = node.log_path  # the file of the relaunch, or the command's copy
+            if up.snapshot.state in RECORDED:
+                warn = node.finish(up.snapshot, up.generation)
+            self._views[node.name] = self._node_view(node, up.snapshot, up.ranks)
+            verdict = self._judge()
+            self._send(EngineBatch(node.name, up, node.batch_log_path, verdict, restarted,
+                                   node.launch_id(up.generation)))
+            reached = self._reached(verdict)
+            if reached is not None:
+                self._send(reached)
+            stacks_of = self._stacks_due(verdict)
+        if warn is not None:
+            self.notify(warn, "warning")
+        if stacks_of is not None:
+            self.request_stacks(stacks_of, auto=True)
+
+    def _reached(self, verdict: Verdict) -> VerdictReached | None:
+        """A VerdictReached when the verdict is one the last was not (once per change; a relaunch is news)."""
+        about = self._node(verdict.node)
+        if verdict.state not in VERDICTS:
+            self._reached_key = None  # moved on (a STALLED that resumed): the next verdict is news
+            return None
+        key = (verdict.state, about.generation)
+        if key == self._reached_key:
+            return None
+        self._reached_key = key
+        return VerdictReached(verdict, about.generation, about.launch_id(about.generation), about.batch_log_path)
+
+    def _stacks_due(self, verdict: Verdict) -> str | None:
+        """The node to dump once per stall (``auto_stacks``): again only after it moved and stalled anew."""
+        if verdict.state is not State.STALLED:
+            self._stalled_on = None
+            return None
+        if verdict.node == self._stalled_on:
+            return None
+        self._stalled_on = verdict.node
+        return verdict.node if self.spec.auto_stacks else None
+
+    def _repost(self) -> None:
+        """The verdict changed without a line (the patch state): post it as an empty batch of the head."""
+        with self._lock:
+            view = self._views[self.head.name]
+            self._views = {n: self._node_view(self._node(n), v.snapshot, v.ranks) for n, v in self._views.items()}
+            verdict = self._judge()
+            node = self.head
+            up = EngineUpdate((), (), (), view.snapshot, 0, node.generation, view.ranks)
+            self._send(EngineBatch(node.name, up, node.batch_log_path, verdict, False, node.launch_id(node.generation)))
+
+    def verdict_now(self) -> Verdict | None:
+        """The verdict with fresh snapshots (elapsed, time left) for a once-a-second redraw; None when an
+        engine or the Session is busy (never blocks the caller's loop)."""
+        snaps: dict[str, Snapshot] = {}
+        for node in self._nodes:
+            if node.engine is None:
+                continue
+            snap = node.engine.snapshot_if_free()
+            if snap is None:
+                return None
+            snaps[node.name] = snap
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            views = [self._node_view(n, snaps[n.name], self._views[n.name].ranks) if n.name in snaps
+                     else self._views[n.name] for n in self._nodes]
+            verdict = verdict_of(views, patched=self._patched)
+            timings = self._timings[1] if self._timings is not None and verdict.state is State.READY else ()
+            return replace(verdict, timings=timings)
+        finally:
+            self._lock.release()
+
+    def line_label(self, node: str | None, no: int, timeout: float = 0.0) -> str:
+        """``line N`` of ``node``'s log in the file's own numbering (``line ~N`` if the lines before an attach
+        point could not be counted within ``timeout`` s)."""
+        engine = self._node(node).engine
+        return engine.numbering().label(no, timeout) if engine is not None else f"line {no}"
+
+    # ---- the history ----------------------------------------------------------------------------
+
+    def shared_capture(self, read: Callable[[], EnvInfo], command: ServerCommand | None) -> Callable[[], EnvInfo]:
+        """``read`` (the recorder's environment capture of ``command``), shared with the head's next launch:
+        it reads its history versions from the same capture (one probe of the interpreter)."""
+        sup = self.head.supervisor
+        if sup is None or command is None:
+            return read
+        return sup.versions.session_capture(read, command).get
+
+    def _load_estimates(self) -> None:
+        for node in self._nodes:
+            warn = node.load_estimate()
+            if warn is not None:
+                self.notify(warn, "warning")
 
     # ---- GPUs --------------------------------------------------------------------------------
 
     def _start_gpu(self) -> None:
-        from symmtui.gpu.sampler import GpuSampler
-
-        source = self.gpus if self.gpus is not None else self.nvml
-        assert source is not None
-        self.sampler = GpuSampler(source, interval=self.sample_interval, on_sample=self._on_gpu_sample)
-        self.sampler.start()
-        if self.nvml is None:
-            return  # exporters publish no topology
+        source = self.spec.gpus if self.spec.gpus is not None else self._nvml
+        if source is not None:
+            self._sampler = GpuSampler(source, interval=self.spec.sample_interval, on_sample=self._on_gpu_sample)
+            self._sampler.start()
+        if self.named or self._nvml is None:  # the topology is this host's (NVML's); exporters publish none
+            why = "no topology for a multi-node server" if self.named else "no NVML in this session"
+            self._send(TopologyRead(None, why))
+            return
         threading.Thread(target=self._read_topology, name="symmtui-topology", daemon=True).start()
 
     def _read_topology(self) -> None:
-        from symmtui.gpu.topology import read_topology
-
-        assert self.nvml is not None
+        nvml = self._nvml
+        assert nvml is not None
         reason: str | None = None
         try:
-            self.topology = read_topology(self.nvml)
+            self._topology = read_topology(nvml)
         except Exception as exc:  # noqa: BLE001 - any NVML failure is shown in the panel, not a crash
             reason = str(exc) or type(exc).__name__
-        if self.topology is not None and not self.topology.matrix:
-            reason = self.nvml.unavailable_reason or "no GPUs"
-        self.send(TopologyRead(self.topology, reason))
+        if self._topology is not None and not self._topology.matrix:
+            reason = nvml.unavailable_reason or "no GPUs"
+        self._send(TopologyRead(self._topology, reason))
 
     def _on_gpu_sample(self, snapshot: GpuSnapshot) -> None:
-        """GpuSampler's callback (its thread): add our pids and the capability, post the sample."""
-        from symmtui.gpu.facts import capabilities_of, holders_in
-
+        """GpuSampler's callback (its thread): add our pids and the capability, post the round."""
         holders = holders_in(snapshot.samples).pids
         now = time.monotonic()
         if holders != self._ours_key or now - self._ours_at > OURS_REFRESH:
             # a walk of the process table: only when the GPU's process list changed, or now and then
-            self._ours = frozenset(self.our_launch_pids())
+            self._ours = frozenset(p.pid for node in self._nodes for p in node.launch_procs())
             self._ours_key, self._ours_at = holders, now
-        self.capability = capabilities_of(snapshot.infos).for_patch or self.capability
-        self.send(GpuSample(snapshot, self._ours, self.capability))
+        self._capability = capabilities_of(snapshot.infos).for_patch or self._capability
+        self._send(GpuRound(snapshot, self._ours, self._capability))
 
-    def our_launch_pids(self) -> Sequence[int]:
-        """Pids of the launch we supervise (its whole process tree), for 'ours vs strangers'."""
-        sup = self.supervisor
-        if sup is None:
-            return ()
-        from symmtui.launch import proctree
+    def gpu_busy_for(self) -> float | None:
+        """Seconds the GPU round in flight has taken ("NVML slow"); None without a sampler."""
+        return self._sampler.busy_for() if self._sampler is not None else None
 
-        record = sup.current()
-        if record is None:
-            return ()
-        procs = proctree.collect(record.pid, record.create_time, record.sid, record.pgid, record.launch_id)
-        return sorted(p.pid for p in procs)
+    # ---- stacks (symmtui.stacks): where every process of a node's server is ------------------
 
-    # ---- stacks (symmtui.stacks): where every process of the server is -----------------------
-
-    def server_procs(self) -> list[ProcInfo]:
-        """The processes of the server watched: the launch's whole tree (a profile), else the followed pid's."""
-        from symmtui.launch import proctree
-
-        record = self._record or (self.supervisor.current() if self.supervisor is not None else None)
-        if record is not None:
-            return proctree.collect(record.pid, record.create_time, record.sid, record.pgid, record.launch_id)
-        return proctree.tree(self._pid) if self._pid is not None else []
-
-    def take_stacks(self, *, native: bool = False, auto: bool = False) -> StacksTaken:
-        """Dump every process of the server now (blocking, ~1 s), save it next to the log; never raises."""
-        from symmtui.stacks.report import save, take
-
-        procs = self.server_procs()
+    def dump_stacks(self, node: str | None = None, *, native: bool = False, limit: float = DEFAULT_LIMIT,
+                    keep: bool = True) -> tuple[StacksReport, str | None]:
+        """Dump every process of ``node``'s server (default: the node the verdict is about) now (blocking,
+        ~1 s), saved next to its log when ``keep``; UserError when there is nothing to dump (exit 2) or
+        ptrace was refused for every process (PtraceDenied, exit 3)."""
+        n = self._node(node if node is not None else self._verdict.node)
+        procs = n.server_procs()
         if not procs:
-            why = ("no server process known: stacks need a launch (a profile) or --pid"
-                   if self._record is None and self._pid is None else "the server's processes are gone")
-            return StacksTaken(None, why, auto)
-        log = Path(self.log_path) if self.log_path else None
+            raise UserError(n.gone_text())
+        log = Path(n.log_file) if n.log_file is not None else None
         with self._stacks_lock:
-            try:
-                rep = take(procs, log=log, native=native, ruleset=self.settings.ruleset,
-                           utilization=self._utilization())
-            except UserError as exc:
-                return StacksTaken(None, str(exc), auto)
-            saved: str | None = None
-            if log is not None:
-                try:
-                    saved = str(save(rep, log))
-                except UserError as exc:
-                    self.notify(str(exc), "warning")
-        return StacksTaken(rep, None, auto, saved)
+            rep = take(procs, log=log, native=native, limit=limit, ruleset=self.spec.settings.ruleset,
+                       utilization=self._utilization())
+        return rep, str(save(rep, log)) if keep and log is not None else None
+
+    def take_stacks(self, node: str | None = None, *, native: bool = False, auto: bool = False) -> StacksTaken:
+        """:meth:`dump_stacks` that never raises: the dump, or the one line why there is none."""
+        name = self._node(node if node is not None else self._verdict.node).name
+        try:
+            rep, saved = self.dump_stacks(name, native=native)
+        except UserError as exc:
+            return StacksTaken(None, str(exc), auto, node=name)
+        return StacksTaken(rep, None, auto, saved, name)
 
     def _utilization(self) -> list[int | None]:
-        """Each GPU's utilization in the sampler's last round; without a sampler (the command line), one
-        round of ``stall_nvml`` taken now; None where NVML could not say."""
-        from symmtui.stacks.gpus import utilization_of
-
-        snap = self.sampler.latest() if self.sampler is not None else None
+        """Each GPU's utilization in the sampler's last round; without a sampler (`wait`), one NVML round
+        taken now (``spec.stacks_gpus``); None where NVML could not say."""
+        snap = self._sampler.latest() if self._sampler is not None else None
         if snap is not None:
             return utilization_of(snap.samples)
-        if self.stall_nvml is not None:
-            return utilization_of(self.stall_nvml.sample_all())
+        if self.spec.stacks_gpus:
+            if self._stacks_nvml is None:
+                self._stacks_nvml = Nvml()
+            return utilization_of(self._stacks_nvml.sample_all())
         return []
 
-    def request_stacks(self, *, auto: bool = False, native: bool = False) -> None:
+    def request_stacks(self, node: str | None = None, *, auto: bool = False, native: bool = False) -> None:
         """Take a dump on a worker thread and post it (StacksTaken); a dump in progress is not doubled."""
         if self._stacks_lock.locked():
             return
 
         def work() -> None:
-            self.send(self.take_stacks(native=native, auto=auto))
+            self._send(self.take_stacks(node, native=native, auto=auto))
 
         threading.Thread(target=work, name="symmtui-stacks", daemon=True).start()
 
-    def stacks_summary(self) -> list[str]:
-        """The collapsed summary lines (for `wait` under its STALLED line), or the one line why not."""
-        taken = self.take_stacks(auto=True)
-        if taken.report is None:
-            return [f"stacks: {taken.error}"]
-        lines = [f"stacks: {ln}" if i == 0 else f"        {ln}" for i, ln in enumerate(taken.report.summary())]
-        if taken.saved:
-            lines.append(f"        (saved {taken.saved})")
-        return lines
-
     # ---- intents (blocking: call them from a worker thread) ----------------------------------
 
-    @property
-    def can_relaunch(self) -> str | None:
-        """None when (re)launching is possible, else why not (one line)."""
-        if self.supervisor is None:
-            return "relaunch needs a profile with server.command (symmtui --config FILE)"
-        if self.supervisor.profile.argv is None:
-            return self.supervisor.profile.attach_reason
+    def why_not(self, intent: str) -> str | None:
+        """None when ``intent`` ("launch", "patch", "fix", "stacks") can be asked of this Session, else why not."""
+        if intent == "launch":
+            missing = [n.name for n in self._nodes if n.supervisor is None or n.supervisor.profile.argv is None]
+            if not missing:
+                return None
+            if not self.named:
+                sup = self.head.supervisor
+                if sup is not None:
+                    return sup.profile.attach_reason
+                return "relaunch needs a profile with server.command (symmtui --config FILE)"
+            where = self.spec.profile.path if self.spec.profile is not None else "the profile"
+            return (f"cannot launch: node {', '.join(missing)} has no launch command in {where}; "
+                    "add launch = \"ssh NODE ...\" to its [[nodes]] table")
+        if intent == "patch":
+            return None if self.spec.patch is not None else \
+                "no SGLang/vLLM install to patch in this session (use symmtui patch)"
+        if intent == "fix":
+            return None if self.spec.profile is not None and self.spec.profile.path is not None else \
+                "no profile to change in this session"
         return None
 
-    def launch(
-        self,
-        on_progress: Callable[[Progress], None] | None = None,
-        *,
-        preflight: bool = True,
-        block_on_prediction: bool = False,
-        capability: tuple[int, int] | None = None,
-        watch_log: str | None = None,
-    ) -> RelaunchResult:
-        """Stop what this profile launched, check the patch, launch again; follow the new log and pid.
+    def relaunch_plan(self) -> RelaunchPlan:
+        """What a relaunch would do (the question before it); UserError when it cannot."""
+        why = self.why_not("launch")
+        if why is not None:
+            raise UserError(why)
+        commands = []
+        for node in self._nodes:
+            sup = node.supervisor
+            assert sup is not None
+            commands.append((node.name, sup.profile.command_text or " ".join(sup.profile.argv or ())))
+        grace = self.head.supervisor.grace if self.head.supervisor is not None else 0.0
+        return RelaunchPlan(grace, tuple(commands))
 
-        ``watch_log``: follow this file instead of the launch's own log (a node whose log is elsewhere)."""
-        sup = self.supervisor
-        if sup is None:
-            raise UserError(self.can_relaunch or "nothing to launch")
-        cap = capability if capability is not None else self.capability
-        if cap is None and self.nvml is not None:
-            from symmtui.gpu.facts import capabilities
+    def _progress(self, node: Node, on_progress: OnProgress | None) -> OnProgress | None:
+        """``on_progress`` for one node's steps: named with several nodes; a remote node's GPU and port
+        steps left out (they are not on this host)."""
+        if on_progress is None or not self.named:
+            return on_progress
 
-            cap = self.capability = capabilities(self.nvml).for_patch
-        result = sup.relaunch(on_progress, preflight=preflight, capability=cap,
-                              block_on_prediction=block_on_prediction)
-        self._patch_note = patch_note(result.prediction, preflight_ran=preflight and cap is not None)
-        self._start_watching(result.record, watch_log)
-        return result
+        def show(p: Progress) -> None:
+            if node.plan.remote and p.step in (Step.GPU, Step.PORT):
+                return
+            on_progress(replace(p, node=node.name, message=f"{node.name}: {p.message}"))
+
+        return show
+
+    def _capability_now(self) -> tuple[int, int] | None:
+        if self._capability is None and self._nvml is not None:
+            self._capability = capabilities(self._nvml).for_patch
+        return self._capability
+
+    def launch(self, on_progress: OnProgress | None = None, *, preflight: bool = True,
+               block_on_prediction: bool = False) -> Launched:
+        """Stop what was launched before, check the patch (a local node), launch every node again (head
+        first), and follow each new launch."""
+        why = self.why_not("launch")
+        if why is not None:
+            raise UserError(why)
+        if self.named:
+            self._stop_before_launch(on_progress)
+        records: list[tuple[str, LaunchRecord]] = []
+        warnings: list[str] = []
+        prediction: Prediction | None = None
+        for node in self._nodes:
+            sup = node.supervisor
+            assert sup is not None
+            check = preflight and not node.plan.remote
+            cap = self._capability_now() if check else None
+            result = sup.relaunch(self._progress(node, on_progress), preflight=check, capability=cap,
+                                  block_on_prediction=block_on_prediction)
+            node.patch_note = patch_note(result.prediction, preflight_ran=check and cap is not None)
+            self._ours_key = self  # new processes: walk the table at the next sample
+            node.watch(result.record)
+            records.append((node.name, result.record))
+            warnings += result.warnings
+            prediction = prediction or result.prediction
+        head = self.head.supervisor
+        return Launched(tuple(records), tuple(warnings), prediction, tuple(n.source_text for n in self._nodes),
+                        head.estimate() if head is not None else None)
+
+    def still_running(self) -> tuple[str, ...]:
+        """The nodes whose launch (any process of it) still runs."""
+        return tuple(n.name for n in self._nodes if n.supervisor is not None and n.supervisor.is_alive())
 
     relaunch = launch
 
-    def launch_unchecked(self) -> LaunchRecord:
-        """Launch without stopping or checking first (the demo's first launch) and follow it."""
-        if self.supervisor is None:
-            raise UserError(self.can_relaunch or "nothing to launch")
-        record = self.supervisor.launch()
-        self._patch_note = None
-        self._start_watching(record)
-        return record
+    def _stop_before_launch(self, on_progress: OnProgress | None) -> None:
+        """Several nodes: the last launch's remote servers (stop commands), then every node's local launch at once."""
+        launched = [n for n in self._nodes if n.plan.stop is not None and n.supervisor is not None
+                    and n.supervisor.current() is not None]
+        for result in self._each(launched, self._stop_command):
+            if not result.ok:
+                self.notify(f"before launching: {result.line()}", "warning")
 
-    def _start_watching(self, record: LaunchRecord, watch_log: str | None = None) -> None:
-        self._ours_key = _STALE  # new processes: walk the table at the next sample
-        # a node's own log file (watch_log), else the profile's log command, else the launch's own log
-        source: str | LogCommand = watch_log if watch_log is not None else self.log_command or record.log_path
-        if self.engine is None:
-            self.follow(source, pid=record.pid, record=record, new_only=watch_log is not None)
-            return
-        self.log_path = source if isinstance(source, str) else None
-        with self._history_lock:
-            self._record, self._record_gen = record, self.engine.generation + 1  # restart() starts that one
-        self.engine.restart(log_path=source, pid=record.pid, new_only=True if watch_log is not None else None)
+        def stop_local(node: Node) -> None:
+            sup = node.supervisor
+            if sup is not None and sup.current() is not None:
+                sup.stop(self._progress(node, on_progress))
 
-    def stop(self, on_progress: Callable[[Progress], None] | None = None) -> StopReport:
-        """Stop what this profile launched (the whole tree), then wait for GPU memory and the port."""
-        if self.supervisor is None:
-            raise UserError("stop needs a profile (symmtui stop --config FILE)")
-        return self.supervisor.stop(on_progress)
+        self._each(self._nodes, stop_local)
+
+    @staticmethod
+    def _each(nodes: Sequence[T], fn: Callable[[T], R]) -> list[R]:
+        """``fn`` on every node at once (one thread each); in order of ``nodes``."""
+        if len(nodes) < 2:
+            return [fn(n) for n in nodes]
+        with ThreadPoolExecutor(max_workers=len(nodes), thread_name_prefix="symmtui-node") as pool:
+            return list(pool.map(fn, nodes))
+
+    def _stop_command(self, node: Node) -> StopCommandResult:
+        assert node.plan.stop is not None and self.spec.profile is not None
+        return run_stop_command(self.spec.profile, node.name, node.plan.stop, node.plan.stop_text)
+
+    def launch_unchecked(self) -> tuple[LaunchRecord, ...]:
+        """Launch every node without stopping or checking first (the demo's first launch) and follow it."""
+        why = self.why_not("launch")
+        if why is not None:
+            raise UserError(why)
+        out = []
+        for node in self._nodes:
+            assert node.supervisor is not None
+            record = node.supervisor.launch()
+            node.patch_note = None
+            node.watch(record)
+            out.append(record)
+        return tuple(out)
+
+    def stop(self, on_progress: OnProgress | None = None, *, grace: float | None = None) -> tuple[NodeStop, ...]:
+        """Stop every node at once: its stop command (the remote server), then its local launch (the whole
+        tree), then wait for GPU memory and the port. Every node is tried, whatever the others do; when no
+        node could be stopped for a reason of this host (its state dir, a corrupt state file), that reason
+        is the UserError."""
+        def one(node: Node) -> NodeStop:
+            command = self._stop_command(node) if node.plan.stop is not None else None
+            if node.supervisor is None:
+                return NodeStop(node.name, command)
+            try:
+                report = node.supervisor.stop(self._progress(node, on_progress), grace=grace)
+            except UserError as exc:  # said once, with its own exit code, when it is every node's
+                return NodeStop(node.name, command, error=str(exc), exit_code=exc.exit_code)
+            return NodeStop(node.name, command, report)
+
+        done = tuple(self._each(self._nodes, one))
+        if all(r.error is not None for r in done):
+            raise UserError(str(done[0].error), exit_code=done[0].exit_code)
+        return done
+
+    def kill_stranger(self, pid: int) -> bool:
+        """End ``pid`` (a process symmtui did not start that holds the head's port or GPU memory; the user
+        confirmed it); True when it is gone."""
+        sup = self.head.supervisor
+        if sup is None:
+            raise UserError("--kill-pid needs a profile (symmtui stop --config FILE)")
+        return sup.kill_stranger(pid, pid)
+
+    def _patcher(self) -> Patcher:
+        target = self.spec.patch
+        if target is None:
+            raise UserError(self.why_not("patch") or "no patch")
+        return Patcher(site=target.site, package=target.package, python=target.python,
+                       facts=lambda: patch_facts(self._nvml, self._topology))
+
+    def check_patch(self) -> PatchView:
+        """The SM120 patch's check and diff for this session's install and GPUs."""
+        return self._patcher().check()
 
     def apply_patch(self, view: PatchView) -> PatchState:
-        """Apply the SM120 patch the user saw; the new state (data, kept as ``patch_applied``)."""
-        assert self.patcher is not None
-        return self._patched(self.patcher.apply(view))
+        """Apply the SM120 patch the user saw; the verdict's advice follows the new state."""
+        return self._patched_now(self._patcher().apply(view))
 
     def revert_patch(self) -> PatchState:
         """Revert the SM120 patch."""
-        assert self.patcher is not None
-        return self._patched(self.patcher.revert())
+        return self._patched_now(self._patcher().revert())
 
-    def _patched(self, state: PatchState) -> PatchState:
-        self.patch_applied = state.applied
+    @property
+    def patched(self) -> bool:
+        return self._patched
+
+    def _patched_now(self, state: PatchState) -> PatchState:
+        with self._lock:
+            self._patched = state.applied
+        self._repost()
         return state
+
+    def plan_fix(self, node: str | None = None) -> ProfileFix | None:
+        """The profile change of ``node``'s first diagnosis whose action is a flag or an environment variable
+        (reads the profile: blocking); None when no diagnosis has one."""
+        profile = self.spec.profile
+        if profile is None or profile.path is None:
+            return None
+        with self._lock:
+            view = self._verdict.view(node)
+        for found in view.findings:
+            fix = found.diagnosis.fix if found.diagnosis is not None else None
+            if fix is not None and fix.type in APPLICABLE:
+                return plan(profile.path, fix)
+        return None
+
+    def apply_fix(self, fix: ProfileFix) -> None:
+        """Write the profile change (atomically) and launch with it from now on (the next relaunch)."""
+        apply(fix)
+        fresh = load_profile(fix.path)
+        for node in self._nodes:
+            if node.supervisor is not None:
+                node.supervisor.profile = self._profile_of(fresh, node.plan)
+
+    def _profile_of(self, profile: Profile, plan: NodePlan) -> Profile:
+        if not profile.nodes:
+            return profile
+        spec = next(s for s in profile.nodes if s.name == plan.name)
+        return node_profile(profile, spec)

@@ -1,43 +1,81 @@
-"""What a Session posts to its front end: plain frozen dataclasses that carry their data (no Textual)."""
+"""What a Session posts: plain frozen dataclasses that carry their data (no Textual).
+
+Every message a node's engine makes names its node and carries the Session's verdict view
+(``core.verdict.Verdict``), so a reader never works out the verdict itself.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from symmtui.core.readiness import State
+
 if TYPE_CHECKING:
+    from symmtui.core.engine import EngineUpdate
     from symmtui.core.events import Event
     from symmtui.core.follow import FileNotice, LogLine
     from symmtui.core.ranks import RankSummary
     from symmtui.core.readiness import Snapshot
+    from symmtui.core.verdict import Verdict
     from symmtui.gpu.sampler import GpuSnapshot
     from symmtui.gpu.topology import Topology
     from symmtui.stacks.report import StacksReport
 
+VERDICTS = (State.READY, State.CRASHED, State.STALLED, State.TIMED_OUT, State.STOPPED)
+"""States a verdict is about (STALLED too: it is what a user walking away wants to know)."""
+
 
 @dataclass(frozen=True)
 class EngineBatch:
-    """One batch from the engine: new lines, new/updated events, file notices, and the state now.
+    """One batch of node ``node``'s engine (its new lines, events and file notices) and the verdict now.
 
-    ``restarted``: the first batch of a new launch (a relaunch); the reader starts its pane over.
-    ``dropped``: lines the engine's one buffer dropped (oldest first) while the reader was slow.
+    ``restarted``: the first batch of a new launch (a relaunch); the reader starts that node's pane over.
+    ``log_path``: the file its lines can be read back from (the log, or a log command's copy; None: none).
+    ``launch_id``: the launch the node follows (None: an attach).
     """
 
-    lines: tuple[LogLine, ...]
-    events: tuple[Event, ...]
-    notices: tuple[FileNotice, ...]
-    snapshot: Snapshot
-    dropped: int
-    generation: int
+    node: str
+    update: EngineUpdate
     log_path: str | None
+    verdict: Verdict
     restarted: bool = False
-    ranks: RankSummary | None = None
-    """Who is behind, where the log's lines name their rank (core.ranks)."""
+    launch_id: str | None = None
+
+    @property
+    def lines(self) -> tuple[LogLine, ...]:
+        return self.update.lines
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        return self.update.events
+
+    @property
+    def notices(self) -> tuple[FileNotice, ...]:
+        return self.update.notices
+
+    @property
+    def dropped(self) -> int:
+        """Lines dropped (oldest first) before a reader took them: it reads them back from ``log_path``."""
+        return self.update.dropped_lines
+
+    @property
+    def generation(self) -> int:
+        return self.update.generation
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The node's state as the verdict judges it."""
+        return self.verdict.view(self.node).snapshot
+
+    @property
+    def ranks(self) -> RankSummary | None:
+        return self.verdict.view(self.node).ranks
 
 
 @dataclass(frozen=True)
-class GpuSample:
-    """One sampling round with the facts read from it: our launch's pids and the GPUs' capability."""
+class GpuRound:
+    """One GPU sampling round with the facts read from it: our launch's pids and the GPUs' capability."""
 
     snapshot: GpuSnapshot
     our_pids: frozenset[int]
@@ -61,6 +99,11 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class Bell:
+    """Ring the terminal (a notification, rung through the front end's own screen)."""
+
+
+@dataclass(frozen=True)
 class PatchState:
     """What an apply/revert through the session left: the patch is ``applied`` or not, and its message."""
 
@@ -70,30 +113,33 @@ class PatchState:
 
 @dataclass(frozen=True)
 class StacksTaken:
-    """A stacks dump of the server's processes (``symmtui.stacks``), or the one line why there is none.
+    """A stacks dump of node ``node``'s server processes (``symmtui.stacks``), or the one line why there is none.
 
-    ``auto``: taken because the state became STALLED (once per stall), not on the user's key.
+    ``auto``: taken because the verdict became STALLED naming that node (once per stall), not on a key.
     ``saved``: where it was written next to the log (None: not saved, or no log).
-    ``node``: the node of a multi-node server whose processes these are (None: one server).
     """
 
     report: StacksReport | None
     error: str | None
     auto: bool
     saved: str | None = None
-    node: str | None = None
+    node: str = ""
 
 
 @dataclass(frozen=True)
 class VerdictReached:
-    """The bring-up of engine ``generation`` entered ``snapshot.state`` (READY, CRASHED, STALLED, TIMED OUT,
-    STOPPED): posted once per state change, after the history is written, for observers (notify, record,
-    metrics). ``launch_id``: the launch it judged (None for an attach)."""
+    """The Session's verdict entered ``verdict.state`` (READY, CRASHED, STALLED, TIMED OUT, STOPPED) or
+    named another node: posted once per change, after the history is written, for the observers (notify,
+    metrics) and the printer. ``generation``, ``launch_id`` and ``log_path`` are those of the node it is about."""
 
-    snapshot: Snapshot
+    verdict: Verdict
     generation: int
     launch_id: str | None
     log_path: str | None
 
+    @property
+    def snapshot(self) -> Snapshot:
+        return self.verdict.snapshot
 
-SessionMessage = EngineBatch | GpuSample | TopologyRead | Notice | StacksTaken | VerdictReached
+
+SessionMessage = EngineBatch | GpuRound | TopologyRead | Notice | Bell | StacksTaken | VerdictReached

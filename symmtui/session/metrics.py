@@ -1,8 +1,8 @@
-"""symmtui as a Prometheus exporter: a Session observer feeding its own registry, served with /ready.
+"""The metrics plug-in: symmtui as a Prometheus exporter, a Session observer feeding its own registry, served with /ready.
 
-``BringupMetrics`` follows every message a Session posts (``Session.observe``) and keeps the state, the
-phase, the elapsed time, the time to READY of every launch (a histogram seeded from the launch history)
-and the crashes by catalogue entry. ``MetricsServer`` answers ``/metrics`` (prometheus_client's
+``BringupMetrics`` follows every message a Session posts (``Session.observe``) and keeps each node's
+state, phase and elapsed time, the time to READY of every launch (a histogram seeded from the launch
+history), the crashes by catalogue entry, and the Session's verdict. ``MetricsServer`` answers ``/metrics`` (prometheus_client's
 exposition of that registry, never the global one) and ``/ready`` (200 only while the state is READY,
 503 otherwise: a Kubernetes startupProbe or a load balancer can use the verdict instead of a /health
 that answers before the server's warm-up). Bound to 127.0.0.1 unless told otherwise.
@@ -23,9 +23,15 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_a
 from prometheus_client.core import GaugeMetricFamily, Metric, StateSetMetricFamily
 from prometheus_client.registry import Collector
 
+from symmtui import clitext
 from symmtui.core.readiness import Snapshot, State
 from symmtui.errors import UserError
-from symmtui.session.messages import EngineBatch, SessionMessage, VerdictReached
+from symmtui.launch.history import History
+from symmtui.launch.ports import port_owner
+from symmtui.launch.profile import Profile
+from symmtui.session.core import Session
+from symmtui.session.messages import EngineBatch, SessionMessage
+from symmtui.session.spec import Metrics
 
 READY_BUCKETS: Final = (10.0, 30.0, 60.0, 120.0, 180.0, 300.0, 450.0, 600.0, 900.0, 1200.0, 1800.0, 3600.0)
 """Seconds to READY: bring-ups of large models take minutes; a warm restart of a small one, seconds."""
@@ -35,7 +41,7 @@ Clock = Callable[[], float]
 
 @dataclass
 class _Node:
-    """What one node's Session said last."""
+    """What one node's batches said last."""
 
     snap: Snapshot | None = None
     at: float = 0.0  # clock() when snap arrived
@@ -47,19 +53,18 @@ class _Node:
 class BringupMetrics:
     """The observer: call it with every Session message (it returns at once and never raises on them).
 
-    One node (``node=``: the instance itself is the observer) or several (``nodes=``: ``observer(name)``
-    for each node's Session; ``ready`` only when every node is READY)."""
+    Each node's series carries its name in ``node``; ``/ready`` follows the Session's verdict (the
+    aggregate a server of several nodes is judged by: READY when the head serves and every node got going)."""
 
-    def __init__(self, *, profile: str, node: str | None = None, nodes: Iterable[str] = (),
-                 ready_history: Iterable[float] = (), clock: Clock = time.monotonic) -> None:
-        names = list(nodes) or [node or "local"]
-        self.profile, self.node = profile, names[0]
+    def __init__(self, *, profile: str, nodes: Iterable[str], ready_history: Iterable[float] = (),
+                 clock: Clock = time.monotonic) -> None:
+        names = list(nodes)
+        self.profile = profile
         self.clock = clock
         self.registry = CollectorRegistry(auto_describe=True)
         self._lock = threading.Lock()
         self._nodes = {name: _Node() for name in names}
-        self.aggregate: Callable[[], State] | None = None
-        """Several nodes: the state their verdict aggregates to (a [[nodes]] profile's rule); /ready follows it."""
+        self._verdict: State | None = None
         self.ready_seconds = Histogram("symmtui_bringup_ready_seconds",
                                        "Seconds from launch (or the start of watching) to READY, one per launch",
                                        ["profile", "node"], buckets=READY_BUCKETS, registry=self.registry)
@@ -69,7 +74,7 @@ class BringupMetrics:
         for name in names:
             self.ready_seconds.labels(profile, name)  # every node's series exists from the start (count 0)
         for seconds in ready_history:
-            self.ready_seconds.labels(profile, self.node).observe(seconds)
+            self.ready_seconds.labels(profile, names[0]).observe(seconds)
         self.registry.register(_StateCollector(self))
 
     @property
@@ -77,42 +82,34 @@ class BringupMetrics:
         return tuple(self._nodes)
 
     def __call__(self, message: SessionMessage) -> None:
-        self._observe(self.node, message)
-
-    def observer(self, node: str) -> Callable[[SessionMessage], None]:
-        """The observer of node ``node``'s Session."""
-        if node not in self._nodes:
-            raise KeyError(node)
-        return lambda message: self._observe(node, message)
-
-    def _observe(self, name: str, message: SessionMessage) -> None:
-        if isinstance(message, EngineBatch):
-            self._update(name, message.snapshot, message.generation)
-        elif isinstance(message, VerdictReached):
-            snap, gen = message.snapshot, message.generation
-            self._update(name, snap, gen)
-            node = self._nodes[name]
-            if snap.state is State.READY and gen not in node.ready_seen:
-                node.ready_seen.add(gen)
-                took = snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed
-                self.ready_seconds.labels(self.profile, name).observe(max(0.0, took))
-            elif snap.state is State.CRASHED and gen not in node.crash_seen:
-                node.crash_seen.add(gen)
-                entry = snap.cause.rule_id if snap.cause is not None and snap.cause.rule_id else "unknown"
-                self.crashes.labels(self.profile, name, entry).inc()
-
-    def _update(self, name: str, snap: Snapshot, generation: int) -> None:
+        """Session observer: each node's state from its batches; a READY or CRASHED once per launch."""
+        if not isinstance(message, EngineBatch) or message.node not in self._nodes:
+            return
+        snap, gen = message.snapshot, message.generation
         with self._lock:
-            node = self._nodes[name]
-            if generation < node.generation:
+            node = self._nodes[message.node]
+            if gen < node.generation:
                 return  # a batch of the launch before a relaunch
-            node.generation = generation
+            node.generation = gen
             node.snap, node.at = snap, self.clock()
+            self._verdict = message.verdict.state
+            new_ready = snap.state is State.READY and gen not in node.ready_seen
+            new_crash = snap.state is State.CRASHED and gen not in node.crash_seen
+            if new_ready:
+                node.ready_seen.add(gen)
+            if new_crash:
+                node.crash_seen.add(gen)
+        if new_ready:
+            took = snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed
+            self.ready_seconds.labels(self.profile, message.node).observe(max(0.0, took))
+        elif new_crash:
+            entry = snap.cause.rule_id if snap.cause is not None and snap.cause.rule_id else "unknown"
+            self.crashes.labels(self.profile, message.node, entry).inc()
 
-    def current(self, node: str | None = None) -> tuple[Snapshot | None, float]:
+    def current(self, node: str) -> tuple[Snapshot | None, float]:
         """A node's last snapshot and its elapsed seconds now (still counting until a final state)."""
         with self._lock:
-            n = self._nodes[node or self.node]
+            n = self._nodes[node]
             snap, at = n.snap, n.at
         if snap is None:
             return None, 0.0
@@ -125,21 +122,20 @@ class BringupMetrics:
         return snap.state.value if snap is not None else State.WAITING.value
 
     def overall(self) -> str:
-        """The state /ready judges: the one node's, the aggregate's, else READY only when every node is."""
-        if self.aggregate is not None:
-            return self.aggregate().value
-        states = {self.state_of(n) for n in self._nodes}
-        return states.pop() if len(states) == 1 else "starting"
+        """The Session's verdict now (what /ready judges)."""
+        with self._lock:
+            verdict = self._verdict
+        return verdict.value if verdict is not None else State.WAITING.value
 
     @property
     def ready(self) -> bool:
-        """True while the state is READY (what /ready answers)."""
+        """True while the verdict is READY (what /ready answers)."""
         return self.overall() == State.READY.value
 
     def ready_text(self) -> str:
         """/ready's body: the state, and each node's with several ("ready (gpu-a ready, gpu-b starting)")."""
         if len(self._nodes) == 1:
-            return self.state_of(self.node)
+            return self.overall()
         return f"{self.overall()} ({', '.join(f'{n} {self.state_of(n)}' for n in self._nodes)})"
 
 
@@ -217,8 +213,6 @@ class MetricsServer:
 
 def _bind_error(host: str, port: int, exc: OSError) -> str:
     if exc.errno == errno.EADDRINUSE:
-        from symmtui.launch.ports import port_owner
-
         owner = port_owner(port)
         held = f" (held by {owner})" if owner else ""
         return f"--metrics-port {port}: the port is in use on {host}{held}: pick another port"
@@ -227,55 +221,45 @@ def _bind_error(host: str, port: int, exc: OSError) -> str:
     return f"--metrics-host {host} --metrics-port {port}: cannot listen ({exc.strerror or exc}): check the address"
 
 
-def ready_history(session: Any) -> list[float]:
+def ready_history(profile: Profile | None) -> list[float]:
     """Seconds to READY of this profile's earlier launches (the launch history); [] for an attach."""
-    sup = getattr(session, "supervisor", None)
-    if sup is None:
+    if profile is None:
         return []
-    from symmtui.launch.history import History
-
-    key = sup.profile.key
     try:
         entries = History().entries()
     except (OSError, UserError):
         return []
-    return [e.ready_after for e in entries if e.profile_key == key and e.ready_after is not None]
+    return [e.ready_after for e in entries if e.profile_key == profile.key and e.ready_after is not None]
 
 
-def serve_session(session: Any, *, host: str, port: int, profile: str | None = None,
-                  node: str | None = None) -> MetricsServer:
-    """Observe ``session`` and serve its metrics; the caller closes the server (it may outlive the session:
-    ``wait --metrics-linger``)."""
-    metrics = BringupMetrics(profile=profile or session.name, node=node or session.host,
-                             ready_history=ready_history(session))
-    server = MetricsServer(metrics, host=host, port=port)
-    session.observe(metrics)
+def plug_in(session: Session, spec: Metrics) -> MetricsServer:
+    """The metrics plug-in: observe ``session`` and serve its metrics (a taken port is a UserError before
+    anything started). The Session's close ends it, after ``spec.linger`` seconds of answering with the
+    verdict (`wait --metrics-linger`; Ctrl-C ends the linger early)."""
+    metrics = BringupMetrics(profile=session.name, nodes=session.nodes,
+                             ready_history=ready_history(session.spec.head.profile))
+    server = MetricsServer(metrics, host=spec.host, port=spec.port)
+    session.observe(metrics, name="metrics")
+
+    def close() -> None:
+        try:
+            if spec.linger:
+                linger(spec.linger, server.url)
+        finally:
+            server.close()
+
+    session.on_close(close)
     return server
 
 
-def serve_nodes(nodes: Any, *, host: str, port: int) -> MetricsServer:
-    """Observe every node of a ``[[nodes]]`` NodeSet under one endpoint (``node`` = the node's name);
-    /ready follows the profile's aggregate verdict (``session.nodes.aggregate``: READY when the head
-    serves and no node crashed). The caller closes the server."""
-    from symmtui.session.nodes import NodeView, aggregate
+def linger(seconds: float, url: str | None = None) -> None:
+    """Keep the endpoint answering with the verdict (a probe reads it) until ``seconds`` or Ctrl-C.
 
-    profile = nodes.profile
-    name = profile.path.stem if getattr(profile, "path", None) is not None else "profile"
-    specs = [n.spec for n in nodes.nodes]
-    metrics = BringupMetrics(profile=name, nodes=[s.name for s in specs],
-                             ready_history=ready_history(nodes.head.session))
-
-    def overall() -> State:
-        views = []
-        for spec in specs:
-            snap, _ = metrics.current(spec.name)
-            if snap is None:
-                return State.WAITING
-            views.append(NodeView(spec.name, spec.rank, snap))
-        return aggregate(views).state
-
-    metrics.aggregate = overall
-    server = MetricsServer(metrics, host=host, port=port)
-    for node in nodes.nodes:
-        node.session.observe(metrics.observer(node.spec.name))
-    return server
+    Says so on stderr first (``url``: the endpoint's), inside the Ctrl-C guard: once that line is out,
+    Ctrl-C ends the linger and the exit code stays the verdict's."""
+    try:
+        where = f" on {url}/ready" if url else ""
+        clitext.note(f"serving the verdict{where} for {seconds:g} s (--metrics-linger); Ctrl-C ends it")
+        threading.Event().wait(seconds)
+    except KeyboardInterrupt:
+        return

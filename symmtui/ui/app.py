@@ -9,7 +9,7 @@ import signal
 from collections.abc import Callable, Iterable
 from functools import partial, wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -20,46 +20,38 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer
 
-from symmtui.core.diagnose import Diagnosis, diagnose
-from symmtui.core.events import Event
-from symmtui.core.readiness import Snapshot, State
+from symmtui.core.readiness import State
+from symmtui.core.verdict import Verdict
 from symmtui.errors import UserError
-from symmtui.session.core import Session
-from symmtui.session.messages import StacksTaken
-from symmtui.session.nodes import NodeSet, NodesVerdict
-from symmtui.textsafe import visible
-from symmtui.ui.bridge import (
-    EngineBatchPosted,
-    GpuSamplePosted,
-    NodesPosted,
-    NoticePosted,
-    StacksPosted,
-    TopologyPosted,
-    node_poster,
-    poster,
+from symmtui.launch.profilefix import ProfileFix
+from symmtui.session.mailbox import Mailbox
+from symmtui.session.messages import (
+    Bell,
+    EngineBatch,
+    GpuRound,
+    Notice,
+    SessionMessage,
+    StacksTaken,
+    TopologyRead,
+    VerdictReached,
 )
-from symmtui.ui.messages import RelaunchDone, StopProgress
+from symmtui.session.protocol import SessionLike
+from symmtui.textsafe import visible
+from symmtui.ui.messages import FixApplied, FixPlanned, MailReady, RelaunchDone, StopProgress
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.patch import PatchChanged, PatchScreen
 from symmtui.ui.screens.relaunch import RelaunchScreen
 from symmtui.ui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes, register_themes
-from symmtui.ui.widgets.diagnosis import DiagnosisView
-from symmtui.ui.widgets.fmt import mmss
+from symmtui.ui.widgets.diagnosis import DiagnosisView, shown_diagnoses
 from symmtui.ui.widgets.footer import DashboardFooter
-from symmtui.ui.widgets.gauge import Activity, ReadinessGauge, shown_elapsed
+from symmtui.ui.widgets.gauge import Activity, ReadinessGauge
 from symmtui.ui.widgets.gpu_panel import GpuPanel
 from symmtui.ui.widgets.header import StatusHeader
 from symmtui.ui.widgets.log_view import LogView
 from symmtui.ui.widgets.stacks import StacksView
 from symmtui.ui.widgets.topology import TopologyView
 
-if TYPE_CHECKING:
-    from symmtui.core.ranks import RankSummary
-    from symmtui.launch.profilefix import ProfileFix
-
-MAX_DIAGNOSES = 3
 RELAUNCH_LINGER = 1.5  # seconds the relaunch steps stay on screen after the new server started
-PATCHED_ACTION = "the SM120 patch is applied: press r to relaunch"
 
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -80,7 +72,10 @@ def _while_composed(handler: F) -> F:
 
 
 class SymmApp(App[int]):
-    """The dashboard: renders what the Session posts and sends intents (patch, relaunch) back to it."""
+    """The dashboard: renders what the Session posts and sends intents (patch, relaunch) back to it.
+
+    One log pane per node (one server: one pane); ``o`` switches the pane, and with it the diagnosis,
+    the gauge's details and the stacks, to the next node. The header and the banner show the verdict."""
 
     CSS_PATH = "app.tcss"
     TITLE = "symmtui"
@@ -97,38 +92,28 @@ class SymmApp(App[int]):
         Binding("n", "log('next_error')", "Next"),
         Binding("N", "log('previous_error')", "Prev", key_display="N"),
         Binding("s", "stacks", "Stacks"),
-        Binding("o", "next_node", "Node"),  # a [[nodes]] profile only: whose log, diagnosis and stacks
+        Binding("o", "next_node", "Node"),  # a server of several nodes only: whose log, diagnosis and stacks
         Binding("q", "quit", "Quit"),
         Binding("t", "next_theme", "Theme"),  # last: in 80 columns the footer cuts the theme key, not q
         Binding("tab", "focus_next", "Focus", show=False),
     ]
 
-    def __init__(self, session: Session, *, theme: str | None = None, tick: float = 1.0,
-                 auto_stacks: bool = True, nodes: NodeSet | None = None) -> None:
+    def __init__(self, session: SessionLike, *, theme: str | None = None, tick: float = 1.0) -> None:
         super().__init__()
         self.session = session
-        self.nodes = nodes
-        """A multi-node server: ``session`` is the node whose log the pane shows (the head); the header and
-        the gauge's banner show the aggregate the NodeSet posts, the gauge lists every node's phase."""
-        self.nodes_verdict: NodesVerdict | None = None
-        self.shown: str | None = session.host if nodes is not None else None
-        """The node whose log, diagnosis and stacks the dashboard shows (o cycles; None: one Session)."""
-        self.node_chosen = False  # the user pressed o: the aggregate no longer moves the pane
-        self._auto_key: tuple[State, str] | None = None  # the aggregate's verdict the pane last moved for
-        self._node_snaps: dict[str, Snapshot] = {}
-        self._node_ranks: dict[str, RankSummary | None] = {}
-        self._node_stacks: dict[str, StacksTaken] = {}
-        self._log_paths: dict[str | None, str | None] = {}
-        if nodes is not None:
-            nodes.auto_stacks = auto_stacks  # the stacks of the node the aggregate names, once per stall
-            auto_stacks = False
-        session.auto_stacks = auto_stacks  # one dump when the state becomes STALLED
+        self.shown: str = session.nodes[0]
+        """The node whose log, diagnosis and stacks the dashboard shows (o cycles)."""
+        self.node_chosen = False  # the user pressed o: the verdict no longer moves the pane
+        self._moved_for: tuple[State, str] | None = None  # the verdict the pane last moved for
+        self._stacks: dict[str, StacksTaken] = {}
+        self._log_paths: dict[str, str | None] = {}
         self._tick_seconds = tick
         self.theme_names = register_themes(self, load_themes())
         self.theme = theme or DEFAULT_THEME
         self.relaunching = False
-        self._diag_key: tuple[tuple[Event, ...], tuple[Event, ...], bool] | None = None
-        self.last_snapshot: Snapshot | None = None
+        self.verdict: Verdict | None = None
+        """The verdict shown (the Session's view, from its last message or the once-a-second tick)."""
+        self._mailbox: Mailbox | None = None
 
     # ---- layout ----------------------------------------------------------------------------
 
@@ -148,16 +133,11 @@ class SymmApp(App[int]):
                     yield Button("Apply SM120 patch (p)", id="btn-patch", variant="warning", compact=True)
                     yield Button("Relaunch (r)", id="btn-relaunch", variant="primary", compact=True)
                 yield TopologyView(id="topology")
-            if self.nodes is None:
-                log = LogView(id="log", classes="log-pane")
-                log.border_title = "Log"
+            for i, node in enumerate(self.session.nodes):  # one pane per node; the shown one is displayed
+                log = LogView(id=f"log-{i}", classes="log-pane")
+                log.border_title = f"Log · {node} (o)" if self.session.named else "Log"
+                log.display = node == self.shown
                 yield log
-            else:  # one pane per node, fed by its Session; the shown one is displayed
-                for i, node in enumerate(self.nodes.nodes):
-                    log = LogView(id=f"log-{i}", classes="log-pane")
-                    log.border_title = f"Log · {node.spec.name} (o)"
-                    log.display = node.spec.name == self.shown
-                    yield log
         yield DashboardFooter(id="footer")
 
     @_while_composed
@@ -170,31 +150,17 @@ class SymmApp(App[int]):
 
     @property
     def log_view(self) -> LogView:
-        """The log pane shown (of the shown node, with several)."""
+        """The log pane shown."""
         return self._log_of(self.shown)
 
-    def _log_of(self, node: str | None) -> LogView:
-        if self.nodes is None or node is None:
-            return self.query_one("#log", LogView)
-        i = next(i for i, n in enumerate(self.nodes.nodes) if n.spec.name == node)
-        return self.query_one(f"#log-{i}", LogView)
-
-    @property
-    def shown_session(self) -> Session:
-        """The Session of the shown node (the one Session without nodes)."""
-        return self.nodes.node(self.shown).session if self.nodes is not None and self.shown else self.session
+    def _log_of(self, node: str) -> LogView:
+        return self.query_one(f"#log-{self.session.nodes.index(node)}", LogView)
 
     def on_mount(self) -> None:
         self._exit_on_signals()
-        if self.nodes is not None:
-            self.nodes.attach(node_poster(self.post_message, self.session.host), sample_gpus=True, acks=True)
-        else:
-            self.session.attach(poster(self.post_message), acks=True)
+        self._mailbox = self.session.attach(lambda: self.post_message(MailReady()))
         if self._tick_seconds > 0:
             self.set_interval(self._tick_seconds, self._tick)
-        if self.session.nvml is None:
-            self.query_one(TopologyView).show(None, "no NVML in this session" if self.nodes is None
-                                              else "no topology for a multi-node server")
         self.log_view.focus()
 
     def _exit_on_signals(self) -> None:
@@ -218,26 +184,41 @@ class SymmApp(App[int]):
         finally:
             os._exit(128 + signal.SIGHUP)
 
-    # ---- engine -> screen ------------------------------------------------------------------
+    # ---- the Session's mail -> screen --------------------------------------------------------
 
-    def on_engine_batch_posted(self, message: EngineBatchPosted) -> None:
-        sender = self.nodes.node(message.node).session if self.nodes is not None and message.node else self.session
-        try:
-            self._show_batch(message)
-        finally:
-            sender.batch_done()  # the engine may send the next batch (it collected meanwhile)
+    def on_mail_ready(self, _message: MailReady) -> None:
+        """Take everything the mailbox holds (each node's lines merged, the latest verdict and GPU round)."""
+        if self._mailbox is None:
+            return
+        for message in self._mailbox.take():
+            self._show(message)
 
     @_while_composed
-    def _show_batch(self, message: EngineBatchPosted) -> None:
-        batch = message.batch
-        node = message.node
-        shown = node is None or node == self.shown
+    def _show(self, message: SessionMessage) -> None:
+        if isinstance(message, EngineBatch):
+            self._show_batch(message)
+        elif isinstance(message, GpuRound):
+            self.query_one(GpuPanel).show(message.snapshot, message.our_pids)
+        elif isinstance(message, TopologyRead):
+            self.query_one(TopologyView).show(message.topology, message.reason)
+        elif isinstance(message, StacksTaken):
+            self._show_stacks(message)
+        elif isinstance(message, VerdictReached):
+            self._follow_verdict(message.verdict)
+        elif isinstance(message, Bell):
+            self.bell()
+        elif isinstance(message, Notice):
+            severity = message.severity if message.severity in ("information", "warning", "error") else "information"
+            self.notify(message.text, severity=severity)  # type: ignore[arg-type]
+
+    def _show_batch(self, batch: EngineBatch) -> None:
+        node = batch.node
         log = self._log_of(node)
         if batch.restarted:
             log.reset(batch.log_path)
             self._log_paths[node] = batch.log_path
-            if shown:
-                self._diag_key = None
+            if self._stacks.pop(node, None) is not None and node == self.shown:
+                self.query_one(StacksView).clear()  # the dump was of the launch before
         elif batch.log_path != self._log_paths.get(node):
             log.set_file(batch.log_path)
             self._log_paths[node] = batch.log_path
@@ -248,111 +229,53 @@ class SymmApp(App[int]):
         for notice in batch.notices:
             # the follower's "following PATH" would read as "following" next to a paused pane
             log.border_subtitle = f"file {notice.path}" if notice.kind == "opened" else notice.message
-            text = notice.message if node is None else f"{node}: {notice.message}"
+            text = f"{node}: {notice.message}" if self.session.named else notice.message
             if notice.kind == "error":
                 self.notify(text, severity="error")
             elif notice.kind == "exited":  # a log command ended (container restarted, ssh dropped)
                 self.notify(text, severity="warning")
-        if node is not None:
-            self._node_snaps[node] = batch.snapshot
-            self._node_ranks[node] = batch.ranks
-        if shown:
-            self.query_one(ReadinessGauge).show_ranks(batch.ranks)
-            self.show_snapshot(batch.snapshot)
+        self.show_verdict(batch.verdict)
 
     @_while_composed
     def _tick(self) -> None:
-        snap = self.shown_session.snapshot_now()
-        if snap is not None:
-            self.show_snapshot(snap)
-        sampler = self.session.sampler
-        if sampler is not None:
-            self.query_one(GpuPanel).show_busy(sampler.busy_for())
+        verdict = self.session.verdict_now()
+        if verdict is not None:
+            self.show_verdict(verdict)
+        busy = self.session.gpu_busy_for()
+        if busy is not None:
+            self.query_one(GpuPanel).show_busy(busy)
 
-    def show_snapshot(self, snap: Snapshot) -> None:
-        """Render one readiness snapshot: header, gauge, diagnosis."""
-        self.last_snapshot = snap
-        gauge = self.query_one(ReadinessGauge)
-        eta, runs = self.shown_session.eta_for(snap)
-        timings = self.shown_session.timings
-        gauge.show(snap, eta=eta, eta_runs=runs,
-                   timings=timings.lines() if timings is not None and snap.state is State.READY else None)
-        if self.nodes_verdict is not None:  # the aggregate over the shown node's own state
-            gauge.show_nodes(self.nodes_verdict)
-        detail = ""
-        if snap.state in (State.CRASHED, State.TIMED_OUT, State.STALLED) and snap.cause is not None:
-            detail = snap.cause.summary
-        elif snap.state is State.STARTING:
-            detail = snap.phase or ""
-        elif snap.state is State.READY:
-            detail = f"in {mmss(shown_elapsed(snap))}"
-        elif snap.detail:
-            detail = snap.detail
-        if self.nodes_verdict is not None:
-            self.query_one(StatusHeader).show(self.nodes_verdict.state, self.nodes_verdict.text)
-        else:
-            self.query_one(StatusHeader).show(snap.state, detail)
-        self.query_one(GpuPanel).show_stall(snap.state is State.STALLED)
-        key = (snap.errors, snap.warnings, self.patch_applied)
-        if key != self._diag_key:
-            self._diag_key = key
-            self.query_one(DiagnosisView).show(self.diagnoses(snap))
+    def show_verdict(self, verdict: Verdict) -> None:
+        """Render the verdict: header, gauge (the shown node's details), diagnosis of the shown node."""
+        self.verdict = verdict
+        view = verdict.view(self.shown)
+        self.query_one(StatusHeader).show(verdict)
+        self.query_one(ReadinessGauge).show(verdict, self.shown)
+        self.query_one(GpuPanel).show_stall(verdict.state is State.STALLED)
+        self.query_one(DiagnosisView).show(shown_diagnoses(view))
 
-    def diagnoses(self, snap: Snapshot) -> list[tuple[Event, Diagnosis]]:
-        """Cause first, then the other errors, then warnings; one block per distinct diagnosis."""
-        ordered: list[Event] = []
-        if snap.cause is not None:
-            ordered.append(snap.cause)
-        else:
-            ordered += list(snap.errors)
-        ordered += list(snap.warnings)
-        out: list[tuple[Event, Diagnosis]] = []
-        seen: set[str] = set()
-        for event in ordered:
-            diag = diagnose(event)
-            if diag is None:
-                continue
-            if diag.cause in seen:
-                continue
-            seen.add(diag.cause)
-            if self.patch_applied and diag.intent == "patch":
-                diag = Diagnosis(diag.cause, PATCHED_ACTION, "relaunch")
-            out.append((event, diag))
-            if len(out) >= MAX_DIAGNOSES:
-                break
-        if not out and snap.cause is not None:
-            out.append((snap.cause, Diagnosis(snap.cause.headline(), f"read the log at line {snap.cause.line_no} (n)")))
-        return out
-
-    @_while_composed
-    def on_nodes_posted(self, message: NodesPosted) -> None:
-        """The aggregate of a multi-node server changed: banner, header and each node's phase."""
-        verdict = self.nodes_verdict = message.verdict
-        self.query_one(ReadinessGauge).show_nodes(verdict)
-        self.query_one(StatusHeader).show(verdict.state, verdict.text)
-        if verdict.state in (State.CRASHED, State.STALLED) and verdict.node is not None:
+    def _follow_verdict(self, verdict: Verdict) -> None:
+        """A verdict that names a node (CRASHED, STALLED on it) moves the pane there once, until the user chose."""
+        if verdict.state in (State.CRASHED, State.STALLED):
             key = (verdict.state, verdict.node)
-            if key != self._auto_key:  # once per verdict: the pane moves to the node the aggregate names
-                self._auto_key = key
+            if key != self._moved_for:
+                self._moved_for = key
                 if not self.node_chosen and verdict.node != self.shown:
                     self.show_node(verdict.node)
         else:
-            self._auto_key = None
+            self._moved_for = None
 
     def action_next_node(self) -> None:
-        """o: show the next node's log, diagnosis and stacks (the aggregate stops moving the pane)."""
-        if self.nodes is None:
-            return
-        names = [n.spec.name for n in self.nodes.nodes]
-        i = names.index(self.shown) if self.shown in names else -1
+        """o: show the next node's log, diagnosis and stacks (the verdict stops moving the pane)."""
+        names = self.session.nodes
         self.node_chosen = True
-        self.show_node(names[(i + 1) % len(names)])
+        self.show_node(names[(names.index(self.shown) + 1) % len(names)])
         self.notify(f"log, diagnosis and stacks of {self.shown}", timeout=2)
 
     @_while_composed
     def show_node(self, name: str) -> None:
-        """Show ``name``'s log pane, its latest snapshot (diagnosis, ranks) and its last stacks dump."""
-        if self.nodes is None or name == self.shown:
+        """Show ``name``'s log pane, its part of the verdict (diagnosis, ranks) and its last stacks dump."""
+        if name == self.shown:
             return
         had_focus = self.log_view.has_focus_within
         self.log_view.display = False
@@ -361,47 +284,37 @@ class SymmApp(App[int]):
         log.display = True
         if had_focus:
             log.focus()
-        self._diag_key = None
-        snap = self._node_snaps.get(name)
-        if snap is not None:
-            self.query_one(ReadinessGauge).show_ranks(self._node_ranks.get(name))
-            self.show_snapshot(snap)
-        taken = self._node_stacks.get(name)
+        if self.verdict is not None:
+            self.show_verdict(self.verdict)
+        stacks = self.query_one(StacksView)
+        taken = self._stacks.get(name)
         if taken is not None:
-            self.query_one(StacksView).show(taken)
+            stacks.show(taken, self.session.named)
+        else:
+            stacks.clear()
 
-    @_while_composed
-    def on_gpu_sample_posted(self, message: GpuSamplePosted) -> None:
-        self.query_one(GpuPanel).show(message.sample.snapshot, message.sample.our_pids)
-
-    @_while_composed
-    def on_topology_posted(self, message: TopologyPosted) -> None:
-        self.query_one(TopologyView).show(message.topology.topology, message.topology.reason)
-
-    @_while_composed
-    def on_stacks_posted(self, message: StacksPosted) -> None:
-        if message.taken.node is not None:
-            self._node_stacks[message.taken.node] = message.taken
-        self.query_one(StacksView).show(message.taken)
-        if message.taken.saved:
-            self.notify(f"stacks saved: {message.taken.saved}", timeout=4)
+    def _show_stacks(self, taken: StacksTaken) -> None:
+        self._stacks[taken.node] = taken
+        if taken.node == self.shown:
+            self.query_one(StacksView).show(taken, self.session.named)
+        if taken.saved:
+            self.notify(f"stacks saved: {taken.saved}", timeout=4)
 
     def action_stacks(self) -> None:
-        """Dump every process of the server now (py-spy, on a worker thread); the panel shows it."""
-        whose = f"{self.shown}'s" if self.shown is not None else "the server's"
+        """Dump every process of the shown node's server now (py-spy, on a worker thread); the panel shows it."""
+        why = self.session.why_not("stacks")
+        if why is not None:
+            self.notify(why, severity="warning")
+            return
+        whose = f"{self.shown}'s" if self.session.named else "the server's"
         self.notify(f"reading the stacks of {whose} processes…", timeout=2)
-        self.shown_session.request_stacks()
-
-    def on_notice_posted(self, message: NoticePosted) -> None:
-        notice = message.notice
-        severity = notice.severity if notice.severity in ("information", "warning", "error") else "information"
-        self.notify(notice.text, severity=severity)  # type: ignore[arg-type]
+        self.session.request_stacks(self.shown)
 
     # ---- intents ---------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Dashboard keys are inactive while a modal is open (the modal has its own)."""
-        if action == "next_node" and self.nodes is None:
+        if action == "next_node" and not self.session.named:
             return False  # not in the footer: one server, one log
         if action in {"patch", "relaunch", "log", "next_theme", "stacks", "next_node"} and isinstance(
                 self.screen, ModalScreen):
@@ -413,56 +326,63 @@ class SymmApp(App[int]):
         getattr(log, f"action_{name}")()
 
     def action_patch(self) -> None:
-        """p: the fix for the selected diagnosis: a profile change (flag/env) shown as a TOML diff and
-        applied on confirm, then the relaunch; otherwise the SM120 patch modal."""
-        if self._offer_profile_fix():
-            return
-        if self.session.patcher is None:
-            self.notify("no SGLang/vLLM install to patch in this session (use symmtui patch)", severity="warning")
+        """p: the fix for the shown diagnosis: a profile change (flag/env) shown as a TOML diff and applied
+        on confirm, then the relaunch; otherwise the SM120 patch modal."""
+        if self.session.why_not("fix") is None:
+            self.plan_fix(self.shown)
+        else:
+            self._patch_modal()
+
+    def _patch_modal(self) -> None:
+        why = self.session.why_not("patch")
+        if why is not None:
+            self.notify(why, severity="warning")
             return
         self.push_screen(PatchScreen(self.session), self._patch_closed)
 
-    def _offer_profile_fix(self) -> bool:
-        """Show the profile change of the first diagnosis whose action is a flag or env var; True if handled."""
-        from symmtui.launch.profilefix import APPLICABLE, plan
+    @work(thread=True, exclusive=True, group="fix")
+    def plan_fix(self, node: str) -> None:
+        """Read the profile and make the change the diagnosis asks for (a file read: never on the UI loop)."""
+        try:
+            self.post_message(FixPlanned(self.session.plan_fix(node)))
+        except UserError as exc:
+            self.post_message(FixPlanned(None, str(exc)))
 
-        snap = self.last_snapshot
-        sup = self.session.supervisor
-        if snap is None or sup is None or sup.profile.path is None:
-            return False
-        for _event, diag in self.diagnoses(snap):
-            if diag.fix is None or diag.fix.type not in APPLICABLE:
-                continue
-            try:
-                fix = plan(sup.profile.path, diag.fix)
-            except UserError as exc:
-                self.notify(visible(str(exc)), severity="warning", timeout=8)
-                return True
-            if not fix.changed:
-                self.notify(f"{fix.path.name} already has this change: press r to relaunch")
-                return True
+    def on_fix_planned(self, message: FixPlanned) -> None:
+        fix = message.fix
+        if message.error is not None:
+            self.notify(visible(message.error), severity="warning", timeout=8)
+        elif fix is None:
+            self._patch_modal()
+        elif not fix.changed:
+            self.notify(f"{fix.path.name} already has this change: press r to relaunch")
+        else:
+            diag = next((f.diagnosis for f in self.verdict.view(self.shown).findings if f.diagnosis is not None
+                         and f.diagnosis.fix == fix.action), None) if self.verdict is not None else None
+            said = f"{visible(diag.cause)}\n\nnext: {visible(diag.action)}\n\n" if diag is not None else ""
             diff = "\n".join(visible(line) for line in fix.diff.splitlines())
-            body = Content(f"{visible(diag.cause)}\n\nnext: {visible(diag.action)}\n\n{diff}")
-            self.push_screen(ConfirmScreen("Apply the fix to the profile?", body, yes="Apply"),
+            self.push_screen(ConfirmScreen("Apply the fix to the profile?", Content(said + diff), yes="Apply"),
                              partial(self._fix_confirmed, fix))
-            return True
-        return False
 
     def _fix_confirmed(self, fix: ProfileFix, yes: bool | None) -> None:
-        """Write the profile change (atomically), use it for the next launch, then offer the relaunch."""
-        from symmtui.launch.profile import load_profile
-        from symmtui.launch.profilefix import apply
+        if yes:
+            self.apply_fix(fix)
 
-        if not yes:
-            return
-        sup = self.session.supervisor
+    @work(thread=True, exclusive=True, group="fix")
+    def apply_fix(self, fix: ProfileFix) -> None:
+        """Write the profile change (atomically); the Session launches with it from now on."""
         try:
-            apply(fix)
-            if sup is not None:
-                sup.profile = load_profile(fix.path)
+            self.session.apply_fix(fix)
         except UserError as exc:
-            self.notify(visible(str(exc)), severity="error", timeout=8)
+            self.post_message(FixApplied(fix, str(exc)))
             return
+        self.post_message(FixApplied(fix))
+
+    def on_fix_applied(self, message: FixApplied) -> None:
+        if message.error is not None:
+            self.notify(visible(message.error), severity="error", timeout=8)
+            return
+        fix = message.fix
         self.notify(f"{fix.path.name} updated ({fix.action.type} {fix.action.flag or fix.action.env})")
         self.action_relaunch()
 
@@ -471,44 +391,26 @@ class SymmApp(App[int]):
         if relaunch:
             self.action_relaunch()
 
-    @property
-    def patch_applied(self) -> bool:
-        """The SM120 patch was applied in this session (the session keeps it, as data)."""
-        return self.session.patch_applied
-
     @_while_composed
     def on_patch_changed(self, message: PatchChanged) -> None:
         if message.error:
             self.notify(message.text, severity="error", timeout=8)
             return
-        self.notify(message.text)
-        self.query_one(StatusHeader).show(
-            self.query_one(StatusHeader).state, self.query_one(StatusHeader).detail,
-            note="patched" if self.patch_applied else "",
-        )
-        if self.last_snapshot is not None:
-            self._diag_key = None
-            self.show_snapshot(self.last_snapshot)
+        self.notify(message.text)  # the Session posts the verdict with its new advice
 
     def action_relaunch(self) -> None:
-        why = self.session.can_relaunch
-        if why is not None:
-            self.notify(why, severity="warning", timeout=8)
-            return
         if self.relaunching:
             self.notify("a relaunch is already in progress")
             return
-        sup = self.session.supervisor
-        assert sup is not None
-        command = sup.profile.command_text or " ".join(sup.profile.argv or ())
-        body = (
-            f"Stop the running server (SIGTERM, then SIGKILL after {sup.grace:.0f} s), wait for its GPU memory "
-            f"and port to be released, then launch again:\n\n  {command}"
-        )
-        if self.nodes is not None:
-            launches = "\n".join(f"  {n.spec.name}: {n.spec.launch_text}" for n in self.nodes.nodes)
-            body = (f"Stop every node (its stop command, then its launch: SIGTERM, SIGKILL after {sup.grace:.0f} s), "
-                    f"then launch every node again:\n\n{launches}")
+        try:
+            plan = self.session.relaunch_plan()
+        except UserError as exc:
+            self.notify(str(exc), severity="warning", timeout=8)
+            return
+        named = self.session.named
+        launches = "\n".join(f"  {node}: {command}" if named else f"  {command}" for node, command in plan.commands)
+        body = (f"Stop the running server (SIGTERM, then SIGKILL after {plan.grace:.0f} s), wait for its GPU memory "
+                f"and port to be released, then launch again:\n\n{launches}")
         self.push_screen(ConfirmScreen("Relaunch?", body, yes="Relaunch"), self._relaunch_confirmed)
 
     def _relaunch_confirmed(self, yes: bool | None) -> None:
@@ -524,23 +426,15 @@ class SymmApp(App[int]):
         def progress(p: object) -> None:
             self.post_message(StopProgress(p))  # type: ignore[arg-type]
 
-        if self.nodes is not None:
-            try:
-                records = self.nodes.launch(lambda _node: progress)
-            except (UserError, OSError) as exc:
-                self.post_message(RelaunchDone(str(exc), ""))
-                return
-            done = ", ".join(f"{n.spec.name} pid {r.pid}" for n, r in zip(self.nodes.nodes, records, strict=True))
-            self.post_message(RelaunchDone(None, f"launched {done}"))
-            return
         try:
-            result = self.session.relaunch(progress)
+            result = self.session.launch(progress)
         except (UserError, OSError) as exc:  # an OSError the launcher did not word: shown, not a crash
             self.post_message(RelaunchDone(str(exc), ""))
             return
+        named = self.session.named
+        done = ", ".join(f"{node} pid {rec.pid}" if named else f"pid {rec.pid}" for node, rec in result.records)
         note = "; ".join(result.warnings)
-        summary = f"launched pid {result.record.pid}" + (f" ({note})" if note else "")
-        self.post_message(RelaunchDone(None, summary))
+        self.post_message(RelaunchDone(None, f"launched {done}" + (f" ({note})" if note else "")))
 
     @_while_composed
     def on_stop_progress(self, message: StopProgress) -> None:
@@ -602,13 +496,13 @@ class SymmApp(App[int]):
         yield SystemCommand("Relaunch", "Stop the server, wait for GPU memory and port, launch again (r)",
                             self.action_relaunch)
         yield SystemCommand("Next theme", "Cycle the symmtui themes (t)", self.action_next_theme)
-        if self.nodes is not None:
+        if self.session.named:
             yield SystemCommand("Next node", "Show the next node's log, diagnosis and stacks (o)",
                                 self.action_next_node)
         for name in self.theme_names:
             yield SystemCommand(f"Theme: {name}", f"Switch to the {name} theme",
                                 partial(self.action_set_theme, name))
-        if self.screen.query("#log"):
+        if self.screen.query(".log-pane"):
             yield from self.log_view.commands()
 
 

@@ -1,4 +1,4 @@
-"""Messages of the dashboard's own workers (relaunch progress and result); the Session's are in bridge.py."""
+"""The dashboard's own messages: the Session's mailbox has mail, and its workers' progress and results."""
 
 from __future__ import annotations
 
@@ -6,7 +6,12 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
+from symmtui.launch.profilefix import ProfileFix
 from symmtui.launch.report import Progress
+
+
+class MailReady(Message):
+    """Something arrived in the Session's mailbox (posted once until the app takes it all)."""
 
 
 @dataclass
@@ -22,3 +27,19 @@ class RelaunchDone(Message):
 
     error: str | None
     summary: str
+
+
+@dataclass
+class FixPlanned(Message):
+    """The profile fix for the shown diagnosis was read (None: no diagnosis has one); ``error``: why not."""
+
+    fix: ProfileFix | None
+    error: str | None = None
+
+
+@dataclass
+class FixApplied(Message):
+    """The profile fix was written (``error`` None) and the next launch uses it."""
+
+    fix: ProfileFix
+    error: str | None = None

@@ -1,4 +1,4 @@
-"""`symmtui replay`: the dashboard over a ReplaySession (space pauses, left/right seek); intents are off."""
+"""`symmtui replay`: the dashboard over a ReplaySession (space pauses, left/right seek); its intents say why not."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from textual.binding import Binding, BindingType
 
 from symmtui.bundle.replay import ReplaySession
 from symmtui.ui.app import SymmApp
-
-READ_ONLY = "a replay shows what was recorded: patch, relaunch and stacks act on a live server"
 
 
 class ReplayApp(SymmApp):
@@ -22,7 +20,7 @@ class ReplayApp(SymmApp):
     ]
 
     def __init__(self, session: ReplaySession, *, theme: str | None = None, step: float | None = None) -> None:
-        super().__init__(session, theme=theme, auto_stacks=False)
+        super().__init__(session, theme=theme)
         self.replay = session
         self.step = step if step is not None else max(1.0, session.recording.duration / 20)
 
@@ -41,12 +39,3 @@ class ReplayApp(SymmApp):
         target = self.replay.seek(direction * self.step)
         state = "paused" if self.replay.paused else f"×{self.replay.speed:g}"
         self.notify(f"replay {target:.1f} s of {self.replay.recording.duration:.1f} s ({state})", timeout=2)
-
-    def action_patch(self) -> None:
-        self.notify(READ_ONLY, severity="warning")
-
-    def action_relaunch(self) -> None:
-        self.notify(READ_ONLY, severity="warning")
-
-    def action_stacks(self) -> None:
-        self.notify(READ_ONLY, severity="warning")

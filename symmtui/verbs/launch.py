@@ -38,18 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import shlex
 
-    from symmtui.errors import UserError
     from symmtui.launch import load_profile
     from symmtui.launch.claim import claim
 
     profile = load_profile(args.config)
-    if profile.nodes:
-        from symmtui.verbs import nodes
-
-        with claim(profile.key, f" --config {shlex.quote(args.config)}" if args.config else ""):
-            return nodes.launch(args, profile)
-    if profile.attach_only:
-        raise UserError(f"cannot launch: {profile.attach_reason}")
     # One `symmtui launch` of a profile at a time, from before the stop until the verdict: a second
     # one exits 4 here, having stopped, launched and written nothing.
     with claim(profile.key, f" --config {shlex.quote(args.config)}" if args.config else ""):
@@ -60,45 +52,40 @@ def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
     import sys
 
     from symmtui import clitext
+    from symmtui.build import Limits, launch_spec, open_session
     from symmtui.core.readiness import State
-    from symmtui.gpu.facts import open_nvml
     from symmtui.launch.cliout import ProgressPrinter
-    from symmtui.session import for_profile
-    from symmtui.session.headless import Headless
+    from symmtui.session.printer import Printer
 
-    session = for_profile(profile, nvml=open_nvml(), timeout=args.timeout, stall=args.stall, grace=args.grace)
-    sup = session.supervisor
-    assert sup is not None
     err = sys.stderr
-    from symmtui.notify.notifier import for_headless
-
-    notifier = for_headless(session, profile.notify, asked=args.notify, err=err)
-    from symmtui.bundle.wire import record_session, server_command
-
-    record_session(session, server_command(profile), enabled=not args.no_record, err=err)
-    front = Headless(session, err)
+    spec = launch_spec(profile, limits=Limits(timeout=args.timeout, stall=args.stall), grace=args.grace,
+                       notify=args.notify, record_bundle=not args.no_record)
+    session = open_session(spec)
     try:
+        printer = Printer(session, err=err, stacks=not args.no_stacks and not session.named)
         result = session.launch(ProgressPrinter(err), preflight=not args.no_preflight,
                                 block_on_prediction=args.strict_preflight)
-    except BaseException:
-        session.close()
-        raise
-    for w in result.warnings:
-        clitext.note(w, err)
-    rec = result.record
-    clitext.note(f"launched pid {rec.pid}; log {rec.log_path}", err)
-    est = sup.estimate()
-    if est is not None:
-        took = f"{est.total:.1f}" if est.total < 60 else f"{est.total:.0f}"
-        clitext.note(f"earlier launches of this command were ready after {took} s (median of {est.samples})", err)
-    try:
-        waited = front.verdict(stacks=not args.no_stacks)  # the session writes the launch history at the verdict
-    except KeyboardInterrupt:
-        clitext.emit("", err)
-        clitext.note(f"stopped waiting; the server is still running (pid {rec.pid}); `symmtui stop` ends it", err)
-        return 130
-    if notifier is not None:
-        notifier.finish(waited.snapshot)  # bounded: webhooks still in flight get FLUSH_BOUND seconds
-    if waited.state is not State.READY and sup.is_alive(rec):
-        clitext.note("processes of this launch are still running; `symmtui stop` ends them", err)
-    return waited.exit_code
+        for w in result.warnings:
+            clitext.note(w, err)
+        for (node, rec), log in zip(result.records, result.logs, strict=True):
+            where = f"{node}: " if session.named else ""
+            clitext.note(f"{where}launched pid {rec.pid}; log {log}", err)
+        est = result.estimate
+        if est is not None:
+            took = f"{est.total:.1f}" if est.total < 60 else f"{est.total:.0f}"
+            clitext.note(f"earlier launches of this command were ready after {took} s (median of {est.samples})", err)
+        try:
+            waited = printer.run()  # the session writes the launch history at the verdict
+        except KeyboardInterrupt:
+            clitext.emit("", err)
+            pids = ", ".join(str(rec.pid) for _node, rec in result.records)
+            clitext.note(f"stopped waiting; the server is still running (pid {pids}); `symmtui stop` ends it", err)
+            return 130
+        if waited.state is not State.READY:
+            alive = session.still_running()
+            if alive:
+                where = f" on {', '.join(alive)}" if session.named else ""
+                clitext.note(f"processes of this launch are still running{where}; `symmtui stop` ends them", err)
+        return waited.exit_code
+    finally:
+        session.close()  # bounded: webhooks still in flight get FLUSH_BOUND seconds

@@ -34,45 +34,20 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from symmtui import clitext
-    from symmtui.errors import UserError
-    from symmtui.launch import proctree
+    from symmtui.build import open_session, stacks_spec
     from symmtui.stacks.pyspy import DEFAULT_LIMIT, find_pyspy
-    from symmtui.stacks.report import save, take
 
     find_pyspy()  # a missing py-spy is one line before any work
-    log: Path | None = Path(args.log) if args.log else None
-    if args.pid is not None:
-        from symmtui.core.rules import user_ruleset
-
-        ruleset = user_ruleset()  # the XDG catalogue's entries (hang hints among them) before the shipped ones
-        procs = proctree.tree(args.pid)
-        if not procs:
-            raise UserError(f"no running process {args.pid}: give the pid of the server's main process")
-    else:
-        from symmtui.launch import state
-        from symmtui.launch.profile import load_profile
-        from symmtui.session.settings import bringup_settings
-
-        profile = load_profile(args.config)
-        ruleset = bringup_settings(profile).ruleset
-        record = state.load(profile.key)
-        if record is None:
-            raise UserError("this profile has no running launch recorded: start it with symmtui launch, or "
-                            "give --pid PID of the server's main process")
-        procs = proctree.collect(record.pid, record.create_time, record.sid, record.pgid, record.launch_id)
-        if not procs:
-            raise UserError(f"the launch of pid {record.pid} is no longer running: nothing to dump")
-        log = log if log is not None else Path(record.log_path)
-    if log is not None:
-        boundary.regular_file(log, what="--log", missing_ok=True, hint="give the server's log file")
-    report = take(procs, log=log, native=args.native, limit=args.limit or DEFAULT_LIMIT, ruleset=ruleset)
+    spec = stacks_spec(config=args.config, pid=args.pid, log=Path(args.log) if args.log else None)
+    with open_session(spec) as session:
+        report, saved = session.dump_stacks(native=args.native, limit=args.limit or DEFAULT_LIMIT,
+                                            keep=not args.no_save)
     out = clitext.Writer()
     if args.json:
         out.raw(json.dumps(report.to_json(), indent=2) + "\n")
     else:
         for line in report.lines():
             out.line(line)
-    if log is not None and not args.no_save:
-        path = save(report, log)
-        clitext.Writer(sys.stderr).line(clitext.note_line(f"saved {path} (and .txt)"))
+    if saved is not None:
+        clitext.Writer(sys.stderr).line(clitext.note_line(f"saved {saved} (and .txt)"))
     return 0

@@ -12,6 +12,7 @@ HELP = "stop the server this profile launched (SIGTERM, grace, SIGKILL; then GPU
 EXIT_OK = 0
 EXIT_HELD = 3  # our processes are gone, but the port / GPU memory is still held (strangers listed)
 EXIT_SURVIVOR = 4  # a process of ours survived SIGKILL
+EXIT_UNREACHED = 5  # several nodes: a node could not be reached (its stop command failed); the others were stopped
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,38 +27,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Stop every node; the exit code says what is left (see docs/verbs.md)."""
     from symmtui.launch import load_profile
 
     profile = load_profile(args.config)  # first: a bad profile is reported before the engine is imported
-    if profile.nodes:
-        from symmtui.verbs import nodes
-
-        return nodes.stop(args, profile)
     from symmtui import clitext
+    from symmtui.build import open_session, stop_spec
     from symmtui.errors import UserError
-    from symmtui.gpu.facts import open_nvml
     from symmtui.launch.cliout import ProgressPrinter, print_report
-    from symmtui.session import for_profile
 
-    session = for_profile(profile, nvml=open_nvml(), grace=args.grace, gpu_timeout=args.gpu_timeout,
-                          port_timeout=args.port_timeout)
-    sup = session.supervisor
-    assert sup is not None
-    report = session.stop(ProgressPrinter(sys.stderr))
-    if args.kill_pid is not None:
-        if not any(s.pid == args.kill_pid for s in report.strangers):
-            print_report(report, sys.stdout)
-            raise UserError(
-                f"pid {args.kill_pid} does not hold this profile's port or GPU memory; not signalled"
-            )
-        if not sup.kill_stranger(args.kill_pid, args.kill_pid):
-            raise UserError(f"pid {args.kill_pid} is still running after SIGTERM and SIGKILL (another user's "
-                            "process, or stuck in the kernel/driver)", exit_code=EXIT_SURVIVOR)
-        clitext.emit(f"pid {args.kill_pid} ended (you confirmed it)")
-        report = session.stop(ProgressPrinter(sys.stderr))
-    print_report(report, sys.stdout)
-    if report.survivors:
+    spec = stop_spec(profile, grace=args.grace, gpu_timeout=args.gpu_timeout, port_timeout=args.port_timeout,
+                     kill_pid=args.kill_pid)
+    with open_session(spec) as session:
+        results = session.stop(ProgressPrinter(sys.stderr))
+        if args.kill_pid is not None:  # one node (stop_spec refused it for several)
+            report = results[0].report
+            if report is None or not any(s.pid == args.kill_pid for s in report.strangers):
+                if report is not None:
+                    print_report(report, sys.stdout)
+                raise UserError(f"pid {args.kill_pid} does not hold this profile's port or GPU memory; not signalled")
+            if not session.kill_stranger(args.kill_pid):
+                raise UserError(f"pid {args.kill_pid} is still running after SIGTERM and SIGKILL (another user's "
+                                "process, or stuck in the kernel/driver)", exit_code=EXIT_SURVIVOR)
+            clitext.emit(f"pid {args.kill_pid} ended (you confirmed it)")
+            results = session.stop(ProgressPrinter(sys.stderr))
+    w = clitext.Writer(sys.stdout)
+    for result in results:
+        where = f"{result.node}: " if session.named else ""
+        if result.command is not None:
+            w.line(result.command.line())
+        if result.error is not None:
+            w.line(f"{result.node}: not stopped: {result.error}")
+        if result.report is not None:
+            print_report(result.report, sys.stdout, prefix=where)
+        elif result.command is None and result.error is None:
+            w.line(f"{where}no launch and no stop command: nothing to stop")
+    unreached = [r.node for r in results if not r.reached]
+    if unreached:
+        clitext.print_error(f"not every node was stopped ({', '.join(unreached)}): see the lines above; "
+                            "check the node is reachable, then run symmtui stop again")
+        return EXIT_UNREACHED
+    reports = [r.report for r in results if r.report is not None]
+    if any(rep.survivors for rep in reports):
         return EXIT_SURVIVOR
-    if not report.clean:
+    if not all(rep.clean for rep in reports):
         return EXIT_HELD
     return EXIT_OK

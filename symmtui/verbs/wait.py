@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from symmtui import boundary
 from symmtui.bundle import NO_RECORD_HELP
+from symmtui.verbs import metricsopts
 
 if TYPE_CHECKING:
     from symmtui.core.logcmd import LogCommand
@@ -36,8 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "0: never); it keeps waiting until the timeout")
     parser.add_argument("--new-only", action="store_true", help="ignore what is already in the log at start")
     parser.add_argument("--config", metavar="FILE", type=boundary.path, help="read log/url/timeout/stall/rules from a launch profile")
-    from symmtui.verbs import metricsopts
-
     metricsopts.add_arguments(parser)
     parser.add_argument("--metrics-linger", metavar="S", type=boundary.seconds(), default=0.0,
                         help="with --metrics-port: keep answering /metrics and /ready with the verdict for S seconds "
@@ -52,78 +51,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Wait and print the verdict."""
-    from symmtui.errors import UserError
-    from symmtui.session import AttachSpec, for_attach, for_profile
-    from symmtui.session.headless import Headless
+    """Wait and print the verdict (the Session's close then flushes the notifier and ends the metrics linger)."""
+    from symmtui.build import Limits, open_session, wait_spec
+    from symmtui.session.printer import Printer
 
-    log: Path | None = Path(args.log) if args.log else None
     log_cmd = log_command_option(args.log_cmd, args.log_cmd_shell, log=args.log, new_only=args.new_only)
-    url: str | None = args.url
-    profile = None
-    if args.config:
-        from symmtui.launch.profile import load_profile
-
-        profile = load_profile(args.config)
-        if profile.nodes:
-            from symmtui.verbs import nodes
-
-            return nodes.wait(args, profile)
-        if log is None and log_cmd is None:
-            log_cmd = profile.log_cmd
-            log = profile.log_path if log_cmd is None else None
-        url = url if url is not None else profile.url
-    if log is None and log_cmd is None and url is None:
-        raise UserError("nothing to watch: give --log PATH, --log-cmd CMD and/or --url URL "
-                        "(or --config FILE with a log, log_cmd or url)")
-    if log_cmd is not None:
-        log_cmd.check()
-    if log is not None:
-        boundary.regular_file(log, what="--log", missing_ok=True,
-                              hint="give the server's log file (it may not exist yet)")
-    spec = AttachSpec(log=log, url=url, pid=args.pid, ready=args.ready, crash=args.crash, timeout=args.timeout,
-                      stall=args.stall)
-    if profile is None:
-        session = for_attach(spec)
-    else:
-        session = for_profile(profile, ready=spec.ready, crash=spec.crash, timeout=spec.timeout, stall=spec.stall)
-        if url is not None:
-            from symmtui.core.probe import check_url
-
-            check_url(url)
-            session.url = url
-    import sys
-
-    from symmtui.verbs import metricsopts
-
-    server = metricsopts.serve(session, args.metrics_port, args.metrics_host)  # a taken port: nothing started yet
-    notify = profile.notify if profile is not None else None
-    notifier = None
-    if args.notify or notify is not None:  # the notifier's modules are imported only when it notifies
-        from symmtui.notify.notifier import for_headless
-
-        notifier = for_headless(session, notify, asked=args.notify, err=sys.stderr)
+    stacks = not args.no_stacks
+    spec = wait_spec(log=Path(args.log) if args.log else None, log_cmd=log_cmd, url=args.url, pid=args.pid,
+                     config=args.config, limits=Limits(args.ready, args.crash, args.timeout, args.stall),
+                     new_only=args.new_only, stacks=stacks, notify=args.notify, record_bundle=not args.no_record,
+                     metrics_port=args.metrics_port, metrics_host=args.metrics_host,
+                     metrics_linger=args.metrics_linger)
+    session = open_session(spec)  # a taken metrics port: one line, nothing started
     try:
-        if not args.no_record:  # the recorder's modules likewise
-            from symmtui.bundle.wire import record_session, server_command
-
-            record_session(session, server_command(profile, args.pid))
-        front = Headless(session)
-        session.follow(log_cmd or log, pid=args.pid, new_only=args.new_only)
-        stacks = not args.no_stacks and (args.pid is not None or profile is not None)
-        if stacks:
-            from symmtui.gpu.nvml import Nvml
-
-            session.stall_nvml = Nvml()  # read once at a stall (nothing is sampled before): the GPUs' evidence
-        result = front.verdict(stacks=stacks)
-        if notifier is not None:
-            notifier.finish(result.snapshot)  # bounded: webhooks still in flight get FLUSH_BOUND seconds
-        if server is not None and args.metrics_linger:
-            metricsopts.linger(args.metrics_linger, server.url)
-        return result.exit_code
+        printer = Printer(session, stacks=stacks and spec.stacks_gpus)
+        return printer.run().exit_code
     finally:
-        if server is not None:
-            server.close()
+        session.close()
 
 
 def log_command_option(text: str | None, shell: bool, *, log: str | None, new_only: bool = False) -> LogCommand | None:

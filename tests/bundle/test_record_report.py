@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import queue
 import shutil
 import sys
 from pathlib import Path
@@ -15,8 +14,8 @@ from symmtui.bundle.format import SUFFIX, read_bundle
 from symmtui.bundle.replay import Recording, ReplaySession
 from symmtui.cli import main
 from symmtui.core.readiness import State
-from symmtui.core.waiting import EXIT_CRASHED
-from symmtui.session.messages import EngineBatch, GpuSample, SessionMessage
+from symmtui.session.messages import EngineBatch, GpuRound, SessionMessage
+from symmtui.session.printer import EXIT_CRASHED
 from tests.launch.helpers import free_port, run_cli, stop_at_end, write_profile
 
 __all__ = ["stop_at_end"]
@@ -84,19 +83,17 @@ def _replays_every_line(path: Path) -> None:
     bundle = read_bundle(path)
     recording = Recording(bundle)
     session = ReplaySession(recording, speed=max(1.0, recording.duration / 0.3))
-    q: queue.Queue[SessionMessage] = queue.Queue()
-    session.attach(q.put)
+    messages: list[SessionMessage] = []
+    session.observe(messages.append)  # every message as posted (the mailbox merges what waits in it)
+    session.attach(lambda: None)
     try:
         assert session.ended.wait(30)
     finally:
         session.close()
-    messages: list[SessionMessage] = []
-    while not q.empty():
-        messages.append(q.get_nowait())
     batches = [m for m in messages if isinstance(m, EngineBatch)]
     assert [ln.text for b in batches for ln in b.lines] == [r[4] for r in bundle.lines]
     assert batches[-1].snapshot.state is State.CRASHED
-    gpus = [m for m in messages if isinstance(m, GpuSample)]
+    gpus = [m for m in messages if isinstance(m, GpuRound)]
     assert gpus and gpus[0].snapshot.unavailable_reason is not None  # launched without NVML: said, not "reading"
 
 

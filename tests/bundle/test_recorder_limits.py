@@ -15,10 +15,12 @@ from symmtui.bundle.format import read_bundle
 from symmtui.bundle.recorder import Recorder
 from symmtui.bundle.replay import Recording
 from symmtui.core.decode import LogLine
+from symmtui.core.engine import EngineUpdate
 from symmtui.core.events import Event
 from symmtui.core.readiness import Snapshot, State
+from symmtui.core.verdict import NodeView, verdict_of
 from symmtui.launch.envinfo import EnvInfo
-from symmtui.session.messages import EngineBatch, GpuSample, TopologyRead, VerdictReached
+from symmtui.session.messages import EngineBatch, GpuRound, TopologyRead
 from tests.ui.kit import CRASH_LOG, fixed_gpus, read_lines, replay
 
 Crash = tuple[list[LogLine], list[Event], Snapshot]
@@ -29,6 +31,13 @@ def crash() -> Crash:
     lines = read_lines(CRASH_LOG)
     events, snap = replay(lines)
     return lines, events, snap
+
+
+def _batch(lines: tuple[LogLine, ...], events: tuple[Event, ...], snap: Snapshot, generation: int = 0,
+           log_path: str | None = None, restarted: bool = False) -> EngineBatch:
+    """One engine batch of node "h" as the Session posts it (its verdict view: this node's state)."""
+    update = EngineUpdate(lines, events, (), snap, 0, generation)
+    return EngineBatch("h", update, log_path, verdict_of([NodeView("h", snap)]), restarted)
 
 
 def _recorder(dest: Path) -> Recorder:
@@ -43,8 +52,7 @@ def test_the_log_keeps_its_head_and_tail_and_counts_the_middle(tmp_path: Path, m
     monkeypatch.setattr(fmt, "TAIL_BYTES", 6000)
     rec = _recorder(tmp_path / "b.json.gz")
     for i in range(0, len(lines), 10):  # the engine's batches
-        rec.ingest(i * 0.01, EngineBatch(tuple(lines[i:i + 10]), (), (), snap, 0, 0, None))
-    rec.ingest(9.0, VerdictReached(snap, 0, None, None))
+        rec.ingest(i * 0.01, _batch(tuple(lines[i:i + 10]), (), snap, 0, None))
     path = rec.write(final=True)
     assert path is not None
     bundle = read_bundle(path)
@@ -62,7 +70,7 @@ def test_gpu_rounds_are_downsampled_past_the_cap(tmp_path: Path, monkeypatch: py
     rec = _recorder(tmp_path / "b.json.gz")
     rec.ingest(0.0, TopologyRead(topo, None))
     for i in range(400):
-        rec.ingest(float(i), GpuSample(dataclasses.replace(gpus, time=1000.0 + i), frozenset({4242}), (12, 0)))
+        rec.ingest(float(i), GpuRound(dataclasses.replace(gpus, time=1000.0 + i), frozenset({4242}), (12, 0)))
     doc = rec.document()
     rounds = doc["gpu"]["rounds"]
     assert len(rounds) <= 50 and doc["gpu"]["stride"] == 8
@@ -77,8 +85,8 @@ def test_a_changed_judgement_is_kept_and_time_passing_is_not(tmp_path: Path,
     rec = _recorder(tmp_path / "b.json.gz")
     starting = dataclasses.replace(snap, state=State.STARTING, cause=None)
     for i in range(20):
-        rec.ingest(float(i), EngineBatch((), (), (), dataclasses.replace(starting, elapsed=float(i)), 0, 0, None))
-    rec.ingest(21.0, EngineBatch((), (), (), snap, 0, 0, None))
+        rec.ingest(float(i), _batch((), (), dataclasses.replace(starting, elapsed=float(i)), 0, None))
+    rec.ingest(21.0, _batch((), (), snap, 0, None))
     assert [s[2]["state"] for s in rec.document()["snapshots"]] == [
         {"@e": "State", "v": "starting"}, {"@e": "State", "v": "crashed"}]
 
@@ -88,7 +96,7 @@ def test_the_file_stays_under_its_bound(tmp_path: Path, monkeypatch: pytest.Monk
     lines, events, snap = crash
     rec = _recorder(tmp_path / "b.json.gz")
     for i in range(0, len(lines), 50):
-        rec.ingest(float(i), EngineBatch(tuple(lines[i:i + 50]), tuple(events), (), snap, 0, 0, None))
+        rec.ingest(float(i), _batch(tuple(lines[i:i + 50]), tuple(events), snap, 0, None))
     whole = len(rec.encoded())
     monkeypatch.setattr(fmt, "MAX_FILE_BYTES", whole // 2)
     data = rec.encoded()
@@ -114,8 +122,7 @@ def test_the_codec_gives_back_what_it_kept(crash: Crash) -> None:
 def test_a_bundle_written_at_the_verdict_replays(tmp_path: Path, crash: Crash) -> None:
     lines, events, snap = crash
     rec = _recorder(tmp_path / "b.json.gz")
-    rec.ingest(0.5, EngineBatch(tuple(lines), tuple(events), (), snap, 0, 0, None))
-    rec.ingest(0.5, VerdictReached(snap, 0, None, None))
+    rec.ingest(0.5, _batch(tuple(lines), tuple(events), snap, 0, None))
     path = rec.write()
     assert path is not None
     recording = Recording(read_bundle(path))
@@ -127,7 +134,7 @@ def test_a_bundle_written_at_the_verdict_replays(tmp_path: Path, crash: Crash) -
 def test_an_early_bundle_with_plain_state_names_still_replays(tmp_path: Path, crash: Crash) -> None:
     lines, events, snap = crash
     rec = _recorder(tmp_path / "b.json.gz")
-    rec.ingest(0.5, EngineBatch(tuple(lines), tuple(events), (), snap, 0, 0, None))
+    rec.ingest(0.5, _batch(tuple(lines), tuple(events), snap, 0, None))
     path = rec.write()
     assert path is not None
     doc = json.loads(gzip.decompress(path.read_bytes()))
@@ -144,10 +151,10 @@ def test_a_relaunch_moves_the_bundle_next_to_the_new_log(tmp_path: Path, crash: 
     first.write_text("x\n")
     second.write_text("y\n")
     rec = Recorder(name="t", host="h", command=None, env=lambda: EnvInfo(taken_at=0.0, symmtui="test"))
-    rec.ingest(1.0, EngineBatch(tuple(lines), tuple(events), (), snap, 0, 0, str(first)))
+    rec.ingest(1.0, _batch(tuple(lines), tuple(events), snap, 0, str(first)))
     assert rec.write() == tmp_path / f"a.log{fmt.SUFFIX}"
     ready = dataclasses.replace(snap, state=State.READY, cause=None)
-    rec.ingest(2.0, EngineBatch(tuple(lines[:3]), (), (), ready, 0, 1, str(second), True))
+    rec.ingest(2.0, _batch(tuple(lines[:3]), (), ready, 1, str(second), True))
     assert rec.write(final=True) == tmp_path / f"b.log{fmt.SUFFIX}"
     earlier, whole = read_bundle(tmp_path / f"a.log{fmt.SUFFIX}"), read_bundle(tmp_path / f"b.log{fmt.SUFFIX}")
     assert [g["generation"] for g in earlier.data["generations"]] == [0]
@@ -161,7 +168,7 @@ def test_another_runs_bundle_of_the_same_log_is_kept(tmp_path: Path, crash: Cras
     paths = []
     for _run in range(3):  # e.g. `symmtui launch`, then `symmtui wait --log` twice on its log
         rec = Recorder(name="t", host="h", command=None, env=lambda: EnvInfo(taken_at=0.0, symmtui="test"))
-        rec.ingest(1.0, EngineBatch(tuple(lines), tuple(events), (), snap, 0, 0, str(log)))
+        rec.ingest(1.0, _batch(tuple(lines), tuple(events), snap, 0, str(log)))
         paths += [rec.write(), rec.write(final=True)]  # a run's second write replaces its own first
     names = [p.name for p in paths if p is not None]
     assert names == ["server.log" + fmt.SUFFIX] * 2 + [f"server.log.2{fmt.SUFFIX}"] * 2 + [

@@ -2,48 +2,48 @@
 
 from __future__ import annotations
 
-import queue
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from symmtui.build import demo_spec, open_session
 from symmtui.bundle.format import SUFFIX, read_bundle
-from symmtui.bundle.replay import Recording, ReplaySession, states_in
+from symmtui.bundle.replay import READ_ONLY, Recording, ReplaySession, states_in
 from symmtui.bundle.report import markdown
-from symmtui.bundle.wire import record_demo
-from symmtui.core.readiness import Snapshot, State
-from symmtui.session import open_demo
-from symmtui.session.messages import SessionMessage, VerdictReached
-from symmtui.ui.replay import READ_ONLY, ReplayApp
+from symmtui.core.readiness import State
+from symmtui.session.mailbox import Mailbox
+from symmtui.session.messages import EngineBatch, SessionMessage, VerdictReached
+from symmtui.ui.replay import ReplayApp
 from symmtui.ui.widgets.gpu_panel import GpuTable
 from tests.ui.kit import text, wait_for
 
 pytestmark = pytest.mark.xdist_group("bundle-replay")  # one worker records the demo once for the module
 
 
-def _verdict(q: queue.Queue[SessionMessage], state: State, timeout: float = 60.0) -> None:
+def _verdict(box: Mailbox, state: State, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
-    while True:
-        msg = q.get(timeout=max(0.01, deadline - time.monotonic()))
-        if isinstance(msg, VerdictReached) and msg.snapshot.state is state:
+    while time.monotonic() < deadline:
+        box.wait(0.5)
+        if any(isinstance(m, VerdictReached) and m.snapshot.state is state for m in box.take()):
             return
+    raise AssertionError(f"no {state} verdict within {timeout} s")
 
 
 @pytest.fixture(scope="module")
 def demo_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The crash story, driven headless: KeyError: 12, the patch, the relaunch, READY; recorded as the demo does."""
     dest = tmp_path_factory.mktemp("demo") / f"demo-crash{SUFFIX}"
-    session, demo = open_demo(speed=160.0)
+    spec, _demo = demo_spec(160.0)
+    assert spec.record is not None
+    session = open_session(replace(spec, record=replace(spec.record, dest=dest)))
     try:
-        assert record_demo(session, demo, dest) is not None
-        q: queue.Queue[SessionMessage] = queue.Queue()
-        session.attach(q.put)
-        _verdict(q, State.CRASHED)
-        assert session.patcher is not None
-        session.apply_patch(session.patcher.check())
+        box = session.attach(lambda: None)
+        _verdict(box, State.CRASHED)
+        session.apply_patch(session.check_patch())
         session.relaunch()
-        _verdict(q, State.READY)
+        _verdict(box, State.READY)
     finally:
         session.close()  # writes the bundle a last time, then the demo removes its temp dir
     return dest
@@ -71,23 +71,22 @@ async def test_replay_of_the_demo_shows_the_crash_then_ready_and_seeks(demo_bund
     crash_t = next(t for t, _g, s in states_in(recording) if s is State.CRASHED)
     session = ReplaySession(recording, speed=max(1.0, recording.duration / 1.5))
     app = ReplayApp(session, step=crash_t + 0.01)
-    shown: list[State] = []
-    draw = app.show_snapshot
+    posted: list[State] = []  # every judgement the replay posted, in order (the mailbox may merge them)
 
-    def spy(snap: Snapshot) -> None:
-        if not shown or shown[-1] is not snap.state:
-            shown.append(snap.state)
-        draw(snap)
+    def hear(message: SessionMessage) -> None:
+        if isinstance(message, EngineBatch) and (not posted or posted[-1] is not message.verdict.state):
+            posted.append(message.verdict.state)
+
+    session.observe(hear)
 
     def state() -> State | None:
-        return app.last_snapshot.state if app.last_snapshot is not None else None
+        return app.verdict.state if app.verdict is not None else None
 
-    app.show_snapshot = spy  # type: ignore[method-assign]
     try:
         async with app.run_test(size=(130, 40)) as pilot:
             # 1. played through: the first launch's crash, then the relaunch's READY, with the GPU panel
-            await wait_for(pilot, lambda: session.ended.is_set() and State.READY in shown, "the replay to end READY")
-            assert shown.index(State.CRASHED) < shown.index(State.READY), shown
+            await wait_for(pilot, lambda: session.ended.is_set() and state() is State.READY, "the replay to end READY")
+            assert posted.index(State.CRASHED) < posted.index(State.READY), posted
             assert "READY" in text(app)
             table = app.query_one(GpuTable)
             await wait_for(pilot, lambda: table.snapshot is not None, "a recorded GPU round on the panel")

@@ -13,6 +13,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import TextIO
+
+from symmtui.build import Limits, open_session, watch_spec
+from symmtui.session.printer import Printer, WaitResult
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 KEYERROR_LOG = FIXTURES / "sglang-tp8-symm-mem-keyerror.log"
@@ -153,3 +157,14 @@ def env() -> dict[str, str]:
     e = dict(os.environ)
     e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
     return e
+
+
+def wait_on(log: Path, *, out: TextIO, timeout: float | None = 20.0, stall: float | None = None,
+            **kw: object) -> WaitResult:
+    """`symmtui wait --log LOG` in this process: a Session that watches ``log`` (and ``kw``: a URL, a pid)
+    and the command line's printer writing to ``out``; the verdict's result."""
+    session = open_session(watch_spec(log, limits=Limits(timeout=timeout, stall=stall), **kw))  # type: ignore[arg-type]
+    try:
+        return Printer(session, out).run()
+    finally:
+        session.close()

@@ -14,11 +14,10 @@ import pytest
 import symmtui.core.follow as follow
 import symmtui.core.lastrun as lastrun
 from symmtui.core.lastrun import find_last_launch
-from symmtui.core.readiness import ReadinessConfig, State
+from symmtui.core.readiness import State
 from symmtui.core.rules import RuleSet
-from symmtui.core.waiting import wait_for
 
-from .engine_kit import FIXTURES, KEYERROR_LOG, READY_LOG, env, symmtui_cmd
+from .engine_kit import FIXTURES, KEYERROR_LOG, READY_LOG, env, symmtui_cmd, wait_on
 
 BIG_WRITER = FIXTURES / "big_log_writer.py"
 VLLM_401 = FIXTURES.parent / "corpus" / "cases" / "vllm-opea2237-hf-401-unauthorized.log"
@@ -84,7 +83,7 @@ def test_no_launch_start_in_the_window_judges_the_recent_part_and_says_so(
     starts = info["starts"]
     assert isinstance(starts, list)
     out = io.StringIO()
-    res = wait_for(log, config=ReadinessConfig(timeout=20, stall=None), out=out)
+    res = wait_on(log, out=out)
     text = out.getvalue()
     assert res.state is State.CRASHED, text
     assert "no launch start in the last 4.2 MB" in text and "judging its last 2.1 MB" in text
@@ -113,7 +112,7 @@ def test_lines_before_a_huge_attach_point_are_counted_in_the_background(
     starts = info["starts"]
     assert isinstance(starts, list)
     out = io.StringIO()
-    res = wait_for(log, config=ReadinessConfig(timeout=20, stall=None), out=out)
+    res = wait_on(log, out=out)
     text = out.getvalue()
     assert res.state is State.CRASHED, text
     first = _line_of(log, b"Scheduler hit an exception", after=starts[2])

@@ -224,14 +224,14 @@ def _group(pgid: int) -> list[int]:
 
 def test_no_tail_is_left_behind_when_the_session_closes(tmp_path: Path) -> None:
     """`tail -F` through a shell pipeline (three processes): all of them end with the session."""
-    from symmtui.session.core import Session
+    from tests.ui.kit import watched
 
     log = tmp_path / "server.log"
     log.write_text("[2026-11-29 09:40:09 TP0] Init torch distributed begin.\n")
-    session = Session(host="test", name="logcmd")
-    session.attach(lambda _m: None)
     cmd = LogCommand.parse(f"tail -n +1 -F {log} | cat | cat", shell=True)
-    engine = session.follow(cmd)
+    session = watched(cmd)
+    engine = session.head.engine
+    assert engine is not None
     follower = engine._follower
     assert isinstance(follower, CommandFollower)
     deadline = time.monotonic() + 10
@@ -308,8 +308,8 @@ def test_a_relaunch_over_the_same_command_skips_what_it_replays(tmp_path: Path) 
 def test_the_dashboards_copy_of_a_commands_output_holds_each_line_at_its_offset(tmp_path: Path) -> None:
     """The log pane reads lines that left its memory back from a file by offset: for a command that file is
     the session's copy of the output (replays and all), removed when the session closes."""
-    from symmtui.session.core import Session
     from symmtui.session.messages import EngineBatch, SessionMessage
+    from tests.ui.kit import watched
 
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -321,12 +321,11 @@ def test_the_dashboards_copy_of_a_commands_output_holds_each_line_at_its_offset(
         if isinstance(m, EngineBatch):
             batches.append(m)
 
-    session = Session(host="test", name="logcmd")
-    session.spool_log_commands = True
-    session.attach(post)
     import symmtui.core.logcmd as logcmd
 
-    engine = session.follow(writer("--runs", str(runs), "--exit", "0"))
+    session = watched(writer("--runs", str(runs), "--exit", "0"), observe=post, spool_log_commands=True)
+    engine = session.head.engine
+    assert engine is not None
     follower = engine._follower
     assert isinstance(follower, CommandFollower)
     follower.backoff = Backoff(first=0.02, cap=0.02)

@@ -11,11 +11,10 @@ import pytest
 
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.standin import load_standin, standin_host
-from symmtui.session.core import Session
 from symmtui.ui.app import SymmApp
 from symmtui.ui.widgets.gpu_panel import GpuPanel, GpuTable
 from symmtui.ui.widgets.log_view import LogView
-from tests.ui.kit import READY_LOG, settle, text, wait_for
+from tests.ui.kit import READY_LOG, demo_session, settle, text, wait_for, watched
 
 
 async def test_slow_nvml_call_does_not_freeze_the_ui() -> None:
@@ -24,7 +23,7 @@ async def test_slow_nvml_call_does_not_freeze_the_ui() -> None:
     host = standin_host(module)
     gate = threading.Event()  # the slow call returns when this is set (30 s at most)
     entered = threading.Event()
-    session = Session(host="h", name="p", nvml=Nvml(module), sample_interval=0.05)
+    session = watched(nvml=Nvml(module), sample_gpus=True, sample_interval=0.05)
     app = SymmApp(session, tick=0)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
@@ -32,16 +31,14 @@ async def test_slow_nvml_call_does_not_freeze_the_ui() -> None:
                            "a first GPU sample on screen")
             host.slow("nvmlDeviceGetUtilizationRates", 30.0, gate=gate, entered=entered)
             await wait_for(pilot, entered.is_set, "the sampler to enter the slow call")
-            sampler = session.sampler
-            assert sampler is not None
             before = app.theme
             await pilot.press("t")
             await settle(pilot)
             # the key took effect while the NVML call is still blocked (the gate is closed)
             assert app.theme != before, f"theme still {before}; focused={app.focused!r} screen={app.screen!r}"
-            assert sampler.busy_for() > 0, "the slow NVML call ended before the key was handled"
+            assert (session.gpu_busy_for() or 0) > 0, "the slow NVML call ended before the key was handled"
             await pilot.press("t")
-            assert sampler.busy_for() > 0
+            assert (session.gpu_busy_for() or 0) > 0
             gate.set()
             host.heal()
     finally:
@@ -101,8 +98,7 @@ async def test_hanging_health_endpoint_does_not_freeze_the_ui(
     url, got_request, hang_up = hanging_server
     log = tmp_path / "server.log"
     log.write_bytes(READY_LOG.read_bytes()[:2000])  # a log that is mid-start (no ready marker)
-    session = Session(host="h", name="p", url=url)
-    session.follow(log, probe_timeout=5.0)
+    session = watched(log, url=url, probe_timeout=5.0)
     app = SymmApp(session, tick=0.2)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
@@ -117,8 +113,8 @@ async def test_hanging_health_endpoint_does_not_freeze_the_ui(
             await pilot.press("e")
             await settle(pilot)
             assert log_view.errors_only is not errors_only, f"e did not toggle errors-only (was {errors_only})"
-            snap = app.last_snapshot
-            assert snap is not None, "no readiness snapshot reached the UI"
+            assert app.verdict is not None, "no verdict reached the UI"
+            snap = app.verdict.snapshot
             assert snap.probe_ok is not True, f"a hanging endpoint was called healthy: {snap.probe_detail}"
     finally:
         hang_up()  # the probe's request ends now instead of at its 5 s timeout: closing waits for it
@@ -131,17 +127,15 @@ async def test_relaunch_blocked_by_a_stranger_on_the_port_is_explained() -> None
     from urllib.parse import urlparse
 
     from symmtui.core.readiness import State
-    from symmtui.session import open_demo
     from symmtui.ui.screens.relaunch import RelaunchScreen
 
-    session, demo = open_demo(speed=40.0)
-    demo.supervisor.port_timeout = 0.5
+    session, demo = demo_session(40.0, port_timeout=0.5)
     port = urlparse(demo.profile.url).port
     stranger = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     app = SymmApp(session)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: app.last_snapshot is not None and app.last_snapshot.state is State.CRASHED,
+            await wait_for(pilot, lambda: app.verdict is not None and app.verdict.state is State.CRASHED,
                            "the first crash")
             stranger.bind(("127.0.0.1", port))
             stranger.listen(1)
@@ -169,7 +163,7 @@ async def test_nvml_init_failure_is_explained_in_the_panels() -> None:
 
     module = load_standin("rtx-pro-6000-x8-pcie")
     standin_host(module).fail_init(NVML_ERROR_DRIVER_NOT_LOADED)
-    session = Session(host="h", name="p", nvml=Nvml(module), sample_interval=0.1)
+    session = watched(nvml=Nvml(module), sample_gpus=True, sample_interval=0.1)
     app = SymmApp(session, tick=0)
     try:
         async with app.run_test(size=(120, 40)) as pilot:

@@ -197,18 +197,19 @@ def test_nvml_and_an_exporter_in_one_round(server: str) -> None:
 def test_a_session_samples_an_exporter_like_nvml(server: str) -> None:
     import queue
 
-    from symmtui.session import Session
-    from symmtui.session.messages import GpuSample as Posted
-    from symmtui.session.messages import SessionMessage
+    from symmtui.session.messages import GpuRound, SessionMessage, TopologyRead
+    from tests.ui.kit import watched
 
     got: queue.Queue[SessionMessage] = queue.Queue()
-    session = Session(host="h", name="p", gpus=open_source(f"{server}/nvitop/metrics"), sample_interval=0.05)
-    session.attach(got.put)
+    session = watched(gpus=open_source(f"{server}/nvitop/metrics"), sample_gpus=True, sample_interval=0.05,
+                      observe=got.put)
     try:
+        first = got.get(timeout=10)
         msg = got.get(timeout=10)
     finally:
         session.close()
-    assert isinstance(msg, Posted)  # the only message: no topology read without NVML
+    assert isinstance(first, TopologyRead) and first.topology is None  # no topology read without NVML
+    assert isinstance(msg, GpuRound)
     assert msg.snapshot.infos[0].host == "gpu-node-1" and msg.snapshot.samples[0].utilization_gpu == 100
     assert msg.capability is None and msg.our_pids == frozenset()
 

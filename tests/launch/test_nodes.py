@@ -16,8 +16,8 @@ import pytest
 from symmtui.core.events import Event
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
 from symmtui.core.rules import PHASE_INIT_DIST, PHASE_LOADING, Kind
+from symmtui.core.verdict import NodeView, verdict_of
 from symmtui.launch.profile import ProfileError, parse_profile
-from symmtui.session.nodes import NodeView, aggregate
 from tests.launch.helpers import free_port, run_cli
 from tests.launch.sshd import LocalSshd, start_sshd
 
@@ -77,28 +77,28 @@ def _crash(text: str) -> Event:
 
 def test_aggregate_ready_only_when_the_head_answers_and_no_node_crashed() -> None:
     ready = _snap(State.READY, "ready", detail="GET /health: 200")
-    assert aggregate([NodeView("n0", 0, ready), NodeView("n1", 1, _snap(State.STARTING))]).state is State.READY
-    assert aggregate([NodeView("n0", 0, _snap(State.STARTING)), NodeView("n1", 1, ready)]).state is State.STARTING
+    assert verdict_of([NodeView("n0", ready), NodeView("n1", _snap(State.STARTING))]).state is State.READY
+    assert verdict_of([NodeView("n0", _snap(State.STARTING)), NodeView("n1", ready)]).state is State.STARTING
     # the head answers but node1's log has said nothing yet: not READY (it may be down)
-    v = aggregate([NodeView("n0", 0, ready), NodeView("n1", 1, _snap(State.WAITING, None))])
-    assert v.state is State.STARTING and "waiting for the log of n1" in v.text
+    v = verdict_of([NodeView("n0", ready), NodeView("n1", _snap(State.WAITING, None))])
+    assert v.state is State.STARTING and "waiting for the log of n1" in v.headline
     crashed = _snap(State.CRASHED, cause=_crash("RuntimeError: NCCL error"))
-    v = aggregate([NodeView("n0", 0, ready), NodeView("n1", 1, crashed)])
+    v = verdict_of([NodeView("n0", ready), NodeView("n1", crashed)])
     assert (v.state, v.node) == (State.CRASHED, "n1")
-    assert v.text.startswith("CRASHED on n1: RuntimeError: NCCL error")
+    assert v.headline.startswith("CRASHED on n1: RuntimeError: NCCL error")
 
 
 def test_aggregate_stalled_names_the_node_behind() -> None:
     ahead = _snap(State.STALLED, PHASE_LOADING, since_activity=50.0)
     behind = _snap(State.STALLED, PHASE_INIT_DIST, since_activity=40.0)
-    v = aggregate([NodeView("n0", 0, ahead), NodeView("n1", 1, behind)])
+    v = verdict_of([NodeView("n0", ahead), NodeView("n1", behind)])
     assert (v.state, v.node) == (State.STALLED, "n1")
-    assert "n1 is behind (init distributed" in v.text and "n0 stalled in loading weights" in v.text
+    assert "n1 is behind (init distributed" in v.headline and "n0 stalled in loading weights" in v.headline
     # the head timed out waiting; the verdict names the node it waited for, still stalled
-    v = aggregate([NodeView("n0", 0, _snap(State.TIMED_OUT, PHASE_INIT_DIST)), NodeView("n1", 1, behind)])
-    assert (v.state, v.node) == (State.TIMED_OUT, "n1") and v.text.startswith("TIMED OUT: n1 in init distributed")
+    v = verdict_of([NodeView("n0", _snap(State.TIMED_OUT, PHASE_INIT_DIST)), NodeView("n1", behind)])
+    assert (v.state, v.node) == (State.TIMED_OUT, "n1") and v.headline.startswith("TIMED OUT: n1 in init distributed")
     # one node still moving, the other silent: still STALLED, naming the silent one's lag
-    v = aggregate([NodeView("n0", 0, _snap(State.STARTING, PHASE_LOADING)), NodeView("n1", 1, behind)])
+    v = verdict_of([NodeView("n0", _snap(State.STARTING, PHASE_LOADING)), NodeView("n1", behind)])
     assert (v.state, v.node) == (State.STALLED, "n1")
 
 
@@ -234,8 +234,8 @@ def test_an_unreachable_node_crashes_the_launch_and_is_reported_by_stop(sshd: Lo
 def test_gpus_of_two_nodes_read_from_two_exposition_endpoints_grouped_by_node(tmp_path: Path) -> None:
     import os
 
+    from symmtui.build import nodes_source
     from symmtui.demo.exposition import TOTAL_MIB, ExpositionServer
-    from symmtui.session.nodes import gpu_source
 
     status0 = tmp_path / "status-0.json"
     status0.write_text(json.dumps({"pid": os.getpid(), "state": "loading", "memory_fraction": 0.44}))
@@ -244,7 +244,7 @@ def test_gpus_of_two_nodes_read_from_two_exposition_endpoints_grouped_by_node(tm
         text = "".join(f'[[nodes]]\nname = "{n}"\nlog = "/x/{n}.log"\ngpus = "{e.url}"\n'
                        for n, e in zip(("node0", "node1"), ends, strict=True))
         profile = parse_profile('[server]\nurl = "http://127.0.0.1:1/health"\n' + text, tmp_path / "p.toml")
-        source = gpu_source(profile, timeout=30)  # the 2 s default: a loaded machine's first GET took 3-4 s
+        source = nodes_source(profile, timeout=30)  # the 2 s default: a loaded machine's first GET took 3-4 s
         try:
             reading = source.read()
         finally:
@@ -257,3 +257,46 @@ def test_gpus_of_two_nodes_read_from_two_exposition_endpoints_grouped_by_node(tm
         ("node0", 0, 0), ("node0", 1, 1), ("node1", 0, 2), ("node1", 1, 3)]  # the node's name, not the exporter's
     used = [s.memory_used for s in reading.samples]
     assert used[:2] == [int(TOTAL_MIB * 0.44) * 2**20] * 2 and used[2:] == [0, 0]  # node1's server is not running
+
+
+# ---- a node that is never heard: 124 naming it, never READY ---------------------------------------
+
+@pytest.mark.parametrize("how", ["hangs", "refused"])
+def test_wait_on_a_node_whose_ssh_hangs_or_is_refused_times_out_naming_it(sshd: LocalSshd, tmp_path: Path,
+                                                                        how: str) -> None:
+    """gpu-a's log says READY; gpu-b's log comes through ssh that connects and stays silent, or that exits 255
+    ("Connection refused", restarted with backoff): the verdict is TIMED OUT on gpu-b (124), never READY."""
+    a = tmp_path / "a.log"
+    shutil.copyfile(FIXTURES / "sglang-tp8-ready.log", a)
+    log_cmd = f"{sshd.ssh_text('node')} sleep 60" if how == "hangs" else f"{sshd.ssh_text('deadnode')} tail -F /x.log"
+    cfg = tmp_path / "pair.toml"
+    cfg.write_text(f'[server]\ntimeout = 3\n[[nodes]]\nname = "gpu-a"\nlog = "{a}"\n'
+                   f'[[nodes]]\nname = "gpu-b"\nlog_cmd = {json.dumps(log_cmd)}\n')
+    waited = run_cli("wait", "--config", str(cfg), "--no-record", timeout=60)
+    out = waited.stdout
+    assert waited.returncode == 124, out + waited.stderr
+    assert "TIMED OUT on gpu-b after" in out and "READY after" not in out, out
+    assert out.rstrip().endswith("nodes: gpu-a ready, gpu-b timed out"), out
+    if how == "refused":
+        assert "Connection refused" in out  # ssh's own words, among gpu-b's last lines
+
+
+def test_launch_with_a_node_whose_ssh_hangs_times_out_naming_it(sshd: LocalSshd, tmp_path: Path) -> None:
+    """The head's server comes up; node1's launch is an ssh that connects and prints nothing: 124 on node1."""
+    port = free_port()
+    server = shlex.join([sys.executable, "-m", "symmtui.demo.server", "--speed", "400", "--shards", "3", "--tp", "2",
+                         "--port", str(port)])
+    cfg = tmp_path / "symmtui.toml"
+    cfg.write_text("\n".join([
+        "[server]", f'url = "http://127.0.0.1:{port}/health"', f"log_dir = {json.dumps(str(tmp_path / 'logs'))}",
+        "timeout = 8", "grace = 2",
+        "[[nodes]]", 'name = "node0"', "launch = " + json.dumps(server),
+        "[[nodes]]", 'name = "node1"', "launch = " + json.dumps(f"{sshd.ssh_text('node')} sleep 60"), ""]))
+    try:
+        launched = run_cli("launch", "--config", str(cfg), "--no-record", timeout=60)
+        out = launched.stdout
+        assert launched.returncode == 124, out + launched.stderr
+        assert "TIMED OUT on node1 after" in out and "READY after" not in out, out
+    finally:
+        stopped = run_cli("stop", "--config", str(cfg))
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
+from symmtui.build import dashboard_spec
 from symmtui.core.readiness import READY_WAITING_HEALTH, State
 from symmtui.launch import History
-from symmtui.notify.config import NotifyConfig
-from symmtui.notify.notifier import attach
-from symmtui.session import open_dashboard
+from symmtui.launch.notifyconf import NotifyConfig
+from symmtui.notify.notifier import Notifier
+from symmtui.session.core import Session
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
 from tests.launch.helpers import demo_config, run_cli, stop_at_end
@@ -32,18 +33,21 @@ async def test_cli_and_dashboard_launches_record_the_same_fields(tmp_path: Path,
     assert cli.returncode == 0, cli.stdout + cli.stderr
 
     delays.write_text(json.dumps({"weights": 6}))  # the dashboard's relaunch is slower in one phase
-    session = open_dashboard(str(cfg), None, None)
+    session = Session(dashboard_spec(str(cfg), None, None, record_bundle=False))
     told: list[str] = []
-    notifier = attach(session, NotifyConfig(bell=False, desktop=False), warn=told.append)
+    notifier = Notifier(NotifyConfig(bell=False, desktop=False), name=session.name, host=session.host,
+                        warn=told.append)
+    session.observe(notifier.observe)
+    session.start()
     app = SymmApp(session)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: app.last_snapshot is not None, "a first snapshot")
+            await wait_for(pilot, lambda: app.verdict is not None, "a first verdict")
             await pilot.press("r")
             assert isinstance(app.screen, ConfirmScreen)
             await pilot.press("y")
             # the Session writes the history before it posts the READY batch: wait for both
-            await wait_for(pilot, lambda: app.last_snapshot is not None and app.last_snapshot.state is State.READY
+            await wait_for(pilot, lambda: app.verdict is not None and app.verdict.state is State.READY
                            and len(History().entries()) == 2, "READY and the dashboard launch in the history",
                            timeout=90)
             # once READY, the gauge compares the relaunch with the launch before it, and so does the notification

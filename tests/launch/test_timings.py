@@ -137,12 +137,14 @@ def test_versions_are_read_from_the_servers_interpreter_and_an_upgrade_is_named(
 
 def test_one_launch_probes_the_servers_interpreter_once_for_its_bundle_and_its_history(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from symmtui.build import Limits, launch_spec
     from symmtui.bundle.format import SUFFIX
-    from symmtui.bundle.wire import record_session, server_command
+    from symmtui.bundle.wire import record
     from symmtui.launch import versions
     from symmtui.launch.profile import load_profile
     from symmtui.patch import finder
-    from symmtui.session import for_profile
+    from symmtui.session.core import Session
+    from symmtui.session.spec import Record
     from tests.launch.helpers import wait_until
 
     monkeypatch.setattr(versions, "DELAY", 0.0)
@@ -157,19 +159,20 @@ def test_one_launch_probes_the_servers_interpreter_once_for_its_bundle_and_its_h
         return locate(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(finder, "locate", counted)
-    session = for_profile(profile)
-    rec = record_session(session, server_command(profile), dest=tmp_path / f"b{SUFFIX}")
-    assert rec is not None and session.supervisor is not None
+    session = Session(launch_spec(profile, limits=Limits(), grace=None, notify=False, record_bundle=False))
+    [rec] = record(session, Record(tmp_path / f"b{SUFFIX}"))
+    supervisor = session.head.supervisor
+    assert supervisor is not None
     try:
-        record = session.launch_unchecked()  # the real stand-in server, as `symmtui launch` starts it
-        versions_of_launch = session.supervisor.versions
-        wait_until(lambda: "sglang" in versions_of_launch.get(record.launch_id), 20, "the launch's versions")
+        [launched] = session.launch_unchecked()  # the real stand-in server, as `symmtui launch` starts it
+        versions_of_launch = supervisor.versions
+        wait_until(lambda: "sglang" in versions_of_launch.get(launched.launch_id), 20, "the launch's versions")
         assert rec.env_done.wait(20) and rec.environment is not None
     finally:
         session.close()
-        session.supervisor.stop(grace=1)
+        supervisor.stop(grace=1)
     assert rec.environment.version("sglang") == "0.5.3"  # the bundle's environment...
-    assert versions_of_launch.get(record.launch_id)["sglang"] == "0.5.3"  # ...and the history's versions
+    assert versions_of_launch.get(launched.launch_id)["sglang"] == "0.5.3"  # ...and the history's versions
     assert asked == [profile.argv[0]]  # from one probe of the server's interpreter, not one each
 
 

@@ -1,6 +1,5 @@
-"""A [[nodes]] profile notifies its aggregate verdict like one Session: `wait` (in process) posts
-"CRASHED on gpu-b" and a READY to a real loopback webhook server, once each; the observer tells a
-STALLED once, and again only after the aggregate moved on."""
+"""A [[nodes]] profile notifies its verdict like one server: `wait` (in process) posts "CRASHED on gpu-b" and
+a READY to a real loopback webhook server, once each; a STALLED names the node behind."""
 
 from __future__ import annotations
 
@@ -11,12 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from symmtui.build import dashboard_spec
 from symmtui.cli import main
 from symmtui.core.readiness import State
-from symmtui.launch.profile import load_profile
-from symmtui.notify.config import NotifyConfig
-from symmtui.notify.nodes import NodesNotes, attach_nodes
-from symmtui.session.nodes import NodesUpdate, NodeView, aggregate, for_nodes
+from symmtui.core.verdict import NodeView, verdict_of
+from symmtui.notify.message import note_of
+from symmtui.notify.notifier import plug_in as notify_plug_in
+from symmtui.session.core import Session
+from symmtui.session.messages import Bell, SessionMessage
+from symmtui.session.printer import Printer
 from tests.notify.kit import KEYERROR_LOG, READY_LOG, TOKEN, Receiver, receiver, snapshot_of
 
 
@@ -51,50 +53,33 @@ def test_wait_of_a_nodes_profile_posts_crashed_on_the_node(tmp_path: Path, hooks
     assert body["log"] == str(KEYERROR_LOG)
 
 
-def test_launchless_ready_pair_notifies_ready_through_the_profile_and_dashboard_hook(
-        tmp_path: Path, hooks: Receiver) -> None:
-    """The dashboard's wiring (attach_nodes on the NodeSet it shows), headless: READY once, from the head."""
+def test_launchless_ready_pair_notifies_ready_through_the_dashboards_plug_in(tmp_path: Path, hooks: Receiver) -> None:
+    """The dashboard's wiring (its spec's notifier, ringing through the screen), headless: READY once, from the
+    head; [notify] bell = false rings nothing."""
     before = len(hooks.got)
     cfg = _profile(tmp_path, READY_LOG, READY_LOG, f'webhook = "{hooks.url("/ready/" + TOKEN)}"\nformat = "slack"')
-    profile = load_profile(cfg)
-    nodes = for_nodes(profile)
-    rang: list[str] = []
-    notifier = attach_nodes(nodes, profile.notify, bell=lambda: rang.append("bell") and None)
-    from symmtui.session.nodeswait import NodesHeadless
-
-    front = NodesHeadless(nodes, io.StringIO())
-    nodes.follow()
-    assert front.verdict(io.StringIO()).state is State.READY
-    notifier.finish()
+    seen: list[SessionMessage] = []
+    session = Session(dashboard_spec(str(cfg), None, None, record_bundle=False))
+    assert session.spec.notify is not None and session.spec.notify.bell_on_screen
+    notify_plug_in(session, session.spec.notify)
+    session.observe(seen.append)
+    session.start()
+    try:
+        assert Printer(session, io.StringIO()).run().state is State.READY
+    finally:
+        session.close()  # the notifier's flush
     got = hooks.wait_for(before + 1)[before:]
     assert len(got) == 1 and got[0].path == "/ready/" + TOKEN
     text = str(got[0].body["text"])
     assert text.startswith("*symmtui: READY · pair on gpu-a*\nREADY after ") and "nodes: gpu-a ready, gpu-b ready" in text
-    assert rang == []  # [notify] bell = false
+    assert not any(isinstance(m, Bell) for m in seen)  # [notify] bell = false
 
 
-def test_stalled_is_told_once_and_again_after_the_aggregate_moved_on(tmp_path: Path) -> None:
-    cfg = _profile(tmp_path, READY_LOG, KEYERROR_LOG, "")
-    nodes = for_nodes(load_profile(cfg))
-    from symmtui.notify.notifier import Notifier
-
-    warned: list[str] = []
-    notifier = Notifier(NotifyConfig(bell=False, desktop=False), name="pair", host="gpu-a", warn=warned.append)
-    notes = NodesNotes(nodes, notifier)
+def test_a_stalled_verdict_names_the_node_behind() -> None:
     # real snapshots seen as STALLED / STARTING: gpu-b's (it crashed in an earlier phase) is behind gpu-a's
     stalled = replace(snapshot_of(KEYERROR_LOG), state=State.STALLED, cause=None, detail="no new log line for 300 s")
     starting = replace(snapshot_of(READY_LOG), state=State.STARTING)
-
-    def tell(a: object, b: object) -> None:
-        notes.observe(NodesUpdate(aggregate([NodeView("gpu-a", 0, a), NodeView("gpu-b", 1, b)])))  # type: ignore[arg-type]
-
-    moved = replace(stalled, state=State.STARTING)
-    tell(starting, stalled)
-    tell(starting, stalled)  # the same verdict again (another node's phase changed): not told twice
-    tell(starting, moved)  # it moved
-    tell(starting, stalled)
-    assert [n.headline.split(" after ")[0] for n in notifier.sent] == ["STALLED on gpu-b", "STALLED on gpu-b"]
-    assert notifier.sent[0].host == "gpu-b" and "no new log line for 300 s" in notifier.sent[0].headline
-    notifier.finish()
-    nodes.close()
-    assert warned == []
+    note = note_of(verdict_of([NodeView("gpu-a", starting), NodeView("gpu-b", stalled)]), name="pair", host="h")
+    assert note is not None and note.headline.startswith("STALLED on gpu-b after ")
+    assert note.host == "gpu-b" and "no new log line for 300 s" in note.headline
+    assert note.lines[-1].startswith("nodes: gpu-a ") and note.lines[-1].endswith("gpu-b stalled in init distributed")

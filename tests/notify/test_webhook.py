@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from symmtui.core.readiness import Snapshot
+from symmtui.core.verdict import NodeView, findings, ordered_events, verdict_of
 from symmtui.errors import UserError
+from symmtui.launch.notifyconf import NotifyConfig, Webhook, redact
 from symmtui.launch.profile import parse_profile
-from symmtui.notify.config import NotifyConfig, Webhook, redact
 from symmtui.notify.notifier import Notifier
+from symmtui.session.messages import VerdictReached
 from tests.notify.kit import KEYERROR_LOG, READY_LOG, TOKEN, Receiver, receiver, snapshot_of
 
 
@@ -20,6 +23,12 @@ from tests.notify.kit import KEYERROR_LOG, READY_LOG, TOKEN, Receiver, receiver,
 def hooks() -> Iterator[Receiver]:
     with receiver() as rec:
         yield rec
+
+
+def _tell(n: Notifier, snap: Snapshot, *, launch_id: str | None = None, log_path: str | None = None) -> None:
+    """The verdict of ``snap`` as the Session posts it (its findings from the shipped rules)."""
+    verdict = verdict_of([NodeView("gpu-7", snap, None, findings(ordered_events(snap)))])
+    n.observe(VerdictReached(verdict, 0, launch_id, log_path))
 
 
 def _notifier(*hooks: Webhook, timeout: float = 2.0, retries: int = 0) -> tuple[Notifier, list[str]]:
@@ -31,7 +40,7 @@ def _notifier(*hooks: Webhook, timeout: float = 2.0, retries: int = 0) -> tuple[
 def test_ntfy_body_goes_to_the_server_root_with_the_topic(hooks: Receiver) -> None:
     before = len(hooks.got)
     n, warnings = _notifier(Webhook(hooks.url(f"/ntfy/glm5-bringup?auth={TOKEN}"), "ntfy"))
-    n.verdict(snapshot_of(READY_LOG), launch_id="L1", log_path="/logs/latest.log")
+    _tell(n, snapshot_of(READY_LOG), launch_id="L1", log_path="/logs/latest.log")
     n.finish()
     got = hooks.wait_for(before + 1)[-1]
     assert got.path == f"/ntfy/?auth={TOKEN}"  # ntfy's JSON publishing: POST to the root, topic in the body
@@ -44,7 +53,7 @@ def test_ntfy_body_goes_to_the_server_root_with_the_topic(hooks: Receiver) -> No
 def test_slack_body_carries_the_cause_and_the_next_step_escaped(hooks: Receiver) -> None:
     before = len(hooks.got)
     n, warnings = _notifier(Webhook(hooks.url(f"/services/T000/B000/{TOKEN}"), "slack"))
-    n.verdict(snapshot_of(KEYERROR_LOG))
+    _tell(n, snapshot_of(KEYERROR_LOG))
     n.finish()
     text = hooks.wait_for(before + 1)[-1].body["text"]
     assert isinstance(text, str)
@@ -59,7 +68,7 @@ def test_slack_body_carries_the_cause_and_the_next_step_escaped(hooks: Receiver)
 def test_json_body_has_the_verdict_fields(hooks: Receiver) -> None:
     before = len(hooks.got)
     n, _ = _notifier(Webhook(hooks.url("/hook"), "json"))
-    n.verdict(snapshot_of(KEYERROR_LOG), launch_id="L2", log_path="/logs/a.log")
+    _tell(n, snapshot_of(KEYERROR_LOG), launch_id="L2", log_path="/logs/a.log")
     n.finish()
     body = hooks.wait_for(before + 1)[-1].body
     assert body["state"] == "CRASHED" and body["verdict"] == "crashed" and body["launch_id"] == "L2"
@@ -70,7 +79,7 @@ def test_json_body_has_the_verdict_fields(hooks: Receiver) -> None:
 def test_500_then_timeout_is_one_warning_line_without_the_token(hooks: Receiver) -> None:
     hooks.plan["/bad/" + TOKEN] = ["500", "hang"]
     n, warnings = _notifier(Webhook(hooks.url(f"/bad/{TOKEN}"), "json"), timeout=0.3, retries=1)
-    n.verdict(snapshot_of(READY_LOG))
+    _tell(n, snapshot_of(READY_LOG))
     n.finish()
     assert warnings == [f"webhook http://127.0.0.1:{hooks.port}/… failed: HTTP 500, then no answer within 0.3 s "
                         "(2 attempts)"]
@@ -79,23 +88,12 @@ def test_500_then_timeout_is_one_warning_line_without_the_token(hooks: Receiver)
 def test_finish_waits_at_most_its_bound_for_a_webhook_that_never_answers(hooks: Receiver) -> None:
     hooks.plan["/never"] = ["hang"]
     n, warnings = _notifier(Webhook(hooks.url(f"/never?token={TOKEN}"), "json"), timeout=30, retries=3)
-    n.verdict(snapshot_of(READY_LOG))
+    _tell(n, snapshot_of(READY_LOG))
     t0 = time.monotonic()
     n.finish(bound=0.2)
     assert time.monotonic() - t0 < 2.0  # the bound, not the webhook's 30 s timeout
     assert warnings == [f"webhook http://127.0.0.1:{hooks.port}/…: no answer within 0.2 s of the verdict; "
                         "not waiting for it"]
-
-
-def test_a_verdict_seen_only_at_the_end_is_notified_once(hooks: Receiver) -> None:
-    before = len(hooks.got)
-    n, _ = _notifier(Webhook(hooks.url("/once"), "json"))
-    snap = snapshot_of(READY_LOG)
-    n.verdict(snap)
-    n.finish(snap)  # already told: not again
-    hooks.wait_for(before + 1)
-    time.sleep(0.05)
-    assert [g.path for g in hooks.got[before:]].count("/once") == 1  # (a request of another test may come late)
 
 
 def test_redact_keeps_only_scheme_host_and_port() -> None:

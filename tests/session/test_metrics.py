@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from symmtui.build import Limits, watch_spec
 from symmtui.cli import main
-from symmtui.session import AttachSpec, for_attach
-from symmtui.session.headless import Headless
+from symmtui.session.core import Session
 from symmtui.session.metrics import BringupMetrics, MetricsServer
+from symmtui.session.printer import Printer
 from tests.core.engine_kit import KEYERROR_LOG, READY_LOG, ROOT, Writer, free_port
 
 READY_TEXT = READY_LOG.read_text()
@@ -115,13 +116,16 @@ def _try(url: str) -> int | None:
 
 
 def test_a_crash_is_counted_by_its_catalogue_entry() -> None:
-    session = for_attach(AttachSpec(log=KEYERROR_LOG, url=None, pid=None, ready=[], crash=[], timeout=30, stall=None))
-    metrics = BringupMetrics(profile="p", node="n", ready_history=[95.0, 400.0])
+    session = Session(watch_spec(KEYERROR_LOG, limits=Limits(timeout=30)))
+    node = session.nodes[0]
+    metrics = BringupMetrics(profile="p", nodes=[node], ready_history=[95.0, 400.0])
     session.observe(metrics)
-    front = Headless(session)
-    session.follow(KEYERROR_LOG)
-    with open(os.devnull, "w") as out:
-        result = front.verdict(out)
+    session.start()
+    try:
+        with open(os.devnull, "w") as out:
+            result = Printer(session, out).run()
+    finally:
+        session.close()  # the observer heard everything by then
     assert result.state.value == "crashed"
     server = MetricsServer(metrics, port=0)
     try:
@@ -132,10 +136,10 @@ def test_a_crash_is_counted_by_its_catalogue_entry() -> None:
     assert (status, body.strip()) == (503, "crashed")
     m = _Scrape(text)
     crashes = {s.labels["entry"]: s.value for s in m.samples if s.name == "symmtui_bringup_crashes_total"}
-    assert crashes == {result.snapshot.cause.rule_id: 1.0}  # type: ignore[union-attr]
-    assert m.value("symmtui_bringup_ready_seconds_count", node="n", profile="p") == 2  # the history's, not this crash
-    assert m.value("symmtui_bringup_ready_seconds_bucket", node="n", profile="p", le="120.0") == 1
-    assert m.value("symmtui_bringup_elapsed_seconds", node="n", profile="p") == result.snapshot.verdict_elapsed
+    assert crashes == {result.verdict.cause.rule_id: 1.0}  # type: ignore[union-attr]
+    assert m.value("symmtui_bringup_ready_seconds_count", node=node, profile="p") == 2  # the history's, not this crash
+    assert m.value("symmtui_bringup_ready_seconds_bucket", node=node, profile="p", le="120.0") == 1
+    assert m.value("symmtui_bringup_elapsed_seconds", node=node, profile="p") == result.verdict.snapshot.verdict_elapsed
 
 
 def test_port_in_use_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,5 @@
-"""The Session headless: one line buffer with one cap and drop policy, messages that carry their data."""
+"""The Session headless: a front end that is slow or frozen holds nothing back (one capped mailbox, observers
+on threads of their own), and the messages carry their data."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core import engine as engine_mod
+from symmtui.build import Limits, open_session, wait_spec
 from symmtui.core.readiness import State
-from symmtui.session import AttachSpec, EngineBatch, SessionMessage, for_attach
+from symmtui.launch.profile import load_profile
+from symmtui.session import mailbox as mailbox_mod
+from symmtui.session.messages import EngineBatch, SessionMessage, VerdictReached
 from symmtui.session.settings import bringup_settings
-from tests.ui.kit import READY_LOG
+from symmtui.ui.app import SymmApp
+from tests.notify.kit import KEYERROR_LOG, TOKEN, receiver
+from tests.ui.kit import READY_LOG, watched
 
 
 def _wait(cond: object, what: str, timeout: float = 30.0) -> None:
@@ -23,65 +28,47 @@ def _wait(cond: object, what: str, timeout: float = 30.0) -> None:
         time.sleep(0.02)
 
 
-def test_a_front_end_that_is_slow_costs_only_the_engines_one_capped_buffer(
+def test_a_front_end_that_never_takes_costs_only_the_mailboxs_capped_lines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """While the front end has not acknowledged a batch, one batch waits in flight and the engine keeps
-    collecting in its one buffer: past the cap the oldest lines are dropped and counted, and the newest
-    still arrive."""
-    monkeypatch.setattr(engine_mod, "MAX_PENDING_LINES", 500)
+    """While the front end takes nothing, the engine keeps judging and the mailbox keeps each node's lines
+    merged: past its cap the oldest are dropped and counted, and the newest still arrive, with the verdict."""
+    monkeypatch.setattr(mailbox_mod, "MAX_LINES", 500)
     log = tmp_path / "server.log"
     log.write_text("")
-    got: list[EngineBatch] = []
-    lock = threading.Lock()
-
-    def post(message: SessionMessage) -> None:
-        if isinstance(message, EngineBatch):
-            with lock:
-                got.append(message)
-
-    session = for_attach(AttachSpec(log=log))
-    session.attach(post, acks=True)
-    engine = session.follow(log)
+    session = watched(log)
+    box = session.attach(lambda: None)
     try:
-        _wait(lambda: len(got) == 1, "the first batch")
         total = 3000
         with log.open("a") as fh:  # written in pieces: the follower reads several batches meanwhile
             for start in range(0, total, 100):
                 fh.write("".join(f"line {i}\n" for i in range(start, start + 100)))
                 fh.flush()
-        _wait(lambda: engine.snapshot().last_lines[-1:] == ("line 2999",), "the follower to read every line")
-        time.sleep(0.2)
-        assert len(got) == 1, "a batch was posted before the front end was done with the last one"
-        while True:  # the front end catches up: one batch at a time
-            with lock:
-                last = got[-1]
-                seen = len(got)
-            if last.lines and last.lines[-1].plain == f"line {total - 1}":
-                break
-            session.batch_done()
-            _wait(lambda seen=seen: len(got) > seen, "the next batch")
-        lines = [ln.plain for b in got for ln in b.lines]
-        dropped = sum(b.dropped for b in got)
-        assert dropped > 0 and len(lines) + dropped == total
-        # The batch the engine had taken when the front end stopped acknowledging (got[1]) waited in
-        # flight with the lines pending at that moment (how many depends on when the dispatcher woke);
-        # everything after it is what the engine's one buffer kept meanwhile, cut to the cap.
-        assert sum(len(b.lines) for b in got[2:]) <= engine_mod.MAX_PENDING_LINES
-        assert lines[-engine_mod.MAX_PENDING_LINES:] == [f"line {i}" for i in range(total - 500, total)]
+
+        def last() -> str:
+            view = session.verdict_now()
+            return view.snapshot.last_lines[-1] if view is not None and view.snapshot.last_lines else ""
+
+        _wait(lambda: last() == "line 2999", "the engine to judge every line")
+        time.sleep(0.2)  # the dispatcher's last batch
+        [batch] = [m for m in box.take() if isinstance(m, EngineBatch)]
+        assert [ln.plain for ln in batch.lines] == [f"line {i}" for i in range(total - 500, total)]
+        assert batch.dropped == total - 500
+        assert batch.snapshot.last_lines[-1] == "line 2999"
     finally:
         session.close()
 
 
-def test_the_cli_front_end_gets_every_batch_without_acknowledging(tmp_path: Path) -> None:
+def test_the_cli_front_end_gets_every_line(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_bytes(READY_LOG.read_bytes())
+    session = watched(log)
+    box = session.attach(lambda: None)
     got: list[EngineBatch] = []
-    session = for_attach(AttachSpec(log=log))
-    session.attach(lambda m: got.append(m) if isinstance(m, EngineBatch) else None)
-    session.follow(log)
     try:
-        _wait(lambda: bool(got) and got[-1].snapshot.state is State.READY, "READY")
+        while not got or got[-1].snapshot.state is not State.READY:
+            box.wait(30)
+            got += [m for m in box.take() if isinstance(m, EngineBatch)]
         assert got[-1].log_path == str(log) and not any(b.restarted for b in got)
         n = sum(1 for _ in READY_LOG.open("rb"))
         assert sum(len(b.lines) for b in got) == n and sum(b.dropped for b in got) == 0
@@ -91,7 +78,6 @@ def test_the_cli_front_end_gets_every_batch_without_acknowledging(tmp_path: Path
 
 def test_settings_one_place_for_defaults_profile_and_command_line(tmp_path: Path) -> None:
     from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
-    from symmtui.launch.profile import load_profile
 
     plain = bringup_settings()
     assert (plain.readiness.timeout, plain.readiness.stall) == (DEFAULT_TIMEOUT, DEFAULT_STALL) == (900.0, 300.0)
@@ -107,18 +93,20 @@ def test_settings_one_place_for_defaults_profile_and_command_line(tmp_path: Path
 
 
 def test_an_observer_hears_each_verdict_once_with_the_log_it_judged(tmp_path: Path) -> None:
-    """Observers (notify, bundle, metrics) get every message before the front end, and one
-    VerdictReached per state change: a log that reaches READY yields exactly one."""
-    from symmtui.session import VerdictReached
-
+    """Observers (notify, bundle, metrics) get every message, on a thread of their own, and one
+    VerdictReached per change: a log that reaches READY yields exactly one."""
     log = tmp_path / "server.log"
     log.write_bytes(READY_LOG.read_bytes())
     seen: list[SessionMessage] = []
-    front: list[SessionMessage] = []
-    session = for_attach(AttachSpec(log=log))
+    spec = wait_spec(log=log, log_cmd=None, url=None, pid=None, config=None, limits=Limits(), new_only=False,
+                     stacks=False, notify=False, record_bundle=False, metrics_port=None, metrics_host="",
+                     metrics_linger=0)
+    from symmtui.session.core import Session
+
+    session = Session(spec)
     session.observe(seen.append)
-    session.attach(front.append)
-    session.follow(log)
+    session.start()
+    box = session.attach(lambda: None)
     try:
         _wait(lambda: any(isinstance(m, VerdictReached) for m in seen), "a verdict")
         time.sleep(0.3)  # later batches (none should repeat the verdict)
@@ -127,4 +115,59 @@ def test_an_observer_hears_each_verdict_once_with_the_log_it_judged(tmp_path: Pa
     verdicts = [m for m in seen if isinstance(m, VerdictReached)]
     assert [v.snapshot.state for v in verdicts] == [State.READY]
     assert verdicts[0].log_path == str(log) and verdicts[0].launch_id is None
-    assert [type(m) for m in front] == [type(m) for m in seen]
+    assert [type(m) for m in box.take() if isinstance(m, VerdictReached)] == [VerdictReached]
+
+
+async def test_a_frozen_screen_holds_nothing_back_the_webhook_gets_crashed_within_a_second(tmp_path: Path) -> None:
+    """The dashboard's loop is stuck (a handler that does not return, as a terminal that stopped reading
+    would leave it): the crash written to the log meanwhile reaches a real webhook receiver on 127.0.0.1
+    within 1 s, while the screen is still frozen."""
+    head, _sep, rest = KEYERROR_LOG.read_text().partition("Traceback (most recent call last):")
+    before, last = head.rsplit("\n", 1)
+    log = tmp_path / "server.log"
+    log.write_text(before + "\n")  # the lines before the crash
+    freeze = 4.0
+    with receiver() as hooks:
+        cfg = tmp_path / "p.toml"
+        cfg.write_text(f'[server]\nlog = "{log}"\n[notify]\nbell = false\ndesktop = false\n'
+                       f'webhook = "{hooks.url("/hook/" + TOKEN)}"\nformat = "json"\n')
+        spec = wait_spec(log=None, log_cmd=None, url=None, pid=None, config=str(cfg), limits=Limits(),
+                         new_only=False, stacks=False, notify=True, record_bundle=False, metrics_port=None,
+                         metrics_host="", metrics_linger=0)
+        session = open_session(spec)
+        app = SymmApp(session, tick=0)
+        frozen = threading.Event()
+        heard: dict[str, float] = {}
+
+        def crash_while_frozen() -> None:
+            assert frozen.wait(30)
+            t0 = time.monotonic()
+            with log.open("a") as fh:
+                fh.write(last + "Traceback (most recent call last):" + rest)
+            hooks.wait_for(1, timeout=freeze)
+            heard["after"] = time.monotonic() - t0
+            heard["frozen"] = float(frozen_until - time.monotonic())
+
+        def hang() -> None:  # the front end's handler that does not return (for `freeze` seconds)
+            nonlocal frozen_until
+            frozen_until = time.monotonic() + freeze
+            frozen.set()
+            time.sleep(freeze)
+
+        frozen_until = 0.0
+        writer = threading.Thread(target=crash_while_frozen)
+        writer.start()
+        try:
+            async with app.run_test(size=(120, 40)) as pilot:
+                await pilot.pause()
+                app.call_later(hang)
+                await pilot.pause()  # the loop is stuck in hang() until it returns
+                writer.join(30)
+        finally:
+            session.close()
+            frozen.set()
+            writer.join(30)
+        got = list(hooks.got)
+    assert got and got[0].body["state"] == "CRASHED", got
+    assert heard["after"] < 1.0, f"the webhook heard CRASHED {heard['after']:.2f} s after the crash"
+    assert heard["frozen"] > 0, "the screen was no longer frozen when the webhook heard it"

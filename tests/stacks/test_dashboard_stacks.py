@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from symmtui.session import AttachSpec, for_attach
+from symmtui.build import Limits
 from symmtui.ui.app import SymmApp
 from symmtui.ui.widgets.stacks import StacksView
 from tests.stacks.hang_kit import hung_server
 from tests.stacks.test_stacks_real import needs_ptrace
-from tests.ui.kit import text, wait_for
+from tests.ui.kit import text, wait_for, watched
 
 
 @needs_ptrace
 async def test_stalled_dumps_once_and_the_panel_names_the_odd_rank(tmp_path: Path) -> None:
     with hung_server(tmp_path, hang_rank=5) as (proc, log):
-        session = for_attach(AttachSpec(log=log, url=None, pid=proc.pid, ready=[], crash=[], timeout=None, stall=0.5))
-        session.follow(log, pid=proc.pid)
+        session = watched(log, pid=proc.pid, limits=Limits(timeout=None, stall=0.5), auto_stacks=True)
         app = SymmApp(session, tick=0)
         try:
             async with app.run_test(size=(160, 50)) as pilot:
@@ -45,9 +44,8 @@ async def test_stalled_dumps_once_and_the_panel_names_the_odd_rank(tmp_path: Pat
 @needs_ptrace
 async def test_no_auto_stacks_waits_for_the_key(tmp_path: Path) -> None:
     with hung_server(tmp_path, hang_rank=2, tp=4) as (proc, log):
-        session = for_attach(AttachSpec(log=log, url=None, pid=proc.pid, ready=[], crash=[], timeout=None, stall=0.5))
-        session.follow(log, pid=proc.pid)
-        app = SymmApp(session, tick=0, auto_stacks=False)
+        session = watched(log, pid=proc.pid, limits=Limits(timeout=None, stall=0.5))  # no auto_stacks
+        app = SymmApp(session, tick=0)
         try:
             async with app.run_test(size=(160, 50)) as pilot:
                 await wait_for(pilot, lambda: "STALLED" in text(app), "STALLED")

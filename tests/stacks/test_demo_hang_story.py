@@ -5,23 +5,22 @@ from __future__ import annotations
 import pytest
 
 from symmtui.core.readiness import State
-from symmtui.session import open_demo
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.widgets.stacks import StacksView
 from tests.stacks.test_stacks_real import needs_ptrace
-from tests.ui.kit import send_keys, text, wait_for
+from tests.ui.kit import current_launch, demo_session, send_keys, text, wait_for
 
 
 def _state(app: SymmApp) -> State | None:
-    return app.last_snapshot.state if app.last_snapshot is not None else None
+    return app.verdict.state if app.verdict is not None else None
 
 
 @needs_ptrace
 @pytest.mark.timeout(180)
 async def test_hang_story_stalled_stacks_relaunch_ready() -> None:
-    session, demo = open_demo(speed=160.0, story="hang")
-    first = demo.supervisor.current()
+    session, demo = demo_session(160.0, "hang")
+    first = current_launch(demo)
     assert first is not None
     try:
         app = SymmApp(session)
@@ -38,7 +37,7 @@ async def test_hang_story_stalled_stacks_relaunch_ready() -> None:
             await send_keys(pilot, "r")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the relaunch question")
             await send_keys(pilot, "y")
-            await wait_for(pilot, lambda: (demo.supervisor.current() or first).launch_id != first.launch_id,
+            await wait_for(pilot, lambda: (current_launch(demo) or first).launch_id != first.launch_id,
                            "the relaunch")
             await wait_for(pilot, lambda: _state(app) is State.READY, "READY after the relaunch", timeout=120)
     finally:

@@ -9,12 +9,12 @@ from symmtui.core.readiness import Readiness, ReadinessConfig, State
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.sampler import GpuSampler
 from symmtui.gpu.standin import load_standin, standin_host
-from symmtui.session import open_demo
+from symmtui.session.messages import GpuRound
 from symmtui.stacks.gpus import gpu_evidence
 from symmtui.ui.app import SymmApp
 from symmtui.ui.widgets.gpu_panel import GpuPanel
 from tests.stacks.test_stacks_real import needs_ptrace
-from tests.ui.kit import READY_LOG, FixedSession, read_lines, settle, text
+from tests.ui.kit import READY_LOG, FixedSession, demo_session, read_lines, settle, text
 
 
 def test_all_idle_one_busy_all_busy_and_silence() -> None:
@@ -69,19 +69,17 @@ async def test_the_gpu_panel_names_the_spinning_gpu_next_to_the_stall() -> None:
 
 @needs_ptrace
 def test_a_dump_of_the_hung_demo_carries_the_gpus_line() -> None:
-    session, demo = open_demo(speed=10.0, story="hang")
+    session, demo = demo_session(10.0, "hang")
     try:
         demo.host.set_utilization(0)
         pinned_at = time.time()
-        session.attach(lambda _m: None)  # starts the sampler over the NVML stand-in (8 GPUs)
-
-        def pinned_sample() -> bool:  # a sampling round that started after the utilization was pinned
-            latest = session.sampler.latest() if session.sampler is not None else None
-            return latest is not None and latest.time > pinned_at
+        box = session.attach(lambda: None)  # the sampler reads the NVML stand-in (8 GPUs)
+        pinned = False  # a sampling round that started after the utilization was pinned
 
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (not pinned_sample() or len(session.server_procs()) < 9):
-            time.sleep(0.05)
+        while time.monotonic() < deadline and (not pinned or len(session.head.server_procs()) < 9):
+            box.wait(0.05)
+            pinned = pinned or any(isinstance(m, GpuRound) and m.snapshot.time > pinned_at for m in box.take())
         taken = session.take_stacks()
     finally:
         session.close()

@@ -5,22 +5,45 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from textual.app import App
 from textual.pilot import Pilot
 
+from symmtui.build import dashboard_spec, demo_spec, open_session, watch_spec
 from symmtui.core.decode import LogLine
+from symmtui.core.engine import EngineUpdate
 from symmtui.core.events import Event, EventBuilder
 from symmtui.core.follow import LogFollower
+from symmtui.core.logcmd import LogCommand
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot
 from symmtui.core.rules import RuleSet
+from symmtui.core.verdict import NodeView, Verdict, findings, ordered_events, verdict_of
+from symmtui.demo.nodes import NodesDemo
+from symmtui.demo.story import Demo
+from symmtui.errors import UserError
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
 from symmtui.gpu.standin import load_standin, standin_host
 from symmtui.gpu.topology import Topology, read_topology
-from symmtui.session.core import Session
-from symmtui.session.messages import EngineBatch, GpuSample, SessionMessage, TopologyRead
+from symmtui.launch import state
+from symmtui.launch.history import Estimate
+from symmtui.launch.profilefix import ProfileFix
+from symmtui.launch.state import LaunchRecord
+from symmtui.session.core import Launched, NodeStop, RelaunchPlan, Session
+from symmtui.session.mailbox import Mailbox
+from symmtui.session.messages import (
+    EngineBatch,
+    GpuRound,
+    Notice,
+    PatchState,
+    SessionMessage,
+    StacksTaken,
+    TopologyRead,
+)
+from symmtui.session.node import eta_of
+from symmtui.session.patching import Patcher, PatchView
 from tests.ui.screen_text import screen_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -72,13 +95,14 @@ def fixed_gpus(load: float) -> tuple[GpuSnapshot, Topology]:
     return snap, topo
 
 
-class FixedSession(Session):
-    """A session with no threads: it posts one fixed batch (for snapshots and key tests)."""
+class FixedSession:
+    """The Session protocol over fixed data, with no threads: it posts one batch (for snapshots and key
+    tests); the patch intents use ``patcher`` when given; every other intent says why not."""
 
     def __init__(self, lines: list[LogLine], events: list[Event], snapshot: Snapshot,
                  gpus: GpuSnapshot | None, topology: Topology | None, *, log_path: Path | None = None,
-                 our_pids: frozenset[int] = frozenset({FAKE_PID})) -> None:
-        super().__init__(host="gpu-node-7", name="glm5-tp8")
+                 our_pids: frozenset[int] = frozenset({FAKE_PID}), patcher: Patcher | None = None) -> None:
+        self.host, self.name = "gpu-node-7", "glm5-tp8"
         self.fixed_lines = tuple(lines)
         self.fixed_events = tuple(events)
         self.fixed_snapshot = snapshot
@@ -86,18 +110,110 @@ class FixedSession(Session):
         self.fixed_ours = our_pids
         self.fixed_log_path = str(log_path) if log_path else None
         self.topology = topology
+        self.patcher = patcher
+        self.patched = False
+        self.estimate: Estimate | None = None
+        self.mailbox = Mailbox()
+        self.closed = False
 
-    def attach(self, post: Callable[[SessionMessage], object], *, acks: bool = False,
-               sample_gpus: bool = True) -> None:
-        self._post = post
-        post(EngineBatch(self.fixed_lines, self.fixed_events, (), self.fixed_snapshot, 0, 0, self.fixed_log_path))
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return (self.host,)
+
+    @property
+    def named(self) -> bool:
+        return False
+
+    def verdict(self) -> Verdict:
+        snap = self.fixed_snapshot
+        found = findings(ordered_events(snap), patched=self.patched)
+        return verdict_of([NodeView(self.host, snap, None, found, *eta_of(self.estimate, snap))], patched=self.patched)
+
+    def post(self, snap: Snapshot) -> None:
+        """A batch with no lines that moves the bring-up to ``snap`` (as a live session's batches do)."""
+        self.fixed_snapshot = snap
+        self.mailbox.put(self._batch((), ()))
+
+    def _batch(self, lines: tuple[LogLine, ...], events: tuple[Event, ...]) -> EngineBatch:
+        update = EngineUpdate(lines, events, (), self.fixed_snapshot, 0, 0)
+        return EngineBatch(self.host, update, self.fixed_log_path, self.verdict())
+
+    def attach(self, wake: Callable[[], object]) -> Mailbox:
+        self.mailbox.attach(wake)
+        self.mailbox.put(self._batch(self.fixed_lines, self.fixed_events))
         if self.fixed_gpus is not None:
-            post(GpuSample(self.fixed_gpus, self.fixed_ours, 12))
+            self.mailbox.put(GpuRound(self.fixed_gpus, self.fixed_ours, 12))
         if self.topology is not None:
-            post(TopologyRead(self.topology, None))
+            self.mailbox.put(TopologyRead(self.topology, None))
+        return self.mailbox
 
-    def snapshot_now(self) -> Snapshot | None:
-        return self.fixed_snapshot
+    def observe(self, observer: Callable[[SessionMessage], None], *, name: str = "observer") -> None:
+        raise AssertionError("a fixed session has no observers")
+
+    def verdict_now(self) -> Verdict | None:
+        return self.verdict()
+
+    def gpu_busy_for(self) -> float | None:
+        return None
+
+    def why_not(self, intent: str) -> str | None:
+        if intent == "patch" and self.patcher is None:
+            return "no SGLang/vLLM install to patch in this session (use symmtui patch)"
+        if intent == "fix":
+            return "no profile to change in this session"
+        return NO_LAUNCH if intent == "launch" else None
+
+    def relaunch_plan(self) -> RelaunchPlan:
+        raise UserError(NO_LAUNCH)
+
+    def launch(self, on_progress: object = None, *, preflight: bool = True,
+               block_on_prediction: bool = False) -> Launched:
+        raise UserError(NO_LAUNCH)
+
+    def stop(self, on_progress: object = None, *, grace: float | None = None) -> tuple[NodeStop, ...]:
+        raise UserError(NO_LAUNCH)
+
+    def check_patch(self) -> PatchView:
+        assert self.patcher is not None
+        return self.patcher.check()
+
+    def _patched(self, state: PatchState) -> PatchState:
+        self.patched = state.applied
+        self.mailbox.put(self._batch((), ()))  # the verdict's advice follows the patch state
+        return state
+
+    def apply_patch(self, view: PatchView) -> PatchState:
+        assert self.patcher is not None
+        return self._patched(self.patcher.apply(view))
+
+    def revert_patch(self) -> PatchState:
+        assert self.patcher is not None
+        return self._patched(self.patcher.revert())
+
+    def plan_fix(self, node: str | None = None) -> ProfileFix | None:
+        return None
+
+    def apply_fix(self, fix: ProfileFix) -> None:
+        raise UserError("no profile to change in this session")
+
+    def take_stacks(self, node: str | None = None, *, native: bool = False, auto: bool = False) -> StacksTaken:
+        return StacksTaken(None, "no server process known: stacks need a launch (a profile) or --pid", auto,
+                           node=self.host)
+
+    def request_stacks(self, node: str | None = None, *, auto: bool = False, native: bool = False) -> None:
+        self.mailbox.put(self.take_stacks(node, auto=auto))
+
+    def line_label(self, node: str | None, no: int, timeout: float = 0.0) -> str:
+        return f"line {no}"
+
+    def notify(self, text: str, severity: str = "information") -> None:
+        self.mailbox.put(Notice(text, severity))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+NO_LAUNCH = "relaunch needs a profile with server.command (symmtui --config FILE)"
 
 
 def crashed_session(**kw: object) -> FixedSession:
@@ -148,3 +264,31 @@ async def settle(pilot: Pilot[object]) -> None:
 
 def text(app: App[object]) -> str:
     return screen_text(app)
+
+
+def demo_session(speed: float, story: str = "crash", *, nodes: int = 1, tp: int | None = None,
+                 **changes: object) -> tuple[Session, Demo | NodesDemo]:
+    """`symmtui demo`'s Session (built as the verb builds it, ``changes`` made to its spec) and its demo."""
+    spec, demo = demo_spec(speed, story, nodes=nodes, tp=tp, record_bundle=False)
+    return open_session(replace(spec, **changes)), demo  # type: ignore[arg-type]
+
+
+def watched(source: Path | LogCommand | None = None, *,
+            observe: Callable[[SessionMessage], None] | None = None, **kw: object) -> Session:
+    """A Session that watches ``source`` (and a URL, a pid: ``kw``), built and started as `wait`'s is;
+    ``observe`` hears every message from the first (an observer registered before the start)."""
+    session = Session(watch_spec(source, **kw))  # type: ignore[arg-type]
+    if observe is not None:
+        session.observe(observe)
+    session.start()
+    return session
+
+
+def current_launch(demo: Demo | NodesDemo) -> LaunchRecord | None:
+    """The launch the demo's profile has recorded now (the state file its Supervisor writes)."""
+    return state.load(demo.profile.key)
+
+
+def dashboard(config: str | None, log: str | None, url: str | None = None, **kw: object) -> Session:
+    """The dashboard's Session (`symmtui [--config] [--log] [--url]`), built as the verb builds it (no bundle)."""
+    return open_session(dashboard_spec(config, log, url, record_bundle=False, **kw))  # type: ignore[arg-type]

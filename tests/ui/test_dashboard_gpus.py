@@ -13,11 +13,10 @@ from symmtui.cli import main
 from symmtui.gpu.exporter import ExporterSource
 from symmtui.gpu.multi import MultiSource
 from symmtui.launch.profile import ProfileError, load_profile
-from symmtui.session.build import open_dashboard
 from symmtui.ui.app import SymmApp
 from symmtui.ui.widgets.gpu_panel import GpuTable
 from tests.httpkit import serving
-from tests.ui.kit import FIXTURES, READY_LOG, text, wait_for
+from tests.ui.kit import FIXTURES, READY_LOG, dashboard, text, wait_for
 
 EXPORTERS = FIXTURES / "exporters"
 PAGES = {"/nvitop/metrics": (EXPORTERS / "nvitop-exporter-h200.prom").read_bytes(),
@@ -55,9 +54,9 @@ def _profile(tmp_path: Path, gpus: str) -> Path:
 async def test_profile_server_gpus_feeds_the_dashboard_from_the_exporter(tmp_path: Path, exporter: str) -> None:
     cfg = _profile(tmp_path, f'"{exporter}/nvitop/metrics"')
     assert load_profile(cfg).gpus == (f"{exporter}/nvitop/metrics",)
-    session = open_dashboard(str(cfg), None, None)
+    session = dashboard(str(cfg), None, None)
     try:
-        assert isinstance(session.gpus, ExporterSource)
+        assert isinstance(session.spec.gpus, ExporterSource)
         app = SymmApp(session, tick=0)
         async with app.run_test(size=(140, 40)) as pilot:
             table = app.query_one(GpuTable)
@@ -72,17 +71,17 @@ async def test_profile_server_gpus_feeds_the_dashboard_from_the_exporter(tmp_pat
 
 def test_gpus_option_overrides_the_profile_and_takes_several(tmp_path: Path, exporter: str) -> None:
     cfg = _profile(tmp_path, '"nvml"')
-    session = open_dashboard(str(cfg), None, None, gpus=(f"{exporter}/nvitop/metrics", f"{exporter}/dcgm/metrics"))
+    session = dashboard(str(cfg), None, None, gpus=(f"{exporter}/nvitop/metrics", f"{exporter}/dcgm/metrics"))
     try:
-        assert isinstance(session.gpus, MultiSource)
-        reading = session.gpus.read()
+        assert isinstance(session.spec.gpus, MultiSource)
+        reading = session.spec.gpus.read()
     finally:
         session.close()
     assert reading.unavailable_reason is None
     assert {i.host for i in reading.infos} == {"gpu-node-1", "gpu1-wl8sg"}  # grouped by the exporters' hosts
-    nvml_only = open_dashboard(str(cfg), None, None, gpus=("nvml",))
+    nvml_only = dashboard(str(cfg), None, None, gpus=("nvml",))
     try:
-        assert nvml_only.gpus is None and nvml_only.nvml is not None  # NVML alone: sampled as before
+        assert nvml_only.spec.gpus is None and nvml_only.spec.nvml is not None  # NVML alone: sampled as before
     finally:
         nvml_only.close()
 

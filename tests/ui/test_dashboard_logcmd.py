@@ -10,9 +10,8 @@ import pytest
 from symmtui.cli import main
 from symmtui.core.logcmd import Backoff, CommandFollower, LogCommand
 from symmtui.core.readiness import State
-from symmtui.session import open_dashboard
 from symmtui.ui.app import SymmApp
-from tests.ui.kit import CRASH_LOG, text, wait_for
+from tests.ui.kit import CRASH_LOG, dashboard, text, wait_for
 
 WRITER = Path(__file__).resolve().parents[1] / "fixtures" / "log_cmd_writer.py"
 
@@ -36,15 +35,16 @@ async def test_dashboard_follows_a_log_command_and_says_when_it_exits(tmp_path: 
     pidfile = tmp_path / "pid"
     cmd = LogCommand.from_argv([sys.executable, str(WRITER), str(CRASH_LOG), "--pidfile", str(pidfile),
                                 "--exit", "1"])
-    session = open_dashboard(None, None, None, log_cmd=cmd)
-    assert session.name == f"attach `{cmd.text}`" and session.log_command == cmd and session.log_path is None
-    engine = session.engine
+    session = dashboard(None, None, None, log_cmd=cmd)
+    node = session.head
+    assert session.name == f"attach `{cmd.text}`" and node.source == cmd and node.log_file is None
+    engine = node.engine
     assert engine is not None and isinstance(engine._follower, CommandFollower)
     app = SymmApp(session)
     toasts = _toasts(app)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: app.last_snapshot is not None and app.last_snapshot.state is State.CRASHED,
+            await wait_for(pilot, lambda: app.verdict is not None and app.verdict.state is State.CRASHED,
                            "the crash printed by the log command")
             await wait_for(pilot, lambda: "press p to apply the SM120 patch" in text(app), "the diagnosis")
             await wait_for(pilot, lambda: "log command exited (code 1)" in str(app.log_view.border_subtitle),
@@ -62,7 +62,7 @@ async def test_dashboard_follows_a_log_command_and_says_when_it_exits(tmp_path: 
 async def test_a_log_command_that_cannot_start_is_shown_not_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
     """The dashboard keeps running: the reason is an error toast and the log pane's title (wait exits 2)."""
     monkeypatch.setenv("SYMMTUI_NVML_STANDIN", "rtx-pro-6000-x8-pcie")
-    session = open_dashboard(None, None, None, log_cmd=LogCommand.parse("no-such-log-program-xyz logs -f sglang"))
+    session = dashboard(None, None, None, log_cmd=LogCommand.parse("no-such-log-program-xyz logs -f sglang"))
     app = SymmApp(session)
     toasts = _toasts(app)
     try:
@@ -70,7 +70,7 @@ async def test_a_log_command_that_cannot_start_is_shown_not_fatal(monkeypatch: p
             await wait_for(pilot, lambda: "not found on PATH" in str(app.log_view.border_subtitle),
                            "the reason in the log pane's title")
             assert any("'no-such-log-program-xyz' not found on PATH" in t for t in toasts)
-            assert app.last_snapshot is not None and app.last_snapshot.state is State.WAITING
+            assert app.verdict is not None and app.verdict.state is State.WAITING
     finally:
         session.close()
 

@@ -8,9 +8,8 @@ import pytest
 
 from symmtui.cli import main
 from symmtui.core.readiness import State
-from symmtui.session import open_dashboard
 from symmtui.ui.app import SymmApp
-from tests.ui.kit import CRASH_LOG, text, wait_for
+from tests.ui.kit import CRASH_LOG, dashboard, text, wait_for
 
 
 def test_nothing_to_watch_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path,
@@ -40,12 +39,12 @@ async def test_dashboard_attaches_to_a_log(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("SYMMTUI_NVML_STANDIN", "rtx-pro-6000-x8-pcie")
     log = tmp_path / "server.log"
     log.write_bytes(CRASH_LOG.read_bytes())
-    session = open_dashboard(None, str(log), None)
-    assert session.supervisor is None and session.name == "attach server.log"
+    session = dashboard(None, str(log), None)
+    assert session.why_not("launch") is not None and session.name == "attach server.log"
     app = SymmApp(session)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: app.last_snapshot is not None and app.last_snapshot.state is State.CRASHED,
+            await wait_for(pilot, lambda: app.verdict is not None and app.verdict.state is State.CRASHED,
                            "the crash in the attached log")
             await wait_for(pilot, lambda: " 7 RTX PRO 60" in text(app), "the GPU rows from the stand-in")
             await wait_for(pilot, lambda: "PIX" in text(app), "the topology")
@@ -60,11 +59,10 @@ async def test_dashboard_with_a_profile_finds_its_running_launch(tmp_path: Path,
     monkeypatch.setenv("SYMMTUI_NVML_STANDIN", "rtx-pro-6000-x8-pcie")
     profile = tmp_path / "symmtui.toml"
     profile.write_text(f'[server]\ncommand = ["/bin/sleep", "30"]\nlog_dir = "{tmp_path / "logs"}"\n')
-    session = open_dashboard(str(profile), None, None)
+    session = dashboard(str(profile), None, None)
     try:
-        assert session.can_relaunch is None
-        assert session.supervisor is not None
-        assert session.log_path == str(tmp_path / "logs" / "latest.log")
+        assert session.why_not("launch") is None
+        assert session.head.source_text == str(tmp_path / "logs" / "latest.log")
     finally:
         session.close()
 
@@ -77,6 +75,8 @@ async def test_dashboard_r_launches_a_profile_and_follows_it_to_ready(tmp_path: 
     import sys
 
     from symmtui.demo.story import free_port
+    from symmtui.launch import state
+    from symmtui.launch.profile import load_profile
     from symmtui.ui.screens.confirm import ConfirmScreen
 
     monkeypatch.setenv("SYMMTUI_NVML_STANDIN", "rtx-pro-6000-x8-pcie")
@@ -88,20 +88,19 @@ async def test_dashboard_r_launches_a_profile_and_follows_it_to_ready(tmp_path: 
         f"[server]\ncommand = {json.dumps(command)}\nlog_dir = {json.dumps(str(tmp_path / 'logs'))}\n"
         f'url = "http://127.0.0.1:{port}/health"\ngrace = 2\n'
     )
-    session = open_dashboard(str(profile), None, None)
+    session = dashboard(str(profile), None, None)
     app = SymmApp(session)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: app.last_snapshot is not None, "a first snapshot")
-            assert app.last_snapshot is not None and app.last_snapshot.state is State.WAITING
+            await wait_for(pilot, lambda: app.verdict is not None, "a first verdict")
+            assert app.verdict is not None and app.verdict.state is State.WAITING
             await pilot.press("r")
             assert isinstance(app.screen, ConfirmScreen)
             await pilot.press("y")
-            await wait_for(pilot, lambda: app.last_snapshot is not None and app.last_snapshot.state is State.READY,
+            await wait_for(pilot, lambda: app.verdict is not None and app.verdict.state is State.READY,
                            "READY", timeout=90)
-            record = session.supervisor.current() if session.supervisor else None
+            record = state.load(load_profile(profile).key)
             assert record is not None and record.log_path.startswith(str(tmp_path / "logs"))
     finally:
-        if session.supervisor is not None:
-            session.supervisor.stop(grace=2.0)
+        session.stop(grace=2.0)
         session.close()

@@ -9,15 +9,14 @@ from textual.widgets import Static
 
 from symmtui.core.readiness import State
 from symmtui.launch.profile import load_profile
-from symmtui.session import open_demo
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.relaunch import RelaunchScreen
-from tests.ui.kit import send_keys, text, wait_for
+from tests.ui.kit import current_launch, demo_session, send_keys, text, wait_for
 
 
 def _state(app: SymmApp) -> State | None:
-    return app.last_snapshot.state if app.last_snapshot is not None else None
+    return app.verdict.state if app.verdict is not None else None
 
 
 def _title(app: SymmApp) -> str | None:
@@ -26,11 +25,11 @@ def _title(app: SymmApp) -> str | None:
 
 @pytest.mark.timeout(180)
 async def test_demo_fix_story_env_fix_in_profile_relaunch_ready() -> None:
-    session, demo = open_demo(speed=160.0, story="fix")
+    session, demo = demo_session(160.0, "fix")
     root = demo.root
     profile = demo.profile.path
     assert profile is not None and profile.parent == root  # the demo's profile, in its temp dir
-    first = demo.supervisor.current()
+    first = current_launch(demo)
     assert first is not None
     try:
         app = SymmApp(session)
@@ -53,17 +52,18 @@ async def test_demo_fix_story_env_fix_in_profile_relaunch_ready() -> None:
             written = tomllib.loads(profile.read_text())
             assert written["server"]["env"] == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
             assert load_profile(profile).env == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
-            assert demo.supervisor.profile.env == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
+            sup = session.head.supervisor
+            assert sup is not None and sup.profile.env == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}  # the next launch's
             await send_keys(pilot, "y")
             await wait_for(pilot, lambda: not app.relaunching, "the relaunch")
             await wait_for(pilot, lambda: not isinstance(app.screen, RelaunchScreen), "the relaunch steps to close")
-            second = demo.supervisor.current()
+            second = current_launch(demo)
             assert second is not None and second.launch_id != first.launch_id
             # 4. the simulated server sees the variable in its environment and comes up
             assert b"SGLANG_ENABLE_JIT_DEEPGEMM=0" in _environ(second.pid), "the relaunch without the env var"
             await wait_for(pilot, lambda: _state(app) is State.READY, "READY", timeout=120)
-            assert app.last_snapshot is not None
-            walked = [span.name for span in app.last_snapshot.phases]
+            assert app.verdict is not None
+            walked = [span.name for span in app.verdict.snapshot.phases]
             assert "capturing CUDA graphs" in walked and "warm-up" in walked, walked
             await wait_for(pilot, lambda: "READY" in text(app), "READY on screen")
             await pilot.press("q")

@@ -11,29 +11,31 @@ from pathlib import Path
 import pytest
 
 from symmtui.core.readiness import State
-from symmtui.demo.nodes import open_demo_nodes
+from symmtui.core.verdict import verdict_of
+from symmtui.session.messages import VerdictReached
 from symmtui.ui.app import SymmApp
-from symmtui.ui.bridge import NodesPosted
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.widgets.diagnosis import DiagnosisView
+from symmtui.ui.widgets.gauge import ReadinessGauge
 from symmtui.ui.widgets.gpu_panel import GpuTable
+from symmtui.ui.widgets.header import StatusHeader
 from symmtui.ui.widgets.stacks import StacksView
-from tests.ui.kit import FIXTURES, send_keys, text, wait_for
+from tests.ui.kit import FIXTURES, dashboard, demo_session, send_keys, text, wait_for
 
 
 def _aggregate(app: SymmApp) -> State | None:
-    return app.nodes_verdict.state if app.nodes_verdict is not None else None
+    return app.verdict.state if app.verdict is not None else None
 
 
 @pytest.mark.timeout(120)
 async def test_demo_nodes_hang_on_node1_stalled_then_relaunch_ready() -> None:
-    demo = open_demo_nodes(speed=40.0, tp=4)  # TP4: two ranks a node, TP3 (node1's second) hangs
+    session, demo = demo_session(40.0, nodes=2, tp=4)  # TP4: two ranks a node, TP3 (node1's second) hangs
     try:
-        app = SymmApp(demo.nodes.head.session, nodes=demo.nodes)
+        app = SymmApp(session)
         async with app.run_test(size=(140, 48)) as pilot:
-            # 1. the aggregate: STALLED, naming node1 and the rank on it that never left NCCL init
-            await wait_for(pilot, lambda: _aggregate(app) is State.STALLED and app.nodes_verdict is not None
-                           and app.nodes_verdict.node == "node1", "STALLED naming node1", timeout=60)
+            # 1. the verdict: STALLED, naming node1 and the rank on it that never left NCCL init
+            await wait_for(pilot, lambda: _aggregate(app) is State.STALLED and app.verdict is not None
+                           and app.verdict.node == "node1", "STALLED naming node1", timeout=60)
             await wait_for(pilot, lambda: "node1 is behind" in text(app), "the aggregate's line on screen")
             await wait_for(pilot, lambda: "TP3 still init distributed" in text(app), "the rank behind on node1")
             # the pane moves to the node behind (once the aggregate's message is handled)
@@ -56,31 +58,36 @@ async def test_demo_nodes_hang_on_node1_stalled_then_relaunch_ready() -> None:
             # 2. r asks, y relaunches both nodes; the hang was once: READY
             await send_keys(pilot, "r")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the relaunch question")
-            assert "node1:" in text(app)  # every node's launch is listed
+            # every node's launch is listed (read once the modal is drawn: it is pushed before it is laid out,
+            # and a screen read in between is empty: the race that failed this test in loaded parallel runs)
+            await wait_for(pilot, lambda: "node1:" in text(app), "the relaunch question drawn")
             await send_keys(pilot, "y")
             await wait_for(pilot, lambda: not app.relaunching, "the relaunch")
             await wait_for(pilot, lambda: _aggregate(app) is State.READY, "READY", timeout=60)
-            assert "READY" in text(app)
+            # the header, the banner and every node's line say READY alike, and the old dump is gone
+            await wait_for(pilot, lambda: "✔ node0" in text(app) and "✔ node1" in text(app), "both nodes ready")
+            assert app.query_one(StatusHeader).state is State.READY
+            gauge = str(app.query_one("#gauge-nodes").render()) + str(app.query_one("#state-banner").render())
+            assert "READY" in gauge and "stalled" not in gauge, gauge
+            assert not app.query_one(StacksView).display and "nccl_comm_init_rank" not in text(app)
+            await pilot.pause(3.0)  # past the nodes' 2 s stall: a node that went quiet once serving stays ready
+            gauge = str(app.query_one(ReadinessGauge).query_one("#gauge-nodes").render())
+            assert app.query_one(StatusHeader).state is State.READY and "stalled" not in gauge, gauge
     finally:
-        demo.close()
+        session.close()
     assert not demo.root.exists()
 
 
 async def test_dashboard_of_a_nodes_profile_shows_the_aggregate_and_each_node(tmp_path: Path) -> None:
-    from symmtui.launch.profile import load_profile
-    from symmtui.session.nodes import nodes_profile, open_nodes
-
     # copies: the dashboard records each node's bundle next to its log, which must not land in tests/fixtures
     logs = {name: shutil.copy(FIXTURES / name, tmp_path) for name in ("sglang-tp8-ready.log",
                                                                      "sglang-tp8-symm-mem-keyerror.log")}
     cfg = tmp_path / "symmtui.toml"
     cfg.write_text(f'[server]\n[[nodes]]\nname = "gpu-a"\nlog = "{logs["sglang-tp8-ready.log"]}"\n'
                    f'[[nodes]]\nname = "gpu-b"\nlog = "{logs["sglang-tp8-symm-mem-keyerror.log"]}"\n')
-    profile = nodes_profile(str(cfg))
-    assert profile is not None and profile == load_profile(cfg)
-    nodes = open_nodes(profile)
+    session = dashboard(str(cfg), None, None)
     try:
-        app = SymmApp(nodes.head.session, nodes=nodes)
+        app = SymmApp(session, tick=0)
         async with app.run_test(size=(140, 48)) as pilot:
             await wait_for(pilot, lambda: "CRASHED on gpu-b: KeyError: 12" in text(app), "the aggregate's verdict")
             await wait_for(pilot, lambda: "✔ gpu-a" in text(app), "gpu-a READY in the gauge")  # each node's state
@@ -97,13 +104,16 @@ async def test_dashboard_of_a_nodes_profile_shows_the_aggregate_and_each_node(tm
             screen = text(app)
             assert "✖ gpu-b" in screen and "CRASHED on gpu-b" in screen
             # the user chose: a later verdict naming gpu-b no longer moves the pane
-            assert app.nodes_verdict is not None
-            stalled = replace(app.nodes_verdict, state=State.STALLED, text="STALLED: gpu-b is behind")
-            app.post_message(NodesPosted(stalled))
+            assert app.verdict is not None
+            views = [replace(v, snapshot=replace(v.snapshot, state=State.STALLED)) for v in app.verdict.nodes]
+            stalled = VerdictReached(verdict_of(views), 0, None, None)
+            assert stalled.verdict.node == "gpu-b" and "STALLED: gpu-b is behind" in stalled.verdict.headline
+            session.send(stalled)  # as the Session posts it: the pane would move for it, had the user not chosen
+            app.show_verdict(stalled.verdict)
             await wait_for(pilot, lambda: "STALLED: gpu-b is behind" in text(app), "the later verdict")
             assert app.shown == "gpu-a"
             await pilot.press("o")  # and o comes back round to gpu-b
             await wait_for(pilot, lambda: "Log · gpu-b" in text(app), "gpu-b's pane again")
             assert "KeyError: 12" in "\n".join(app.log_view.visible_lines())
     finally:
-        nodes.close()
+        session.close()

@@ -8,17 +8,16 @@ from pathlib import Path
 import pytest
 
 from symmtui.core.readiness import State
-from symmtui.session import open_demo
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.patch import PatchScreen
 from symmtui.ui.screens.relaunch import RelaunchScreen
 from symmtui.ui.widgets.gpu_panel import GpuTable, ProcessList
-from tests.ui.kit import settle, text, wait_for
+from tests.ui.kit import current_launch, demo_session, settle, text, wait_for
 
 
 def _state(app: SymmApp) -> State | None:
-    return app.last_snapshot.state if app.last_snapshot is not None else None
+    return app.verdict.state if app.verdict is not None else None
 
 
 def _alive(pid: int) -> bool:
@@ -34,9 +33,9 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.timeout(180)
 async def test_demo_story_crash_patch_relaunch_ready() -> None:
-    session, demo = open_demo(speed=160.0)
+    session, demo = demo_session(160.0)
     root = demo.root
-    first = demo.supervisor.current()
+    first = current_launch(demo)
     assert first is not None
     pids = [first.pid]
     try:
@@ -54,7 +53,7 @@ async def test_demo_story_crash_patch_relaunch_ready() -> None:
             await wait_for(pilot, lambda: "12: {" in text(app), "the diff on screen")
             await pilot.press("y")
             await wait_for(pilot, lambda: modal.result is not None, "the patch to apply")
-            assert app.patch_applied
+            await wait_for(pilot, lambda: app.verdict is not None and app.verdict.patched, "the patch in the verdict")
             assert "r relaunches" in text(app)  # what the modal says next
             # 3. r (in the modal, as it says) asks, y relaunches: stop progress, then the new launch
             await pilot.press("r")
@@ -65,13 +64,13 @@ async def test_demo_story_crash_patch_relaunch_ready() -> None:
             # the steps stay on screen a moment, then close
             await wait_for(pilot, lambda: "launched pid" in text(app), "the launch step")
             await wait_for(pilot, lambda: not isinstance(app.screen, RelaunchScreen), "the relaunch steps to close")
-            second = demo.supervisor.current()
+            second = current_launch(demo)
             assert second is not None and second.launch_id != first.launch_id
             pids.append(second.pid)
             # 4. the gauge walks through the phases to READY; GPU memory filled as weights loaded
             await wait_for(pilot, lambda: _state(app) is State.READY, "READY", timeout=120)
-            assert app.last_snapshot is not None
-            walked = [span.name for span in app.last_snapshot.phases]
+            assert app.verdict is not None
+            walked = [span.name for span in app.verdict.snapshot.phases]
             for phase in ("init distributed", "loading weights", "capturing CUDA graphs", "warm-up"):
                 assert phase in walked, walked
             await wait_for(pilot, lambda: "READY" in text(app), "READY on screen")

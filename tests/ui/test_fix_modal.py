@@ -6,11 +6,11 @@ from pathlib import Path
 
 from textual.widgets import Static
 
+from symmtui.build import dashboard_spec, open_session
 from symmtui.launch.profile import load_profile
-from symmtui.launch.supervisor import Supervisor
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
-from tests.ui.kit import FixedSession, read_lines, replay, settle, wait_for
+from tests.ui.kit import settle, text, wait_for
 
 # vllm-project/vllm#2418 (the error line as the issue quotes it), after vLLM's start-up lines
 LOG = (
@@ -26,13 +26,10 @@ async def test_p_applies_the_flag_to_the_profile_and_offers_the_relaunch(tmp_pat
     prof = tmp_path / "symmtui.toml"
     prof.write_text('[server]\ncommand = ["python", "-m", "vllm.entrypoints.openai.api_server", "--max-model-len", '
                     f'"4096"]\nlog_dir = "{tmp_path / "logs"}"\n')
-    lines = read_lines(log)
-    events, snap = replay(lines)
-    session = FixedSession(lines, events, snap, None, None, log_path=log)
-    session.supervisor = Supervisor(load_profile(prof))
+    session = open_session(dashboard_spec(str(prof), str(log), None, record_bundle=False))
     app = SymmApp(session, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+        await wait_for(pilot, lambda: "KV cache holds 3664 tokens" in text(app), "the diagnosis")
         await pilot.press("p")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the fix modal")
         body = str(app.screen.query_one("#confirm-body", Static).render())
@@ -44,9 +41,10 @@ async def test_p_applies_the_flag_to_the_profile_and_offers_the_relaunch(tmp_pat
         await wait_for(pilot, lambda: "3664" in prof.read_text(), "the profile written")
         argv = load_profile(prof).argv
         assert argv is not None and argv[-2:] == ("--max-model-len", "3664")
-        assert session.supervisor.profile.argv == argv  # the next launch uses it
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen._title == "Relaunch?",
-                       "the relaunch offer")
+        assert "--max-model-len 3664" in session.relaunch_plan().commands[0][1]  # the next launch uses it
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen)
+                       and app.screen.query_one("#confirm-dialog").border_title == "Relaunch?", "the relaunch offer")
         await pilot.press("n")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
+    session.close()

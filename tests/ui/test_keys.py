@@ -7,10 +7,11 @@ from pathlib import Path
 from textual.widgets import Input
 
 from symmtui.core.readiness import State
+from symmtui.core.verdict import PATCHED_ACTION
 from symmtui.demo.sandbox import sandbox_has_capability, write_sandbox
 from symmtui.gpu.facts import PatchFacts
 from symmtui.session.patching import Patcher
-from symmtui.ui.app import PATCHED_ACTION, SymmApp
+from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.patch import PatchScreen
 from symmtui.ui.widgets.diagnosis import DiagnosisView
@@ -37,7 +38,7 @@ async def test_crashed_dashboard_state_and_its_keys_in_one_app() -> None:
         assert "KeyError: 12 at torch_symm_mem.py:83" in screen
         assert "press p to apply the SM120 patch" in screen
         assert "SGLang lacks compute capability 12" in screen
-        assert app.last_snapshot is not None and app.last_snapshot.state is State.CRASHED
+        assert app.verdict is not None and app.verdict.state is State.CRASHED
 
         # t cycles the themes back to the start; the palette lists the actions
         assert app.theme == "symmtui-dark"
@@ -176,8 +177,8 @@ async def test_strangers_are_marked() -> None:
 
 async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) -> None:
     sandbox = write_sandbox(tmp_path / "site")
-    session = crashed_session()
-    session.patcher = Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((12, 0), nvlink=False))
+    session = crashed_session(
+        patcher=Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((12, 0), nvlink=False)))
     app = SymmApp(session, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -217,7 +218,7 @@ async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) 
         assert "lacks key" not in screen and "Close (y)" in screen and "Close (n)" not in screen, screen
         await pilot.press("enter")
         await wait_for(pilot, lambda: not isinstance(app.screen, PatchScreen), "the modal closed on enter")
-        assert app.patch_applied
+        assert session.patched and app.verdict is not None and app.verdict.patched
         # the diagnosis now points at the next step (the app redraws it when it handles PatchChanged)
         view = app.query_one(DiagnosisView)
         await wait_for(pilot, lambda: bool(view.items) and view.items[0][1].action == PATCHED_ACTION,

@@ -6,12 +6,14 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from symmtui.build import dashboard_spec, open_session
 from symmtui.demo.sandbox import write_sandbox
-from symmtui.session import open_dashboard
+from symmtui.session.spec import PatchTarget
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.patch import PatchScreen
 from tests.gpu.hosts import nvlink_pair_host, write_host
@@ -36,9 +38,9 @@ def cli_check(site: Path, standin: str) -> dict[str, object]:
 
 async def dashboard_check(site: Path, log: Path) -> tuple[str, tuple[str, ...], str]:
     """The dashboard as `symmtui --log LOG` builds it, its patcher pointed at ``site``: press p, read the modal."""
-    session = open_dashboard(None, str(log), None)
-    assert session.patcher is not None
-    session.patcher.site, session.patcher.package = site, "sglang"
+    spec = dashboard_spec(None, str(log), None, record_bundle=False)
+    assert spec.patch is not None
+    session = open_session(replace(spec, patch=PatchTarget(site, "sglang")))
     app = SymmApp(session)
     try:
         async with app.run_test(size=(160, 50)) as pilot:

@@ -10,9 +10,8 @@ from textual.widgets._footer import FooterKey
 
 from symmtui.core.decode import LogLine
 from symmtui.gpu.results import GpuProcess
-from symmtui.session.messages import GpuSample
+from symmtui.session.messages import GpuRound
 from symmtui.ui.app import SymmApp
-from symmtui.ui.bridge import GpuSamplePosted
 from symmtui.ui.widgets.footer import DashboardFooter
 from symmtui.ui.widgets.gpu_panel import GpuTable, ProcessList
 from tests.ui.kit import FAKE_PID, settle, starting_session, wait_for
@@ -108,7 +107,7 @@ async def test_hidden_process_list_is_updated_without_a_layout_and_shown_whole()
         more = tuple(GpuProcess(FAKE_PID + i, "python3", ("python3", f"worker-{i}"), 2**30) for i in range(4))
         snap = replace(gpus, samples=(replace(sample, processes=more), *gpus.samples[1:]))
         layouts = _count_layouts(app)
-        app.post_message(GpuSamplePosted(GpuSample(snap, frozenset({FAKE_PID}), 12)))
+        session.mailbox.put(GpuRound(snap, frozenset({FAKE_PID}), 12))
         await settle(pilot)
         assert layouts() == 0
         app.query_one(GpuTable).focus()

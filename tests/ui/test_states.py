@@ -11,7 +11,6 @@ from symmtui.cli import main
 from symmtui.core.readiness import State
 from symmtui.gpu.facts import PatchFacts
 from symmtui.launch.history import Estimate
-from symmtui.session.messages import EngineBatch
 from symmtui.session.patching import Patcher
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
@@ -35,13 +34,11 @@ async def test_eta_from_launch_history_then_every_state_named_in_header_and_gaug
         screen = text(app)
         assert "from 3 earlier launches" in screen
         assert "timeout in 14:29" in screen
-        eta, runs = session.eta_for(session.fixed_snapshot)
-        assert runs == 3 and eta is not None and 0 < eta < 480
+        view = session.verdict().about
+        assert view.eta_runs == 3 and view.eta is not None and 0 < view.eta < 480
 
         for state, words in STATES:
-            snap = dataclasses.replace(session.fixed_snapshot, state=state)
-            session.fixed_snapshot = snap
-            session._post(EngineBatch((), (), (), snap, 0, 0, session.fixed_log_path))
+            session.post(dataclasses.replace(session.fixed_snapshot, state=state))
             await settle(pilot)
             header = app.query_one(StatusHeader)
             assert header.state is state
@@ -56,8 +53,7 @@ async def test_buttons_work_with_the_mouse(tmp_path: Path) -> None:
     from symmtui.demo.sandbox import write_sandbox
 
     sandbox = write_sandbox(tmp_path / "site")
-    session = crashed_session()
-    session.patcher = Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((12, 0)))
+    session = crashed_session(patcher=Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((12, 0))))
     app = SymmApp(session, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -70,8 +66,7 @@ async def test_buttons_work_with_the_mouse(tmp_path: Path) -> None:
 
 
 async def test_patch_check_failure_is_shown_in_the_modal(tmp_path: Path) -> None:
-    session = crashed_session()
-    session.patcher = Patcher(site=tmp_path / "empty-site", package="sglang", facts=lambda: PatchFacts.given((12, 0)))
+    session = crashed_session(patcher=Patcher(site=tmp_path / "empty-site", package="sglang", facts=lambda: PatchFacts.given((12, 0))))
     app = SymmApp(session, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -96,8 +91,7 @@ async def test_patch_modal_on_a_pre_hopper_gpu_says_there_is_nothing_to_do(tmp_p
 
     sandbox = write_sandbox(tmp_path / "site")
     before = {p: p.read_bytes() for p in sandbox.site.rglob("*.py")}
-    session = crashed_session()
-    session.patcher = Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((8, 9)))
+    session = crashed_session(patcher=Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((8, 9))))
     app = SymmApp(session, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)

@@ -14,8 +14,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from symmtui.errors import UserError
-from symmtui.session.core import Session
 from symmtui.session.patching import PatchView
+from symmtui.session.protocol import SessionLike
 
 
 def render_diff(diff: str) -> Content:
@@ -92,11 +92,9 @@ class PatchScreen(ModalScreen[bool]):
         error: bool
         applied: bool
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: SessionLike) -> None:
         super().__init__(classes="dialog-screen")
-        assert session.patcher is not None
         self.session = session
-        self.patcher = session.patcher
         self.view: PatchView | None = None
         self.busy = True
         self.result: str | None = None
@@ -121,7 +119,7 @@ class PatchScreen(ModalScreen[bool]):
     @work(thread=True, exclusive=True, group="patch-check")
     def run_check(self) -> None:
         try:
-            view = self.patcher.check()
+            view = self.session.check_patch()
         except (UserError, OSError) as exc:
             self.post_message(self.Checked(None, str(exc)))
             return
@@ -181,7 +179,7 @@ class PatchScreen(ModalScreen[bool]):
         try:
             state = self.session.apply_patch(view) if view.can_apply else self.session.revert_patch()
         except (UserError, OSError) as exc:  # e.g. disk full, read-only: shown in the modal, not a crash
-            self.post_message(self.Done(str(exc), True, self.session.patch_applied))
+            self.post_message(self.Done(str(exc), True, False))
             return
         self.post_message(self.Done(state.text, False, state.applied))
 

@@ -10,9 +10,33 @@ from textual.widgets import Static
 from symmtui.core.diagnose import Diagnosis
 from symmtui.core.events import Event
 from symmtui.core.rules import Kind
+from symmtui.core.verdict import NodeView
 from symmtui.textsafe import visible
 
 INTENT_KEYS = {"patch": "p", "relaunch": "r"}
+MAX_DIAGNOSES = 3
+
+
+def shown_diagnoses(view: NodeView) -> list[tuple[Event, Diagnosis]]:
+    """What the pane lists of a node's findings: the cause (or, without one, every error), then the
+    warnings; one block per distinct diagnosis, at most MAX_DIAGNOSES; a cause no entry names still says
+    where to read."""
+    cause = view.snapshot.cause
+    out: list[tuple[Event, Diagnosis]] = []
+    seen: set[str] = set()
+    for found in view.findings:
+        event, diag = found.event, found.diagnosis
+        if cause is not None and event.key != cause.key and event.kind is not Kind.WARNING:
+            continue
+        if diag is None or diag.cause in seen:
+            continue
+        seen.add(diag.cause)
+        out.append((event, diag))
+        if len(out) >= MAX_DIAGNOSES:
+            break
+    if not out and cause is not None:
+        out.append((cause, Diagnosis(cause.headline(), f"read the log at line {cause.line_no} (n)")))
+    return out
 
 
 def render_diagnoses(items: Sequence[tuple[Event, Diagnosis]]) -> Content:

@@ -16,16 +16,6 @@ def gib(value: int | float) -> str:
     return f"{value / GIB:.1f}"
 
 
-def mmss(seconds: float | None) -> str:
-    """Seconds as mm:ss (h:mm:ss past an hour); '--:--' when unknown."""
-    if seconds is None or seconds != seconds:  # None or NaN
-        return "--:--"
-    total = max(0, int(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
-
-
 def memory_bar(used: int, reserved: int, total: int, width: int, *, high: bool = False) -> Content:
     """A one-line memory bar: used (solid), driver-reserved (shaded), free (light)."""
     width = max(1, width)

@@ -9,21 +9,13 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
-from symmtui.core.ranks import RankSummary
+from symmtui.clitext import mmss
 from symmtui.core.readiness import Snapshot, State
-from symmtui.session.nodes import NodesVerdict
+from symmtui.core.verdict import WORDS as STATE_WORDS
+from symmtui.core.verdict import Verdict
 from symmtui.textsafe import visible
-from symmtui.ui.widgets.fmt import mmss, progress_bar, set_content
+from symmtui.ui.widgets.fmt import progress_bar, set_content
 
-STATE_WORDS: dict[State, str] = {
-    State.WAITING: "WAITING",
-    State.STARTING: "STARTING",
-    State.READY: "READY",
-    State.CRASHED: "CRASHED",
-    State.STALLED: "STALLED",
-    State.TIMED_OUT: "TIMED OUT",
-    State.STOPPED: "STOPPED",
-}
 STATE_ICONS: dict[State, str] = {
     State.WAITING: "…",
     State.STARTING: "▶",
@@ -96,27 +88,19 @@ class ReadinessGauge(Vertical):
             banner.add_class(wanted)
         return banner
 
-    def show(self, snapshot: Snapshot, *, eta: float | None = None, eta_runs: int = 0,
-             timings: list[str] | None = None) -> None:
-        """Render one readiness snapshot; `eta` is seconds left predicted from launch history; `timings`:
-        once READY, the phases that differ from earlier launches (``symmtui.launch.timings``)."""
+    def show(self, verdict: Verdict, node: str | None = None) -> None:
+        """Render the verdict: its state and line in the banner; then node ``node``'s elapsed time, phase,
+        progress bar, ETA (from its earlier launches) and ranks behind; once READY, the phases that differ
+        from earlier launches (``symmtui.launch.timings``); with several nodes, one line per node."""
+        view = verdict.view(node)
+        snapshot = view.snapshot
         self.snapshot = snapshot
-        state = snapshot.state
+        state = verdict.state
         banner = self._banner(state)
-        detail = ""
-        if state in (State.CRASHED, State.STALLED, State.TIMED_OUT) and snapshot.cause is not None:
-            detail = snapshot.cause.headline()
-        elif state is State.READY:
-            detail = f"ready after {mmss(snapshot.verdict_elapsed or snapshot.elapsed)}"
-        elif state is State.WAITING:
-            detail = "for the server log"
-        if not detail and snapshot.detail and state is not State.STARTING:
-            detail = snapshot.detail
-        words = f"{STATE_ICONS[state]} {STATE_WORDS[state]}"
-        set_content(banner, Content.styled(words, "bold"))
+        set_content(banner, Content.styled(f"{STATE_ICONS[state]} {STATE_WORDS[state]}", "bold"))
         cause = self.query_one("#gauge-cause", Static)
-        set_content(cause, Content.styled(visible(detail), f"bold {state_var(state)}"))  # log text
-        cause.display = bool(detail)
+        set_content(cause, Content.styled(visible(verdict.summary), f"bold {state_var(state)}"))  # log text
+        cause.display = bool(verdict.summary)
 
         phase = snapshot.phase or "—"
         set_content(
@@ -126,7 +110,7 @@ class ReadinessGauge(Vertical):
             ),
         )
         bar = self.query_one("#gauge-bar", Static)
-        live = state in (State.STARTING, State.WAITING, State.STALLED)
+        live = snapshot.state in (State.STARTING, State.WAITING, State.STALLED)
         if snapshot.progress_counts is not None and live:
             done, total = snapshot.progress_counts
             unit = PROGRESS_UNITS.get(snapshot.phase or "", "")
@@ -137,9 +121,9 @@ class ReadinessGauge(Vertical):
         else:
             bar.display = False
         eta_parts: list[Content | str | tuple[str, str]] = []
-        if live and eta is not None:
-            runs = f" (from {eta_runs} earlier launch{'es' if eta_runs != 1 else ''})" if eta_runs else ""
-            eta_parts += [("ETA ", "$muted"), (mmss(eta), "bold"), (runs, "$muted")]
+        if live and view.eta is not None:
+            runs = f" (from {view.eta_runs} earlier launch{'es' if view.eta_runs != 1 else ''})" if view.eta_runs else ""
+            eta_parts += [("ETA ", "$muted"), (mmss(view.eta), "bold"), (runs, "$muted")]
         elif live:
             eta_parts += [("ETA ", "$muted"), ("no history yet", "$muted")]
         remaining = snapshot.remaining_timeout
@@ -148,39 +132,32 @@ class ReadinessGauge(Vertical):
         eta_line = self.query_one("#gauge-eta", Static)
         set_content(eta_line, Content.assemble(*eta_parts))
         eta_line.display = bool(eta_parts)
-        shown = [t.removeprefix("timings: ") for t in timings or ()] if state is State.READY else []
+        shown = [t.removeprefix("timings: ") for t in verdict.timings] if state is State.READY else []
         timings_line = self.query_one("#gauge-timings", Static)
         set_content(timings_line, Content.styled("\n".join(shown), "$warning"))
         timings_line.display = bool(shown)
+        ranks = self.query_one("#gauge-ranks", Static)
+        text = view.ranks.text if view.ranks is not None else ""
+        if text:
+            set_content(ranks, Content.styled(visible(text), "bold $warning"))
+        ranks.display = bool(text)
+        self._show_nodes(verdict)
 
-    def show_nodes(self, verdict: NodesVerdict) -> None:
-        """A multi-node server: the aggregate's state and line in the banner, then one line per node's phase."""
-        state = verdict.state
-        banner = self._banner(state)
-        set_content(banner, Content.styled(f"{STATE_ICONS[state]} {STATE_WORDS[state]}", "bold"))
-        cause = self.query_one("#gauge-cause", Static)
-        text = verdict.text if state not in (State.STARTING, State.WAITING) else ""
-        set_content(cause, Content.styled(visible(text), f"bold {state_var(state)}"))
-        cause.display = bool(text)
+    def _show_nodes(self, verdict: Verdict) -> None:
+        """With several nodes, one line per node: its state and phase, the node the verdict names in bold."""
+        nodes = self.query_one("#gauge-nodes", Static)
+        nodes.display = len(verdict.nodes) > 1
+        if not nodes.display:
+            return
         width = max(len(v.name) for v in verdict.nodes)
         lines = []
         for v in verdict.nodes:
             named = v.name == verdict.node
             lines.append(Content.assemble(
-                (f"{STATE_ICONS[v.snapshot.state]} ", state_var(v.snapshot.state)),
+                (f"{STATE_ICONS[v.state]} ", state_var(v.state)),
                 (v.name.ljust(width), "bold" if named else ""), "  ",
-                (visible(v.phase_text), f"bold {state_var(v.snapshot.state)}" if named else "")))
-        nodes = self.query_one("#gauge-nodes", Static)
+                (visible(v.phase_text), f"bold {state_var(v.state)}" if named else "")))
         set_content(nodes, Content("\n").join(lines))
-        nodes.display = True
-
-    def show_ranks(self, ranks: RankSummary | None) -> None:
-        """The ranks behind ("7/8 ranks finished loading weights; TP5 still loading weights, silent 143 s")."""
-        line = self.query_one("#gauge-ranks", Static)
-        text = ranks.text if ranks is not None else ""
-        if text:
-            set_content(line, Content.styled(visible(text), "bold $warning"))
-        line.display = bool(text)
 
     def show_activity(self, activity: Activity | None) -> None:
         """A line about what symmtui is doing (stopping the old server, launching the new one)."""

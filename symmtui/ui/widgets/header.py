@@ -6,8 +6,10 @@ from textual.content import Content
 from textual.widget import Widget
 
 from symmtui.core.readiness import State
+from symmtui.core.verdict import WORDS as STATE_WORDS
+from symmtui.core.verdict import Verdict
 from symmtui.textsafe import visible
-from symmtui.ui.widgets.gauge import STATE_ICONS, STATE_WORDS, state_var
+from symmtui.ui.widgets.gauge import STATE_ICONS, state_var
 
 
 class StatusHeader(Widget):
@@ -21,12 +23,11 @@ class StatusHeader(Widget):
         self.detail = ""
         self.note = ""
 
-    def show(self, state: State, detail: str = "", note: str | None = None) -> None:
-        changed = (state, detail) != (self.state, self.detail) or (note is not None and note != self.note)
-        if note is not None:
-            self.note = note
-        if changed:
-            self.state, self.detail = state, detail
+    def show(self, verdict: Verdict) -> None:
+        """The verdict's state and line, and "patched" once the SM120 patch is applied."""
+        shown = (verdict.state, verdict.headline, "patched" if verdict.patched else "")
+        if shown != (self.state, self.detail, self.note):
+            self.state, self.detail, self.note = shown
             self.refresh()
 
     def render(self) -> Content:

@@ -43,12 +43,18 @@ class StacksView(Static):
         self.taken: StacksTaken | None = None
         self.display = False
 
-    def show(self, taken: StacksTaken) -> None:
+    def show(self, taken: StacksTaken, named: bool = False) -> None:
+        """Show a dump (``named``: say whose node's it is, a server of several nodes)."""
         self.taken = taken
         when = time.strftime("%H:%M:%S", time.localtime(taken.report.taken_at)) if taken.report else ""
         how = "on STALLED" if taken.auto else "on s"
-        if taken.node is not None:
+        if named:
             how = f"{taken.node} {how}"
         self.border_subtitle = f"{when} {how}".strip()
         self.update(render_stacks(taken))
         self.display = True
+
+    def clear(self) -> None:
+        """Hide the panel: its dump was of another node, or of the launch before a relaunch."""
+        self.taken = None
+        self.display = False

@@ -1,4 +1,4 @@
-"""The profile's ``[notify]`` table: which channels, which webhooks in which body format, timeouts, retries."""
+"""The profile's ``[notify]`` table (data: which channels, which webhooks in which body format, timeouts, retries); ``symmtui.notify`` acts on it."""
 
 from __future__ import annotations
 
