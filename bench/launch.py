@@ -37,7 +37,7 @@ def _baseline(pid: int, when: float, sid: int, launch_id: str) -> set[int]:
 
 
 def bench_collect() -> bool:
-    from symmtui.launch import proctree
+    from symmtui.proc import proctree
 
     env = {**os.environ, proctree.MARKER_ENV: "bench"}
     leader = subprocess.Popen(["sleep", "120"], start_new_session=True, env=env)

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from symmtui.core.events import PROCESS_EXIT, Event, EventBuilder
 from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
 from symmtui.core.lineparts import container_body
-from symmtui.core.pidwatch import ProcRef
 from symmtui.core.ranks import RankBoard, RankSummary
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
 from symmtui.core.rules import Kind, RuleSet
+from symmtui.proc.pidwatch import ProcRef
 
 if TYPE_CHECKING:  # imported where used: the prober (HTTP, ssl, a thread pool) for a URL, the log
     # command's follower (subprocess, pipes) for a command, the last launch's start for last_launch

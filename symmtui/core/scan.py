@@ -15,10 +15,11 @@ from typing import Any, BinaryIO
 from symmtui import boundary, clitext
 from symmtui.core import litscan
 from symmtui.core.decode import LogLine, clean_raw, make_line, newlines
-from symmtui.core.diagnose import diagnose, event_json
+from symmtui.core.diagnose import event_json
 from symmtui.core.events import Event, EventBuilder, split_prefix
 from symmtui.core.readiness import PhaseSpan, Readiness, ReadinessConfig, State
 from symmtui.core.rules import Rule, RuleSet
+from symmtui.core.verdict import findings
 from symmtui.errors import UserError
 
 CHUNK = 256 << 10  # phase one reads this much at a time: several passes over it stay in L2 cache
@@ -568,9 +569,9 @@ def report_text(rep: ScanReport) -> list[str]:
     for title, events in (("errors", rep.errors), ("warnings", rep.warnings)):
         if events:
             out.append(f"{title}:")
-        for e in events:
+        for found in findings(events):
+            e, d = found.event, found.diagnosis
             out.append(f"  line {e.line_no:<7} {e.summary}  {_ranks_text(e)}")
-            d = diagnose(e)
             if d is None:
                 continue
             if title == "errors":

@@ -12,7 +12,7 @@ import json
 import threading
 from pathlib import Path
 
-from symmtui.core.pidwatch import process_exit_status
+from symmtui.proc.pidwatch import process_exit_status
 
 MODEL = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
 TOTAL_MIB = 97887

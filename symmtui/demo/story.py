@@ -20,13 +20,13 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from symmtui.core.pidwatch import process_exit_status
 from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
 from symmtui.demo.sandbox import write_sandbox
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.standin import load_standin, standin_host
 from symmtui.gpu.standin.host import StandinHost
 from symmtui.launch.profile import Profile, load_profile
+from symmtui.proc.pidwatch import process_exit_status
 
 SCENARIO = "rtx-pro-6000-x8-pcie"
 BASE_SPEED = 8.0  # the simulated server at speed 8 loads in about a minute: the demo's --speed 1

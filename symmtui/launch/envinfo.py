@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from symmtui import __version__
 from symmtui.errors import UserError
+from symmtui.proc.proctree import environ
 from symmtui.redact import redact, redact_argv, redact_env
 
 if TYPE_CHECKING:
@@ -107,13 +108,10 @@ class ServerCommand:
             argv = tuple(w.decode("utf-8", "replace") for w in words if w) or None
         except OSError:
             pass  # gone or not ours: the command stays unknown (None), as documented
-        try:
-            for item in (base / "environ").read_bytes().split(b"\0"):
-                name, eq, value = item.decode("utf-8", "replace").partition("=")
-                if eq:
-                    env[name] = value
-        except OSError:
-            pass  # another user's process: its environment stays unknown (empty)
+        for item in (environ(pid) or b"").split(b"\0"):  # another user's process: unknown (empty)
+            name, eq, value = item.decode("utf-8", "replace").partition("=")
+            if eq:
+                env[name] = value
         try:
             cwd = Path(os.readlink(base / "cwd"))
         except OSError:

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from symmtui.launch.proctree import ProcInfo
 from symmtui.launch.state import LaunchRecord
+from symmtui.proc.proctree import ProcInfo
 
 if TYPE_CHECKING:
     from symmtui.patch.preflight import Prediction

@@ -9,11 +9,12 @@ import time
 from typing import Protocol
 
 from symmtui.launch import history as history_mod
-from symmtui.launch import ports, proctree, state
-from symmtui.launch.proctree import ProcInfo
+from symmtui.launch import state
 from symmtui.launch.profile import Profile
 from symmtui.launch.report import GpuPids, OnProgress, Progress, Step, StopReport, Stranger
 from symmtui.launch.state import LaunchRecord
+from symmtui.proc import ports, proctree
+from symmtui.proc.proctree import ProcInfo
 
 
 class StopTarget(Protocol):

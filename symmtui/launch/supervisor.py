@@ -15,15 +15,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from symmtui.core.pidwatch import waitid_code
 from symmtui.errors import UserError
 from symmtui.launch import history as history_mod
-from symmtui.launch import ports, proctree, state
-from symmtui.launch.proctree import ProcInfo
+from symmtui.launch import state
 from symmtui.launch.profile import Profile
 from symmtui.launch.report import GpuPids, OnProgress, Progress, RelaunchResult, Step, StopReport, Stranger
 from symmtui.launch.state import LaunchRecord
 from symmtui.launch.stopper import StopRun, stranger, wait_gone
+from symmtui.proc import ports, proctree
+from symmtui.proc.pidwatch import waitid_code
+from symmtui.proc.proctree import ProcInfo
 
 if TYPE_CHECKING:
     from symmtui.patch.preflight import Prediction

@@ -140,7 +140,7 @@ class Session:
         self._stalled_on: str | None = None
         self._port_owner = None
         if spec.port_owner:
-            from symmtui.launch.ports import port_owner  # psutil: a profile's server
+            from symmtui.proc.ports import port_owner  # psutil: a profile's server
 
             self._port_owner = port_owner
         self._sampler: GpuSampler | None = None

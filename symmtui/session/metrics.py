@@ -27,8 +27,8 @@ from symmtui import clitext
 from symmtui.core.readiness import Snapshot, State
 from symmtui.errors import UserError
 from symmtui.launch.history import History
-from symmtui.launch.ports import port_owner
 from symmtui.launch.profile import Profile
+from symmtui.proc.ports import port_owner
 from symmtui.session.core import Session
 from symmtui.session.messages import EngineBatch, SessionMessage
 from symmtui.session.spec import Metrics

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from symmtui.core.engine import Bringup, EngineUpdate, is_log_command
 from symmtui.core.readiness import Snapshot, State
 from symmtui.errors import UserError
-from symmtui.launch import proctree
-from symmtui.launch.proctree import ProcInfo
 from symmtui.launch.state import LaunchRecord
 from symmtui.paths import state_dir
+from symmtui.proc import proctree
+from symmtui.proc.proctree import ProcInfo
 from symmtui.session.outcome import outcome_of
 from symmtui.session.settings import BringupSettings
 from symmtui.session.spec import NodePlan

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 
 from symmtui.core.ranks import rank_tags
+from symmtui.proc.proctree import environ
 
 # SGLang: "sglang::scheduler_DP1_TP3"; vLLM: "VLLM::Worker_TP3", "VLLM::EngineCore_DP0", "VllmWorker TP3"
 _TITLE = re.compile(r"^(?:sglang::\w+|VLLM::\w+|VllmWorker(?: [A-Z]{2}\d+)+|ray::\w+)")
@@ -31,14 +32,6 @@ def rank_from_env(environ: bytes) -> str | None:
     return f"rank {value}" if value is not None and value.isdigit() else None
 
 
-def _environ(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            return fh.read()
-    except OSError:
-        return b""
-
-
 def rank_of(pid: int, cmdline: str, log_pids: Mapping[int, str]) -> str | None:
     """The rank label of one process: its title first, then the log's "(… TP3 pid=P)", then its env."""
-    return rank_from_title(cmdline) or log_pids.get(pid) or rank_from_env(_environ(pid))
+    return rank_from_title(cmdline) or log_pids.get(pid) or rank_from_env(environ(pid) or b"")

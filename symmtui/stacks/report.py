@@ -14,8 +14,8 @@ from symmtui import fsatomic
 from symmtui.core.ranks import RankBoard
 from symmtui.core.rules import RuleSet, strip_ansi
 from symmtui.errors import UserError
-from symmtui.launch.proctree import ProcInfo
-from symmtui.stacks import access
+from symmtui.proc import access
+from symmtui.proc.proctree import ProcInfo
 from symmtui.stacks.collapse import collapse, group_line
 from symmtui.stacks.gpus import gpu_evidence
 from symmtui.stacks.model import Group, ProcDump

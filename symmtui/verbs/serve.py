@@ -81,7 +81,7 @@ def listen(host: str, port_number: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            from symmtui.launch.ports import port_owner
+            from symmtui.proc.ports import port_owner
 
             owner = port_owner(port_number)
             held = f" (held by {owner})" if owner else ""

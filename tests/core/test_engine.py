@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from symmtui.core.engine import Bringup, EngineUpdate
-from symmtui.core.pidwatch import process_exit_status
 from symmtui.core.readiness import ReadinessConfig, State
 from symmtui.core.rules import Kind
+from symmtui.proc.pidwatch import process_exit_status
 
 from .engine_kit import KEYERROR_LOG, READY_LOG, Writer, wait_until
 

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from symmtui.launch import ports
+from symmtui.proc import ports
 
 
 @pytest.mark.parametrize(

@@ -63,7 +63,7 @@ def test_cli_strict_preflight_exit_3(tmp_path: Path, venv_with_sandbox: Path, mo
 def test_strict_preflight_refuses_before_stopping_the_running_server(tmp_path: Path) -> None:
     """The profile's own PYTHONPATH decides which sglang runs; a refused relaunch leaves the server running."""
     from symmtui.demo.sandbox import write_sandbox
-    from symmtui.launch import proctree
+    from symmtui.proc import proctree
 
     box = write_sandbox(tmp_path / "box")
     (box.package / "launch_server.py").write_text("import time\ntime.sleep(120)\n")  # a server that loads

@@ -13,7 +13,8 @@ import psutil
 import pytest
 
 from symmtui.errors import UserError
-from symmtui.launch import History, Progress, Step, Supervisor, load_profile, proctree, state
+from symmtui.launch import History, Progress, Step, Supervisor, load_profile, state
+from symmtui.proc import proctree
 from tests.launch.helpers import demo_profile, log_contains, wait_until, write_profile
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.stacks import access
+from symmtui.proc import access
 from tests.stacks.hang_kit import hung_server
 
 PR_CAPBSET_DROP = 24

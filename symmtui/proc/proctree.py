@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import psutil  # type: ignore[import-untyped,unused-ignore]
 
-from symmtui.core.pidwatch import stat_fields
+from symmtui.proc.pidwatch import stat_fields
 
 MARKER_ENV = "SYMMTUI_LAUNCH_ID"
 """Set in the environment of every launch; descendants inherit it, even after setsid + reparenting."""
@@ -159,12 +159,19 @@ def collect(
     return sorted(found, key=lambda i: (i.why != "leader", i.create_time, i.pid))
 
 
-def launch_id_of(pid: int) -> str | None:
-    """The ``SYMMTUI_LAUNCH_ID`` a process carries (it was started by ``symmtui launch``), else None."""
+def environ(pid: int) -> bytes | None:
+    """``/proc/PID/environ`` (NAME=value entries, NUL-separated); None when it cannot be read."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
-            env = fh.read()
+            return fh.read()
     except OSError:
+        return None
+
+
+def launch_id_of(pid: int) -> str | None:
+    """The ``SYMMTUI_LAUNCH_ID`` a process carries (it was started by ``symmtui launch``), else None."""
+    env = environ(pid)
+    if env is None:
         return None
     for item in env.split(b"\0"):
         if item.startswith(MARKER_ENV.encode() + b"="):
@@ -255,10 +262,8 @@ def _table() -> list[_Row]:
 
 def _has_marker(pid: int, marker: bytes) -> bool:
     """True if ``pid``'s environment holds ``marker`` (NAME=value); False if unreadable."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            env = fh.read()
-    except OSError:
+    env = environ(pid)
+    if env is None:
         try:
             value = psutil.Process(pid).environ().get(MARKER_ENV)
             return isinstance(value, str) and value == marker.split(b"=", 1)[1].decode()
