@@ -143,19 +143,14 @@ def _phases(app: Any, steps: dict[str, Callable[[int], None]], counts: dict[str,
 
 def undo_redraw_fixes() -> None:
     """Put back how the dashboard redrew before its redraw fixes (2026-12-01), for a same-run comparison:
-    Textual's Footer (rebuilt on every bindings refresh), a screen layout for each change of the log
-    lines' virtual size and for each update of a hidden multi-line Static, and ScrollView's own
-    ``_size_updated`` (both log scrollbars refreshed at every layout)."""
+    a screen layout for each change of the log lines' virtual size and for each update of a hidden
+    multi-line Static. (Two fixes of that day are gone since: the footer that recomposed only when its
+    keys changed, and the log lines' override of ScrollView._size_updated, both Textual private API.)"""
     from textual.content import Content
-    from textual.scroll_view import ScrollView
-    from textual.widgets import Footer, Static
+    from textual.widgets import Static
 
-    import symmtui.ui.app as app_module
     from symmtui.ui.widgets import gauge, gpu_panel
     from symmtui.ui.widgets.log_view import LogLines
-
-    def footer(*, id: str | None = None) -> Footer:
-        return Footer(id=id)
 
     def set_virtual_size(self: LogLines, size: Any) -> None:
         self.virtual_size = size
@@ -170,9 +165,7 @@ def undo_redraw_fixes() -> None:
         widget._symmtui_content = content  # type: ignore[attr-defined]
         widget.update(content, layout=not one_line)
 
-    app_module.DashboardFooter = footer  # type: ignore[assignment,misc]
     LogLines.set_virtual_size = set_virtual_size  # type: ignore[method-assign]
-    LogLines._size_updated = ScrollView._size_updated  # type: ignore[method-assign]
     gauge.set_content = gpu_panel.set_content = set_content
 
 

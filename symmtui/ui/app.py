@@ -43,7 +43,6 @@ from symmtui.ui.screens.patch import PatchChanged, PatchScreen
 from symmtui.ui.screens.relaunch import RelaunchScreen
 from symmtui.ui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes, register_themes
 from symmtui.ui.widgets.diagnosis import DiagnosisView, shown_diagnoses
-from symmtui.ui.widgets.footer import DashboardFooter
 from symmtui.ui.widgets.gauge import Activity, ReadinessGauge
 from symmtui.ui.widgets.gpu_panel import GpuPanel
 from symmtui.ui.widgets.header import StatusHeader
@@ -138,15 +137,17 @@ class SymmApp(App[int]):
                 log.border_title = f"Log · {node} (o)" if self.session.named else "Log"
                 log.display = node == self.shown
                 yield log
-        yield DashboardFooter(id="footer")
+        yield Footer(id="footer")
 
     @_while_composed
     def on_resize(self, event: events.Resize) -> None:
         """Below 110 columns the footer drops its padding and the palette hint so q still shows."""
         footer = self.query_one("#footer", Footer)
         narrow = event.size.width < 110
-        footer.compact = narrow
-        footer.show_command_palette = not narrow
+        if (footer.compact, footer.show_command_palette) != (narrow, not narrow):
+            footer.compact = narrow
+            footer.show_command_palette = not narrow
+            self.screen.refresh_bindings()  # the footer shows its keys again, without the palette's when narrow
 
     @property
     def log_view(self) -> LogView:

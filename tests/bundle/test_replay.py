@@ -17,7 +17,7 @@ from symmtui.session.mailbox import Mailbox
 from symmtui.session.messages import EngineBatch, SessionMessage, VerdictReached
 from symmtui.ui.replay import ReplayApp
 from symmtui.ui.widgets.gpu_panel import GpuTable
-from tests.ui.kit import text, wait_for
+from tests.ui.kit import text, toasts, wait_for
 
 pytestmark = pytest.mark.xdist_group("bundle-replay")  # one worker records the demo once for the module
 
@@ -71,6 +71,7 @@ async def test_replay_of_the_demo_shows_the_crash_then_ready_and_seeks(demo_bund
     crash_t = next(t for t, _g, s in states_in(recording) if s is State.CRASHED)
     session = ReplaySession(recording, speed=max(1.0, recording.duration / 1.5))
     app = ReplayApp(session, step=crash_t + 0.01)
+    said = toasts(app)
     posted: list[State] = []  # every judgement the replay posted, in order (the mailbox may merge them)
 
     def hear(message: SessionMessage) -> None:
@@ -103,6 +104,6 @@ async def test_replay_of_the_demo_shows_the_crash_then_ready_and_seeks(demo_bund
             await pilot.press("space")
             await wait_for(pilot, lambda: state() is State.READY, "READY after resuming")
             await pilot.press("p")
-            await wait_for(pilot, lambda: any(n.message == READ_ONLY for n in app._notifications), "the read-only note")
+            await wait_for(pilot, lambda: READ_ONLY in said, "the read-only note")
     finally:
         session.close()

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from textual.app import App
 from textual.pilot import Pilot
@@ -292,3 +293,16 @@ def current_launch(demo: Demo | NodesDemo) -> LaunchRecord | None:
 def dashboard(config: str | None, log: str | None, url: str | None = None, **kw: object) -> Session:
     """The dashboard's Session (`symmtui [--config] [--log] [--url]`), built as the verb builds it (no bundle)."""
     return open_session(dashboard_spec(config, log, url, record_bundle=False, **kw))  # type: ignore[arg-type]
+
+
+def toasts(app: App[object]) -> list[str]:
+    """Every notification the app shows from now on (through ``App.notify``; the toasts are still shown)."""
+    said: list[str] = []
+    shown = app.notify
+
+    def notify(message: str, **kw: Any) -> None:
+        said.append(str(message))
+        shown(message, **kw)
+
+    app.notify = notify  # type: ignore[method-assign]
+    return said

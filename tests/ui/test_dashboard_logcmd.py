@@ -11,17 +11,9 @@ from symmtui.cli import main
 from symmtui.core.logcmd import Backoff, CommandFollower, LogCommand
 from symmtui.core.readiness import State
 from symmtui.ui.app import SymmApp
-from tests.ui.kit import CRASH_LOG, dashboard, text, wait_for
+from tests.ui.kit import CRASH_LOG, dashboard, text, toasts, wait_for
 
 WRITER = Path(__file__).resolve().parents[1] / "fixtures" / "log_cmd_writer.py"
-
-
-def _toasts(app: SymmApp) -> list[str]:
-    """Every toast's text the app shows from now on (the toasts are still shown)."""
-    toasts: list[str] = []
-    shown = app.notify
-    app.notify = lambda message, **kw: (toasts.append(message), shown(message, **kw))[1]  # type: ignore[method-assign]
-    return toasts
 
 
 async def test_dashboard_follows_a_log_command_and_says_when_it_exits(tmp_path: Path,
@@ -41,7 +33,7 @@ async def test_dashboard_follows_a_log_command_and_says_when_it_exits(tmp_path: 
     engine = node.engine
     assert engine is not None and isinstance(engine._follower, CommandFollower)
     app = SymmApp(session)
-    toasts = _toasts(app)
+    said = toasts(app)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: app.verdict is not None and app.verdict.state is State.CRASHED,
@@ -50,7 +42,7 @@ async def test_dashboard_follows_a_log_command_and_says_when_it_exits(tmp_path: 
             await wait_for(pilot, lambda: "log command exited (code 1)" in str(app.log_view.border_subtitle),
                            "the command's exit in the log pane's title")
             assert "restarting in 30 s" in str(app.log_view.border_subtitle)
-            assert any("log command exited (code 1)" in t for t in toasts)
+            assert any("log command exited (code 1)" in t for t in said)
             assert "KeyError: 12" in text(app)
     finally:
         session.close()
@@ -64,12 +56,12 @@ async def test_a_log_command_that_cannot_start_is_shown_not_fatal(monkeypatch: p
     monkeypatch.setenv("SYMMTUI_NVML_STANDIN", "rtx-pro-6000-x8-pcie")
     session = dashboard(None, None, None, log_cmd=LogCommand.parse("no-such-log-program-xyz logs -f sglang"))
     app = SymmApp(session)
-    toasts = _toasts(app)
+    said = toasts(app)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: "not found on PATH" in str(app.log_view.border_subtitle),
                            "the reason in the log pane's title")
-            assert any("'no-such-log-program-xyz' not found on PATH" in t for t in toasts)
+            assert any("'no-such-log-program-xyz' not found on PATH" in t for t in said)
             assert app.verdict is not None and app.verdict.state is State.WAITING
     finally:
         session.close()

@@ -20,7 +20,7 @@ def _state(app: SymmApp) -> State | None:
 
 
 def _title(app: SymmApp) -> str | None:
-    return app.screen._title if isinstance(app.screen, ConfirmScreen) else None
+    return str(app.screen.query_one("#confirm-dialog").border_title) if isinstance(app.screen, ConfirmScreen) else None
 
 
 @pytest.mark.timeout(180)

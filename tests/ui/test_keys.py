@@ -17,7 +17,7 @@ from symmtui.ui.screens.patch import PatchScreen
 from symmtui.ui.widgets.diagnosis import DiagnosisView
 from symmtui.ui.widgets.gpu_panel import GpuTable, ProcessList
 from symmtui.ui.widgets.log_view import LogView
-from tests.ui.kit import FAKE_PID, crashed_session, settle, starting_session, text, wait_for
+from tests.ui.kit import FAKE_PID, crashed_session, settle, starting_session, text, toasts, wait_for
 
 
 async def test_crashed_dashboard_state_and_its_keys_in_one_app() -> None:
@@ -29,6 +29,7 @@ async def test_crashed_dashboard_state_and_its_keys_in_one_app() -> None:
     from symmtui.ui.widgets.stacks import StacksView
 
     app = SymmApp(crashed_session(), tick=0)
+    said = toasts(app)
     answers: list[bool | None] = []
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -55,18 +56,18 @@ async def test_crashed_dashboard_state_and_its_keys_in_one_app() -> None:
             assert wanted in titles, wanted
 
         # p without a patch target says why
-        app.clear_notifications()
+        said.clear()
         await pilot.press("p")
         await settle(pilot)
         assert not isinstance(app.screen, PatchScreen)
-        assert any("symmtui patch" in str(n.message) for n in app._notifications)
+        assert any("symmtui patch" in n for n in said)
 
         # r without a profile says why; a modal swallows the dashboard's keys
-        app.clear_notifications()
+        said.clear()
         await pilot.press("r")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
-        assert any("server.command" in str(n.message) for n in app._notifications)
+        assert any("server.command" in n for n in said)
         # a modal swallows the dashboard's keys: t does not change the theme behind it
         app.push_screen(ConfirmScreen("Quit?", "test"))
         await settle(pilot)

@@ -1,4 +1,5 @@
-"""The dashboard redraws what changed and no more: footer keys, log lines, the hidden process list."""
+"""The dashboard redraws what changed and no more: log lines and the hidden process list ask for no layout;
+the footer shows the keys of what has the focus."""
 
 from __future__ import annotations
 
@@ -6,59 +7,52 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from textual.widgets._footer import FooterKey
+import pytest
+from textual.widget import Widget
+from textual.widgets import Footer
 
 from symmtui.core.decode import LogLine
 from symmtui.gpu.results import GpuProcess
 from symmtui.session.messages import GpuRound
 from symmtui.ui.app import SymmApp
-from symmtui.ui.widgets.footer import DashboardFooter
 from symmtui.ui.widgets.gpu_panel import GpuTable, ProcessList
-from tests.ui.kit import FAKE_PID, settle, starting_session, wait_for
+from tests.ui.kit import FAKE_PID, settle, starting_session, text, wait_for
 
 
-def _keys(app: SymmApp) -> list[FooterKey]:
-    return list(app.query_one(DashboardFooter).query(FooterKey).results())
+def _footer(app: SymmApp) -> str:
+    """The footer's keys as the screen shows them (its last line)."""
+    return text(app).splitlines()[-1]
 
 
-async def test_footer_keys_are_built_once_and_again_only_when_they_change() -> None:
+async def test_the_footer_shows_the_focused_widgets_keys_and_drops_the_palette_when_narrow() -> None:
     app = SymmApp(starting_session(), tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
-        footer = app.query_one(DashboardFooter)
-        await wait_for(pilot, lambda: len(_keys(app)) > 0, "the footer's keys")
-        await settle(pilot)
-        keys = _keys(app)
-        assert [k.key for k in keys] == ["f", "slash", "e", "n", "N", "p", "r", "s", "q", "t", "ctrl+p"]
-        assert footer.recomposes == 1  # start-up refreshes the bindings three times (mount, focus, app focus)
+        await wait_for(pilot, lambda: "q Quit" in _footer(app), "the footer's keys")
+        keys = _footer(app)
+        assert keys.index("f Follow") < keys.index("/ Find") < keys.index("p Patch") < keys.index("s Stacks")
+        assert keys.index("q Quit") < keys.index("t Theme") and "^p palette" in keys
+        app.query_one(GpuTable).focus()  # the log pane's keys follow the app's (in its order)
+        def app_order() -> bool:
+            keys = _footer(app)
+            return "p Patch" in keys and "f Follow" in keys and keys.index("p Patch") < keys.index("f Follow")
 
-        for _ in range(3):  # refreshes that change nothing shown: the same key widgets stay
-            app.screen.refresh_bindings()
-        await settle(pilot)
-        assert footer.recomposes == 1 and _keys(app) == keys
-
-        app.query_one(GpuTable).focus()  # the log pane's f / e / n keys leave, the app's show (in its order)
-        await wait_for(pilot, lambda: footer.recomposes == 2, "the keys rebuilt after the focus moved")
-        assert [k.key for k in _keys(app)] == ["p", "r", "f", "slash", "e", "n", "N", "s", "q", "t", "ctrl+p"]
-        assert {k.action for k in _keys(app)} >= {"log('toggle_follow')", "log('search')"}
-
-        await pilot.resize_terminal(100, 40)  # narrow: compact keys, no palette key after the next refresh
-        app.screen.refresh_bindings()
-        await wait_for(pilot, lambda: "ctrl+p" not in [k.key for k in _keys(app)], "the palette key gone")
-        assert footer.compact and footer.recomposes == 3
-        assert all(k.has_class("-compact") for k in _keys(app))
+        await wait_for(pilot, app_order, "the keys in the app's order after the focus moved")
+        await pilot.resize_terminal(100, 40)  # narrow: compact keys, no palette key, q still shown
+        await wait_for(pilot, lambda: "palette" not in _footer(app), "the palette key gone")
+        assert "q Quit" in _footer(app) and app.query_one(Footer).compact
 
 
-def _count_layouts(app: SymmApp) -> Callable[[], int]:
-    """How many times the screen was laid out (every widget placed again) from now on."""
-    compositor = app.screen._compositor
-    reflow = compositor.reflow
+def _count_layouts(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
+    """How many layouts widgets ask for from now on (``Widget.refresh(layout=True)``, Textual's public way
+    to ask the screen to place its widgets again)."""
     count = [0]
+    refresh = Widget.refresh
 
-    def counting(*args: Any) -> Any:
-        count[0] += 1
-        return reflow(*args)
+    def counting(self: Widget, *regions: Any, layout: bool = False, **kw: Any) -> Widget:
+        count[0] += layout
+        return refresh(self, *regions, layout=layout, **kw)
 
-    compositor.reflow = counting  # type: ignore[method-assign]
+    monkeypatch.setattr(Widget, "refresh", counting)
     return lambda: count[0]
 
 
@@ -67,7 +61,7 @@ def _lines(first: int, count: int, text: str = "Decode batch. #running-req: 1") 
             for n in range(first, first + count)]
 
 
-async def test_log_lines_move_the_scrollbar_without_laying_the_screen_out() -> None:
+async def test_log_lines_move_the_scrollbar_without_laying_the_screen_out(monkeypatch: pytest.MonkeyPatch) -> None:
     app = SymmApp(starting_session(), tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -76,7 +70,7 @@ async def test_log_lines_move_the_scrollbar_without_laying_the_screen_out() -> N
         log.reset(None)  # short lines from here: no horizontal scrollbar
         await settle(pilot)
         assert not lines.show_horizontal_scrollbar
-        layouts = _count_layouts(app)
+        layouts = _count_layouts(monkeypatch)
         for k in range(5):  # five batches, each painted
             log.append_lines(_lines(1 + 10 * k, 10))
             await settle(pilot)
@@ -86,15 +80,15 @@ async def test_log_lines_move_the_scrollbar_without_laying_the_screen_out() -> N
         assert lines.scroll_y == lines.max_scroll_y == 50 - lines.size.height and log.following
         assert "Decode batch. #running-req: 1 50" in log.visible_lines()[-1]
 
-        log.append_lines(_lines(51, 1, "x" * 400))  # wider than the pane: its scrollbar appears, one layout
+        log.append_lines(_lines(51, 1, "x" * 400))  # wider than the pane: its scrollbar appears, a layout
         await settle(pilot)
         assert lines.virtual_size.width > lines.size.width and lines.show_horizontal_scrollbar
-        assert layouts() == 1
+        assert layouts() >= 1
         assert lines.horizontal_scrollbar.window_virtual_size == lines.virtual_size.width
         assert lines.scroll_y == lines.max_scroll_y and "x" * 40 in log.visible_lines()[-2]
 
 
-async def test_hidden_process_list_is_updated_without_a_layout_and_shown_whole() -> None:
+async def test_hidden_process_list_is_updated_without_a_layout_and_shown_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     session = starting_session()
     app = SymmApp(session, tick=0)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -106,7 +100,7 @@ async def test_hidden_process_list_is_updated_without_a_layout_and_shown_whole()
         sample = gpus.samples[0]
         more = tuple(GpuProcess(FAKE_PID + i, "python3", ("python3", f"worker-{i}"), 2**30) for i in range(4))
         snap = replace(gpus, samples=(replace(sample, processes=more), *gpus.samples[1:]))
-        layouts = _count_layouts(app)
+        layouts = _count_layouts(monkeypatch)
         session.mailbox.put(GpuRound(snap, frozenset({FAKE_PID}), 12))
         await settle(pilot)
         assert layouts() == 0

@@ -137,24 +137,24 @@ class LogLines(ScrollView, can_focus=True):
         self._owner = owner
         self._index = index
         self._cache: LRUCache[tuple[str, int, bool], Strip] = LRUCache(1024)
-        self._sized: tuple[object, ...] | None = None  # the last layout's sizes (None: not laid out yet)
-        self._scrolled_for = Size(0, 0)  # the virtual size the scrollbars were last set for
 
     # -- size: new lines change the virtual size, never the pane's own; no layout for them
     def set_virtual_size(self, size: Size) -> None:
         """Set the scrollable size. Once laid out, only the scrollbars and scroll limits follow it: the
         pane's region does not depend on it, so a layout of the screen (a reflow of every widget) per
-        batch of lines would change nothing. A scrollbar appearing or going still asks for one."""
+        batch of lines would change nothing. A horizontal scrollbar appearing or going (the vertical one
+        always shows: overflow-y scroll) still asks for one, through the reactive."""
         if size == self.virtual_size:
             return
-        if self._sized is None:
-            self.virtual_size = size
+        wide = size.width > self.container_size.width
+        if self.size.area == 0 or wide != self.show_horizontal_scrollbar:
+            self.virtual_size = size  # not laid out yet, or a scrollbar to show or hide: a layout
+            if self._owner.following:  # the scrollbar takes a row: still at the end once laid out
+                self.call_after_refresh(self._owner._scroll_end)
             return
         width_changed = size.width != self.virtual_size.width
         self.set_reactive(Widget.virtual_size, size)
-        self._scrolled_for = size
-        self._refresh_scrollbars()  # a scrollbar to show or hide: that one is a layout
-        # only the scrollbar whose extent changed repaints (ScrollView's _scroll_update repaints both)
+        # only the scrollbar whose extent changed repaints (ScrollView's own update repaints both)
         if self.show_vertical_scrollbar:
             self.vertical_scrollbar.window_virtual_size = size.height
         if width_changed and self.show_horizontal_scrollbar:
@@ -162,19 +162,6 @@ class LogLines(ScrollView, can_focus=True):
         self.scroll_x = self.validate_scroll_x(self.scroll_x)
         self.scroll_y = self.validate_scroll_y(self.scroll_y)
         self.refresh()
-
-    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
-        # ScrollView compares the compositor's virtual size (the pane's region) with the lines' own, which
-        # always differ: every layout of the screen, for any widget, refreshed both scrollbars and painted
-        # them again in a second pass. Skip it when no size the scrollbars depend on changed.
-        styles = self.styles
-        sized = (size, container_size, styles.overflow_x, styles.overflow_y, styles.scrollbar_size_vertical,
-                 styles.scrollbar_size_horizontal)
-        if sized == self._sized and self.virtual_size == self._scrolled_for:
-            return False
-        self._sized = sized
-        self._scrolled_for = self.virtual_size
-        return super()._size_updated(size, virtual_size, container_size, layout)
 
     # -- cache
     def notify_style_update(self) -> None:
