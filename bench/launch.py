@@ -76,7 +76,7 @@ def _port() -> int:
 
 
 def bench_stop(tmp: Path) -> bool:
-    from symmtui.launch import load_profile
+    from symmtui.launch.profile import load_profile
     from symmtui.launch.supervisor import Supervisor
 
     ok = True

@@ -17,23 +17,22 @@ from typing import TYPE_CHECKING, Any
 
 from symmtui import boundary
 from symmtui.errors import UserError
-from symmtui.launch import state
-from symmtui.launch.nodes import node_profile, watched_log
-from symmtui.launch.profile import Profile, find_profile, load_profile
-from symmtui.launch.state import LaunchRecord
 from symmtui.session.core import Session
 from symmtui.session.settings import bringup_settings
 from symmtui.session.spec import Metrics, NodePlan, Notify, PatchTarget, Record, SessionSpec
 
 # `wait --log` starts without what it does not use (tests/core/test_wait_cli.py; python -m bench.startup):
 # the prober (httpx, ssl), the demo (the patch engine), the plug-ins (the recorder, the notifier,
-# prometheus_client), NVML and the GPU sources are imported where a spec names them.
+# prometheus_client), NVML and the GPU sources (psutil), the profile and its launcher's state are
+# imported where a spec names them.
 if TYPE_CHECKING:
     from symmtui.core.logcmd import LogCommand
     from symmtui.demo.nodes import NodesDemo
     from symmtui.demo.story import Demo
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.source import GpuSource
+    from symmtui.launch.profile import Profile
+    from symmtui.launch.state import LaunchRecord
 
 ATTACH_TAIL_LINES = 5000  # the dashboard shows the last lines of a log at once and judges the rest behind
 
@@ -72,6 +71,7 @@ def python_of(argv: Sequence[str] | None) -> str | None:
 
 def running(profile: Profile) -> LaunchRecord | None:
     """The profile's recorded launch when it still runs (its pid, log and history entry), else None."""
+    from symmtui.launch import state
     from symmtui.launch.supervisor import Supervisor  # the launcher: a profile's session only
 
     record = state.load(profile.key)
@@ -91,6 +91,8 @@ def _nodes(profile: Profile, *, url: str | None, follow: bool, new_only: bool = 
            tail_lines: int | None = None) -> tuple[NodePlan, ...]:
     """A ``[[nodes]]`` profile's nodes: each its log (file or ``log_cmd``), its launch (a Supervisor of its
     own: ``launch.nodes.node_profile``) and stop command; the head probes the URL."""
+    from symmtui.launch.nodes import node_profile, watched_log
+
     plans = []
     for spec in profile.nodes:
         source: Path | LogCommand | None
@@ -146,7 +148,11 @@ def wait_spec(*, log: Path | None, log_cmd: LogCommand | None, url: str | None, 
               config: str | None, limits: Limits, new_only: bool, stacks: bool, notify: bool,
               record_bundle: bool, metrics_port: int | None, metrics_host: str, metrics_linger: float) -> SessionSpec:
     """`symmtui wait`: follow a log (file or command), a URL, a pid, or a profile's (every node's) log."""
-    profile = load_profile(config) if config is not None else None
+    profile = None
+    if config is not None:
+        from symmtui.launch.profile import load_profile
+
+        profile = load_profile(config)
     plug: dict[str, Any] = {"notify": _notify(profile, notify),
                             "metrics": _metrics(metrics_port, metrics_host, metrics_linger)}
     if profile is not None and profile.nodes:
@@ -185,6 +191,7 @@ def launch_spec(profile: Profile, *, limits: Limits, grace: float | None, notify
         nodes = _nodes(profile, url=_url(profile.url), follow=False)
         return _profile_spec(profile, nodes, limits, grace=grace, notify=_notify(profile, notify),
                              record=Record() if record_bundle else None)
+
     from symmtui.gpu.facts import open_nvml  # the launcher waits for the GPUs' memory
 
     node = NodePlan(hostname(), profile.log_cmd, url=_url(profile.url), profile=profile, follow=False)
@@ -200,6 +207,7 @@ def stop_spec(profile: Profile, *, grace: float | None, gpu_timeout: float, port
             raise UserError(f"{profile.path} lists [[nodes]]: --kill-pid is for a one-host profile; "
                             "end a stranger on a node with that node's own tools")
         return _profile_spec(profile, _nodes(profile, url=None, follow=False), Limits(), grace=grace)
+
     from symmtui.gpu.facts import open_nvml  # the stop waits for the GPUs' memory
 
     node = NodePlan(hostname(), None, url=profile.url, profile=profile, follow=False)
@@ -214,6 +222,9 @@ def stacks_spec(*, config: str | None, pid: int | None, log: Path | None) -> Ses
     if pid is not None:
         node = NodePlan(hostname(), log, pid=pid, follow=False)
         return SessionSpec(f"pid {pid}", hostname(), (node,), bringup_settings())
+    from symmtui.launch import state
+    from symmtui.launch.profile import load_profile
+
     profile = load_profile(config)
     record = state.load(profile.key)
     if record is None:
@@ -254,6 +265,7 @@ def dashboard_spec(config: str | None, log: str | None, url: str | None, *, log_
     followed from the last lines; its GPUs from ``gpus`` (else the profile's ``server.gpus``, else NVML)."""
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.specs import NVML
+    from symmtui.launch.profile import find_profile, load_profile
 
     profile = None
     given = log is not None or log_cmd is not None

@@ -10,7 +10,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "symmtui"
 
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in (
-    "__init__ errors textsafe redact fsatomic lazy catalogue",  # the ground: no symmtui imports but these
+    "__init__ errors textsafe redact fsatomic catalogue",  # the ground: no symmtui imports but these
     "paths clitext",  # state dirs; the command line's text conventions and writer
     "boundary proc",  # the CLI boundary (argparse types, file readers); /proc, process trees, ports
     "core gpu patch",  # the engine; NVML and exporters; the SM120 patch

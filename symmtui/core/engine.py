@@ -108,13 +108,9 @@ class Bringup:
         self.ruleset = ruleset if ruleset is not None else RuleSet()
         base = config if config is not None else ReadinessConfig()
         self.config = replace(base, need_probe=url is not None and log_path is not None, has_pid=pid is not None)
-        self.log_command: LogCommand | None = None
-        """The command whose output is the log (None: a file, ``log_path``, or no log)."""
-        self.log_path: Path | None = None
-        if is_log_command(log_path):
-            self.log_command = log_path
-        elif log_path is not None:
-            self.log_path = Path(log_path)
+        self.source: Path | LogCommand | None = log_path if is_log_command(log_path) or log_path is None \
+            else Path(log_path)
+        """What is followed: a log file, a command whose output is the log, or nothing (a URL, a pid)."""
         self.url = url
         self.pid = pid
         self.new_only = new_only
@@ -187,7 +183,7 @@ class Bringup:
         """
         self._stop_generation()
         with self._lock:
-            old: Path | LogCommand | None = self.log_command or self.log_path
+            old = self.source
             new: Path | LogCommand | None
             if log_path is None:
                 new = old
@@ -197,8 +193,7 @@ class Bringup:
                 new = Path(log_path)
             if new_only is None:
                 new_only = new == old and new is not None
-            self.log_command = new if is_log_command(new) else None
-            self.log_path = new if isinstance(new, Path) else None
+            self.source = new
             self.pid = pid
             self.new_only = new_only
             self.config = replace(self.config, need_probe=self.url is not None and new is not None,
@@ -260,21 +255,22 @@ class Bringup:
         self._gen_stop = threading.Event()
         stop = self._gen_stop
         gen = self._generation
-        if self.log_command is not None:
+        source = self.source
+        if is_log_command(source):
             from symmtui.core.logcmd import CommandFollower
 
             seen = self._seen if self.new_only else None
-            command = CommandFollower(self.log_command, replay=seen, spool=self.log_spool)
+            command = CommandFollower(source, replay=seen, spool=self.log_spool)
             self._follower = command
             self._spawn(self._follow_loop, command, stop, gen, threading.Event(), name="symmtui-follow")
-        elif self.log_path is not None:
+        elif source is not None:
             tail = 0 if self.new_only else self.tail_lines
             attach = None
             if tail is None and self.last_launch:
                 from symmtui.core.lastrun import last_launch_attach
 
                 attach = last_launch_attach(self.ruleset)
-            self._follower = LogFollower(self.log_path, tail_lines=tail, attach_at=attach)
+            self._follower = LogFollower(source, tail_lines=tail, attach_at=attach)
             first = threading.Event()
             self._spawn(self._follow_loop, self._follower, stop, gen, first, name="symmtui-follow")
             if tail and not self.new_only:
@@ -462,7 +458,7 @@ class Bringup:
             # Let the follower deliver what the process wrote last (its final error lines) first:
             # wait until the log has been quiet for a moment (at most PID_SETTLE seconds).
             t0 = self._clock()
-            has_log = self.log_path is not None or self.log_command is not None
+            has_log = self.source is not None
             while not stop.is_set() and has_log and self._clock() - t0 < PID_SETTLE:
                 last = self._last_line_at
                 if last is not None and self._clock() - last >= 0.1 and self._clock() - t0 >= 0.1:

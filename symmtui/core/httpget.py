@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import httpx
+
 if TYPE_CHECKING:  # imported where a request is made: `wait --log` with no URL never loads httpx (~0.1 s)
     import httpx
 
@@ -86,7 +88,6 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def failed(exc: httpx.HTTPError | httpx.InvalidURL, host: str) -> GetFailed:
     """httpx's exception as a kind and words (``host``: the name in the URL, for a DNS failure)."""
-    import httpx
 
     chain = _chain(exc)
     errnos = {e.errno for e in chain if isinstance(e, OSError)}
@@ -118,7 +119,6 @@ async def get_head(transport: httpx.AsyncHTTPTransport, url: str, phase: Phase) 
     to follow, and a Location that is not a URL is still an answer). No timeout of its own: the caller
     cancels it at its deadline.
     """
-    import httpx
 
     host = urlsplit(url).hostname or ""
     try:

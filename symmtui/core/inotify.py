@@ -11,6 +11,8 @@ or in watchfiles does that; ``from watchfiles import _rust_notify`` works).
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import os
 import sys
 import threading
@@ -39,8 +41,6 @@ def rust_notify() -> Any | None:
 
 
 def _load_alone() -> Any | None:
-    import importlib.machinery
-    import importlib.util
 
     package = importlib.machinery.PathFinder.find_spec("watchfiles")
     if package is None or not package.submodule_search_locations:

@@ -3,6 +3,8 @@ only, redirects kept on the probed host, exponential backoff, clear details, nev
 
 from __future__ import annotations
 
+import asyncio
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -10,6 +12,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from urllib.parse import urljoin, urlsplit
+
+import httpx
 
 from symmtui.core.httpget import GetFailed, Phase, get_head, shown
 from symmtui.errors import UserError
@@ -101,7 +105,6 @@ class _Lookups(ThreadPoolExecutor):
 
 
 async def _until_set(event: threading.Event) -> None:
-    import asyncio
 
     while not event.is_set():
         await asyncio.sleep(STOP_POLL)
@@ -150,8 +153,6 @@ class HttpProbe:
         set, the request is cancelled wherever it is (lookup, connect, TLS, a header dribbled a byte at a
         time). Only the status line and headers are read, never the body.
         """
-        import asyncio
-        import ssl
 
         if self._tls is None:
             self._tls = ssl.create_default_context()  # once per probe: loading the CA store costs milliseconds
@@ -165,7 +166,6 @@ class HttpProbe:
             loop.close()
 
     async def _check(self, cancel: threading.Event | None, lookups: _Lookups, tls: ssl.SSLContext) -> ProbeResult:
-        import asyncio
 
         t0 = self._clock()
         where = _Where(self.url, Phase())
@@ -190,7 +190,6 @@ class HttpProbe:
         return detail if url == self.url else f"{detail} (at {shown(url)}, redirected from {self.url})"
 
     async def _follow(self, where: _Where, tls: ssl.SSLContext, t0: float) -> ProbeResult:
-        import httpx
 
         home = _origin(self.url)
         hops = 0

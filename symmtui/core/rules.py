@@ -6,7 +6,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from symmtui.core.catalogue import builtin_entries, user_entries
 from symmtui.core.decode import strip_ansi as strip_ansi  # the follower's ANSI rule, re-exported
+from symmtui.core.lineparts import split_prefix
 from symmtui.core.ruletypes import ACTION_TYPES as ACTION_TYPES
 from symmtui.core.ruletypes import HANG_COMPILE as HANG_COMPILE
 from symmtui.core.ruletypes import HANG_GRAPHS as HANG_GRAPHS
@@ -40,14 +42,12 @@ def user_ruleset(ready: Sequence[str] = (), crash: Sequence[str] = (),
                  profile_entries: Sequence[Rule] = ()) -> RuleSet:
     """The shipped catalogue with the user's entries first: a profile's, the XDG file's, then the
     ready/crash patterns given on the command line or in a profile."""
-    from symmtui.core.catalogue import user_entries
 
     return RuleSet().with_user(ready=ready, crash=crash, entries=user_entries(profile_entries))
 
 
 def builtin_rules() -> tuple[Rule, ...]:
     """The catalogue shipped in the package (symmtui/catalogue/*.toml), read once."""
-    from symmtui.core.catalogue import builtin_entries  # the loader builds Rules: imported late
 
     return builtin_entries()
 
@@ -71,7 +71,6 @@ _CODE = re.compile(r"\s*(?:raise\b|File \")")
 
 def message_part(plain: str) -> str:
     """The part of a line rules match: the prefix (ranks, time, logger) cut off, quoted values blanked."""
-    from symmtui.core.lineparts import split_prefix
 
     return mask_quoted(split_prefix(plain).body)
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
 from symmtui.demo.sandbox import write_sandbox
+from symmtui.errors import UserError
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.standin import load_standin, standin_host
 from symmtui.gpu.standin.host import StandinHost
@@ -148,7 +149,6 @@ class Demo:
 
 def build_demo(speed: float = 1.0, *, root: Path | None = None, isolate: bool = True, story: str = "crash") -> Demo:
     """Set up the temp dir, the sandbox tables, the profile, the stand-in and its driver."""
-    from symmtui.errors import UserError
 
     if not speed > 0:
         raise UserError(f"--speed must be a positive number, got {speed!r} (1 = a load of about a minute)")

@@ -6,6 +6,7 @@ import sys
 
 from symmtui import boundary
 from symmtui.gpu import options
+from symmtui.gpu.cli import gpus_main
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,7 +17,6 @@ def main(argv: list[str] | None = None) -> int:
         options.add_arguments(parser)
         args = parser.parse_args(argv)
         boundary.check_values(args)
-        from symmtui.gpu.cli import gpus_main
 
         return gpus_main(args)
 

@@ -5,13 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import sys
 from typing import Any
 
+from rich.console import Console, Group
+
 from symmtui import boundary
 from symmtui.errors import UserError
+from symmtui.gpu import render
 from symmtui.gpu.nvml import STANDIN_ENV, Nvml, nvml_from_env
 from symmtui.gpu.options import EXIT_UNAVAILABLE
+from symmtui.gpu.report import report_json
 from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
 from symmtui.gpu.topology import Topology, read_topology
 
@@ -80,7 +85,6 @@ def _gpus(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return EXIT_UNAVAILABLE if snap.unavailable_reason else 0
-    from rich.console import Console
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     if snap.unavailable_reason is not None:
@@ -88,7 +92,6 @@ def _gpus(args: argparse.Namespace) -> int:
         return EXIT_UNAVAILABLE
     if args.watch:
         return _watch(console, nvml, sampler, standin, max_frames=getattr(args, "max_frames", None))
-    from symmtui.gpu import render
 
     if not args.topo:
         console.print(_header(nvml, standin), markup=False)
@@ -107,9 +110,7 @@ def _watch_json(
     nvml: Nvml, sampler: GpuSampler, topo: Topology | None, standin: str | None, *, max_frames: int | None
 ) -> int:
     """JSON Lines: one compact document per sample (the topology only in the first) until Ctrl-C."""
-    import queue
 
-    from symmtui.gpu.report import report_json
 
     snaps: queue.Queue[GpuSnapshot] = queue.Queue(maxsize=64)
 
@@ -158,9 +159,7 @@ def _watch(
     max_frames: int | None = None,
 ) -> int:
     """Redraw the tables on every new snapshot until Ctrl-C (or ``max_frames`` frames, for tests)."""
-    from rich.console import Group
 
-    from symmtui.gpu import render
 
     def view(snap: GpuSnapshot) -> Group:
         slow = sampler.busy_for()

@@ -64,7 +64,7 @@ ProcessLookup = Callable[[int], tuple["str | NAType", "tuple[str, ...] | NAType"
 
 def psutil_lookup() -> ProcessLookup:
     """Name and command line of a pid through psutil; gone or access denied -> NA."""
-    import psutil  # type: ignore[import-untyped,unused-ignore]
+    import psutil  # type: ignore[import-untyped,unused-ignore]  # not at the top: `patch` runs without psutil
 
     def lookup(pid: int) -> tuple[str | NAType, tuple[str, ...] | NAType]:
         try:

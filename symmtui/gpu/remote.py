@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import queue
 import sys
 from typing import Any
 
+from rich.console import Group
+
 from symmtui.errors import UserError
+from symmtui.gpu import render
 from symmtui.gpu.exporter import ExporterError, ExporterSource
+from symmtui.gpu.multi import MultiSource
+from symmtui.gpu.report import report_json
 from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
 from symmtui.gpu.source import GpuSource, NvmlSource
 from symmtui.gpu.specs import open_source
@@ -94,7 +100,6 @@ def sources_main(args: argparse.Namespace) -> int:
 
 
 def _multi(sources: list[GpuSource]) -> GpuSource:
-    from symmtui.gpu.multi import MultiSource
 
     return MultiSource(sources)
 
@@ -105,9 +110,7 @@ def _driver(sources: list[GpuSource]) -> str | None:
 
 
 def _watch_json(sampler: GpuSampler, sources: list[GpuSource], *, max_frames: int | None) -> int:
-    import queue
 
-    from symmtui.gpu.report import report_json
 
     snaps: queue.Queue[GpuSnapshot] = queue.Queue(maxsize=64)
 
@@ -131,9 +134,7 @@ def _watch_json(sampler: GpuSampler, sources: list[GpuSource], *, max_frames: in
 
 
 def _watch(console: Any, sampler: GpuSampler, sources: list[GpuSource], *, max_frames: int | None) -> int:
-    from rich.console import Group
 
-    from symmtui.gpu import render
 
     def view(snap: GpuSnapshot) -> Group:
         title = f"{header(snap, sources)}  every {sampler.interval:g}s"

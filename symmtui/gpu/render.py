@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 from rich import box
 from rich.console import Console, Group, JustifyMethod, RenderableType
+from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
@@ -198,9 +200,7 @@ def live_redraw(console: Console, sampler: GpuSampler, view: Callable[[GpuSnapsh
                 max_frames: int | None) -> int:
     """`gpus --watch`: redraw ``view(snapshot)`` on every new sample until Ctrl-C (or ``max_frames``
     frames, for tests), then stop the sampler; exit code 0."""
-    import threading
 
-    from rich.live import Live
 
     changed = threading.Event()
     sampler.on_sample = lambda _snap: changed.set()

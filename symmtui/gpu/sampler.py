@@ -1,20 +1,16 @@
-"""One background thread that samples every GPU at an interval and keeps a bounded history for sparklines."""
+"""One background thread that samples every GPU at an interval and hands each round to its consumer (``on_sample``)."""
 
 from __future__ import annotations
 
 import math
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from symmtui.gpu.nvml import Nvml
-from symmtui.gpu.results import GpuInfo, GpuSample, NAType
+from symmtui.gpu.results import GpuInfo, GpuSample
 from symmtui.gpu.source import GpuSource, as_source
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,23 +33,8 @@ class GpuSnapshot:
         return tuple(s.index for s in self.samples if s.lost)
 
 
-@dataclass(frozen=True, slots=True)
-class HistoryPoint:
-    """One point of a GPU's history (NA values stored as None, so sparklines can skip them)."""
-
-    time: float
-    memory_used: int | None
-    utilization_gpu: int | None
-    temperature_c: int | None
-    power_w: float | None
-
-
-def _opt(value: T | NAType) -> T | None:
-    return None if isinstance(value, NAType) else value
-
-
 class GpuSampler:
-    """Samples in its own thread (never the caller's); ``latest()`` and ``history()`` never block on NVML.
+    """Samples in its own thread (never the caller's); ``latest()`` never blocks on NVML.
 
     A slow NVML call delays only this thread: ``busy_for()`` tells how long the round in flight
     has run, so a UI can say "NVML slow (2.0 s)" while it keeps drawing the last snapshot.
@@ -63,7 +44,6 @@ class GpuSampler:
         self,
         nvml: Nvml | GpuSource,
         interval: float = 1.0,
-        history_seconds: float = 600.0,
         on_sample: Callable[[GpuSnapshot], None] | None = None,
     ) -> None:
         if not interval > 0 or not math.isfinite(interval):
@@ -71,13 +51,11 @@ class GpuSampler:
         self.source = as_source(nvml)
         """Where the GPUs are read: local NVML (``symmtui.gpu.source.NvmlSource``) or an exporter."""
         self.interval = float(interval)
-        self.history_len = max(1, math.ceil(history_seconds / self.interval))
         self.on_sample = on_sample
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._latest: GpuSnapshot | None = None
-        self._history: dict[int, deque[HistoryPoint]] = {}
         self._round_started: float | None = None
         self._seq = 0
         self.callback_errors = 0
@@ -120,12 +98,6 @@ class GpuSampler:
         with self._lock:
             return self._latest
 
-    def history(self, index: int) -> tuple[HistoryPoint, ...]:
-        """GPU ``index``'s points, oldest first, at most ``history_seconds / interval`` of them."""
-        with self._lock:
-            points = self._history.get(index)
-            return tuple(points) if points is not None else ()
-
     def busy_for(self) -> float:
         """Seconds the round in flight has taken so far (0.0 when idle)."""
         started = self._round_started
@@ -133,7 +105,7 @@ class GpuSampler:
 
     # ---- sampling ----------------------------------------------------------------------------
     def sample_once(self) -> GpuSnapshot:
-        """One round, on the calling thread (the verb and the benchmark use this); updates history."""
+        """One round, on the calling thread (the verb and the benchmark use this); kept as ``latest()``."""
         wall = time.time()
         t0 = time.perf_counter()
         self._round_started = t0
@@ -156,19 +128,6 @@ class GpuSampler:
                 slowest_call_seconds=stats.slowest_s if stats is not None else 0.0,
                 seq=self._seq,
             )
-            for s in samples:
-                points = self._history.get(s.index)
-                if points is None:
-                    points = self._history[s.index] = deque(maxlen=self.history_len)
-                points.append(
-                    HistoryPoint(
-                        s.time,
-                        _opt(s.memory_used),
-                        _opt(s.utilization_gpu),
-                        _opt(s.temperature_c),
-                        _opt(s.power_w),
-                    )
-                )
             self._latest = snap
         return snap
 

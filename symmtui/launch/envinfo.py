@@ -88,7 +88,7 @@ class ServerCommand:
     @classmethod
     def from_profile(cls, profile: Profile) -> ServerCommand:
         """A launch profile's command: our environment plus the profile's ``env``, its ``cwd``."""
-        from symmtui.patch.preflight import launch_python
+        from symmtui.patch.preflight import launch_python  # the patch engine's finder: a recorded launch
 
         env = {**os.environ, **profile.env}
         argv = profile.argv
@@ -305,7 +305,7 @@ def _probe_torch(python: str, torch_dir: Path, command: ServerCommand, timeout: 
 
 def _gpus(nvml: Nvml | None, notes: list[str]) -> tuple[tuple[GpuFact, ...], str | None, str | None, str | None]:
     """(GPUs, driver, CUDA driver, the patch's capability) from NVML; notes say why when not."""
-    from symmtui.gpu.facts import capabilities_of
+    from symmtui.gpu.facts import capabilities_of  # NVML (psutil): a capture with GPUs
     from symmtui.gpu.results import NAType
 
     if nvml is None or not nvml.available():

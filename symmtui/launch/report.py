@@ -7,11 +7,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from symmtui.launch.state import LaunchRecord
-from symmtui.proc.proctree import ProcInfo
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only: a watch-only session reads Step and Progress without psutil
+    from symmtui.launch.state import LaunchRecord
     from symmtui.patch.preflight import Prediction
+    from symmtui.proc.proctree import ProcInfo
 
 
 class Step(StrEnum):

@@ -22,6 +22,7 @@ from symmtui.launch.profile import Profile
 from symmtui.launch.report import GpuPids, OnProgress, Progress, RelaunchResult, Step, StopReport, Stranger
 from symmtui.launch.state import LaunchRecord
 from symmtui.launch.stopper import StopRun, stranger, wait_gone
+from symmtui.launch.versions import VersionProbe
 from symmtui.proc import ports, proctree
 from symmtui.proc.pidwatch import waitid_code
 from symmtui.proc.proctree import ProcInfo
@@ -84,7 +85,6 @@ class Supervisor:
         """Warnings of the last launch() that did not stop it (e.g. latest.log could not be updated)."""
         self._exit: dict[str, int] = {}
         self._exit_cond = threading.Condition()
-        from symmtui.launch.versions import VersionProbe
 
         self.versions = VersionProbe()
         """Reads each launch's versions in the background; the history keeps them (set ``versions.nvml``

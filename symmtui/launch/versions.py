@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from symmtui import __version__
 from symmtui.errors import UserError
+from symmtui.launch.envinfo import ServerCommand, capture
 
 if TYPE_CHECKING:
     from symmtui.gpu.nvml import Nvml
@@ -111,7 +112,6 @@ class VersionProbe:
                 self._found.pop(next(iter(self._found)))
             shared, self._pending = self._pending, None
             self._launched = True
-        from symmtui.launch.envinfo import ServerCommand, capture
 
         command = ServerCommand.from_profile(profile)
         if shared is not None and shared.command != command:

@@ -73,7 +73,7 @@ def parse_module(source: bytes, filename: str) -> ast.Module:
         raise LayoutProblem(f"{filename}{where} is not valid Python ({exc.__class__.__name__})") from exc
 
 
-class LineIndex:
+class SourceOffsets:
     """Maps ast (line, UTF-8 column) positions to byte offsets in the file."""
 
     def __init__(self, source: bytes) -> None:
@@ -173,7 +173,7 @@ def find_table(source: bytes, tree: ast.Module, name: str, kind: KeyKind) -> Dic
     if not isinstance(value, ast.Dict):
         what = type(value).__name__ if value is not None else "nothing"
         raise LayoutProblem(f"{name} (line {line}) is not a dict literal (it is {what})")
-    index = LineIndex(source)
+    index = SourceOffsets(source)
     assert value.end_lineno is not None and value.end_col_offset is not None
     dict_start = index.offset(value.lineno, value.col_offset)
     dict_end = index.offset(value.end_lineno, value.end_col_offset)
@@ -311,7 +311,7 @@ def splice_entry(source: bytes, table: DictTable, new_key: TableKey, donor: Tabl
         raise LayoutProblem(f"{table.name} has no donor key {donor!r}")
     entry = new_entry_text(source, donor_entry, new_key)
     anchor = anchor_for(table, new_key, donor)
-    index = LineIndex(source)
+    index = SourceOffsets(source)
     line_start, line_end, next_line = index.line_bounds(anchor.end)
     rest = source[anchor.end : line_end]
     stripped = rest.lstrip(b" \t")

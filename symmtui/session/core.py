@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -30,45 +28,41 @@ from symmtui.core.engine import EngineUpdate
 from symmtui.core.readiness import Readiness, Snapshot, State
 from symmtui.core.verdict import NodeView, Verdict, findings, ordered_events, verdict_of
 from symmtui.errors import UserError
-from symmtui.gpu.facts import capabilities, capabilities_of, gpu_pids_from, holders_in, patch_facts
-from symmtui.gpu.nvml import Nvml
-from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
-from symmtui.gpu.topology import Topology, read_topology
-from symmtui.launch.nodes import StopCommandResult, node_profile, run_stop_command
-from symmtui.launch.profile import Profile, load_profile
-from symmtui.launch.profilefix import APPLICABLE, ProfileFix, apply, plan
 from symmtui.launch.report import OnProgress, Progress, Step, StopReport
-from symmtui.launch.state import LaunchRecord
 from symmtui.session.mailbox import Mailbox, Relay, Wake
 from symmtui.session.messages import (
     VERDICTS,
     EngineBatch,
-    GpuRound,
     Notice,
     PatchState,
     SessionMessage,
     StacksTaken,
-    TopologyRead,
     VerdictReached,
 )
 from symmtui.session.node import Node
 from symmtui.session.outcome import RECORDED, patch_note
 from symmtui.session.patching import Patcher, PatchView
 from symmtui.session.spec import NodePlan, SessionSpec
-from symmtui.stacks.gpus import utilization_of
-from symmtui.stacks.pyspy import DEFAULT_LIMIT
-from symmtui.stacks.report import StacksReport, save, take
 
-# `wait --log` starts without what a watch-only session does not use (tests/core/test_wait_cli.py;
-# python -m bench.startup): the launcher (its history, psutil) and the launch history's timings are
-# imported for a session with a profile.
+# `wait --log` starts without what a watch-only session does not use (python -m bench.startup: about
+# 70 ms of its CPU; tests/core/test_wait_cli.py): the launcher (supervisor, history, node commands,
+# the profile fix), the GPUs (NVML, psutil: session/gpus.py), the stacks (py-spy, subprocess) and the
+# history's timings are imported where a session has a profile, GPUs or a dump to take.
 if TYPE_CHECKING:
     from symmtui.launch.envinfo import EnvInfo, ServerCommand
     from symmtui.launch.history import Estimate
+    from symmtui.launch.nodes import StopCommandResult
+    from symmtui.launch.profile import Profile
+    from symmtui.launch.profilefix import ProfileFix
+    from symmtui.launch.report import GpuPids
+    from symmtui.launch.state import LaunchRecord
     from symmtui.launch.supervisor import Supervisor
     from symmtui.patch.preflight import Prediction
+    from symmtui.session.gpus import Gpus
+    from symmtui.stacks.report import StacksReport
 
-OURS_REFRESH = 5.0  # seconds between walks of the process table when the GPU process list is unchanged
+DEFAULT_STACKS_LIMIT = 10.0  # seconds a process's dump may take (symmtui.stacks.pyspy's DEFAULT_LIMIT)
+
 CLOSE_BOUND = 5.0  # seconds close() gives each observer to finish what is queued
 Observer = Callable[[SessionMessage], None]
 T = TypeVar("T")
@@ -119,13 +113,17 @@ class Session:
         self.spec = spec
         self.name = spec.name
         self.host = spec.host
-        self._nvml = spec.nvml
         self._lock = threading.RLock()  # the nodes' views and the verdict (one engine thread per node)
         self._closed = threading.Event()
         self._mailbox = Mailbox()
         self._relays: list[Relay] = []
         self._closers: list[Callable[[], None]] = []
-        gpu_pids = gpu_pids_from(self._nvml) if self._nvml is not None else None
+        self._gpus: Gpus | None = None
+        if spec.nvml is not None or spec.gpus is not None or spec.sample_gpus or spec.stacks_gpus:
+            from symmtui.session.gpus import Gpus
+
+            self._gpus = Gpus(spec, self._send, lambda: [p.pid for n in self._nodes for p in n.launch_procs()])
+        gpu_pids = self._gpus.gpu_pids() if self._gpus is not None else None
         self._nodes = tuple(Node(plan, spec.settings, self._supervisor(plan, gpu_pids), spool=spec.spool_log_commands,
                                  probe_timeout=spec.probe_timeout, on_update=self._on_update) for plan in spec.nodes)
         self.named = len(self._nodes) > 1
@@ -143,23 +141,16 @@ class Session:
             from symmtui.proc.ports import port_owner  # psutil: a profile's server
 
             self._port_owner = port_owner
-        self._sampler: GpuSampler | None = None
-        self._topology: Topology | None = None
-        self._capability: tuple[int, int] | None = None
-        self._ours: frozenset[int] = frozenset()
-        self._ours_key: object = self  # the GPU holders our pids were computed for (self: compute at once)
-        self._ours_at = 0.0
         self._stacks_lock = threading.Lock()  # one dump at a time
-        self._stacks_nvml: Nvml | None = None
 
-    def _supervisor(self, plan: NodePlan, gpu_pids: Callable[[], set[int] | None] | None) -> Supervisor | None:
+    def _supervisor(self, plan: NodePlan, gpu_pids: GpuPids | None) -> Supervisor | None:
         if plan.profile is None:
             return None
         from symmtui.launch.supervisor import Supervisor
 
         sup = Supervisor(plan.profile, gpu_pids=None if plan.remote else gpu_pids, grace=self.spec.grace,
                          gpu_timeout=self.spec.gpu_timeout, port_timeout=self.spec.port_timeout)
-        sup.versions.nvml = self._nvml  # the driver's versions in the history too
+        sup.versions.nvml = self.spec.nvml  # the driver's versions in the history too
         return sup
 
     # ---- wiring ------------------------------------------------------------------------------
@@ -183,8 +174,8 @@ class Session:
             if plan.follow and (node.source is not None or plan.url is not None or plan.pid is not None):
                 node.follow(pid=plan.pid, new_only=plan.new_only, tail_lines=plan.tail_lines, record=plan.record,
                             recorded=plan.recorded)
-        if self.spec.sample_gpus:
-            self._start_gpu()
+        if self.spec.sample_gpus and self._gpus is not None:
+            self._gpus.start(topology=not self.named)
         if any(n.supervisor is not None and n.engine is not None for n in self._nodes):  # the gauge's ETA
             threading.Thread(target=self._load_estimates, name="symmtui-history", daemon=True).start()
 
@@ -233,18 +224,15 @@ class Session:
         finally:
             for node in self._nodes:
                 node.stop()  # a last batch carries STOPPED unless a verdict was already in
-            if self._sampler is not None:
-                self._sampler.stop()
+            if self._gpus is not None:
+                self._gpus.stop()
             self._closed.set()
             for relay in self._relays:
                 relay.close(CLOSE_BOUND)
             for closer in reversed(self._closers):
                 closer()
-            if self.spec.gpus is not None:
-                self.spec.gpus.close()
-            for nvml in (self._stacks_nvml, self._nvml):
-                if nvml is not None:
-                    nvml.shutdown()
+            if self._gpus is not None:
+                self._gpus.close()
             for hook in reversed(self.spec.cleanup):
                 hook()
 
@@ -390,51 +378,19 @@ class Session:
 
     # ---- GPUs --------------------------------------------------------------------------------
 
-    def _start_gpu(self) -> None:
-        source = self.spec.gpus if self.spec.gpus is not None else self._nvml
-        if source is not None:
-            self._sampler = GpuSampler(source, interval=self.spec.sample_interval, on_sample=self._on_gpu_sample)
-            self._sampler.start()
-        if self.named or self._nvml is None:  # the topology is this host's (NVML's); exporters publish none
-            why = "no topology for a multi-node server" if self.named else "no NVML in this session"
-            self._send(TopologyRead(None, why))
-            return
-        threading.Thread(target=self._read_topology, name="symmtui-topology", daemon=True).start()
-
-    def _read_topology(self) -> None:
-        nvml = self._nvml
-        assert nvml is not None
-        reason: str | None = None
-        try:
-            self._topology = read_topology(nvml)
-        except Exception as exc:  # noqa: BLE001 - any NVML failure is shown in the panel, not a crash
-            reason = str(exc) or type(exc).__name__
-        if self._topology is not None and not self._topology.matrix:
-            reason = nvml.unavailable_reason or "no GPUs"
-        self._send(TopologyRead(self._topology, reason))
-
-    def _on_gpu_sample(self, snapshot: GpuSnapshot) -> None:
-        """GpuSampler's callback (its thread): add our pids and the capability, post the round."""
-        holders = holders_in(snapshot.samples).pids
-        now = time.monotonic()
-        if holders != self._ours_key or now - self._ours_at > OURS_REFRESH:
-            # a walk of the process table: only when the GPU's process list changed, or now and then
-            self._ours = frozenset(p.pid for node in self._nodes for p in node.launch_procs())
-            self._ours_key, self._ours_at = holders, now
-        self._capability = capabilities_of(snapshot.infos).for_patch or self._capability
-        self._send(GpuRound(snapshot, self._ours, self._capability))
-
     def gpu_busy_for(self) -> float | None:
         """Seconds the GPU round in flight has taken ("NVML slow"); None without a sampler."""
-        return self._sampler.busy_for() if self._sampler is not None else None
+        return self._gpus.busy_for() if self._gpus is not None else None
 
     # ---- stacks (symmtui.stacks): where every process of a node's server is ------------------
 
-    def dump_stacks(self, node: str | None = None, *, native: bool = False, limit: float = DEFAULT_LIMIT,
+    def dump_stacks(self, node: str | None = None, *, native: bool = False, limit: float = DEFAULT_STACKS_LIMIT,
                     keep: bool = True) -> tuple[StacksReport, str | None]:
         """Dump every process of ``node``'s server (default: the node the verdict is about) now (blocking,
         ~1 s), saved next to its log when ``keep``; UserError when there is nothing to dump (exit 2) or
         ptrace was refused for every process (PtraceDenied, exit 3)."""
+        from symmtui.stacks.report import save, take  # py-spy's runner: a dump's
+
         n = self._node(node if node is not None else self._verdict.node)
         procs = n.server_procs()
         if not procs:
@@ -442,7 +398,7 @@ class Session:
         log = Path(n.log_file) if n.log_file is not None else None
         with self._stacks_lock:
             rep = take(procs, log=log, native=native, limit=limit, ruleset=self.spec.settings.ruleset,
-                       utilization=self._utilization())
+                       utilization=self._gpus.utilization() if self._gpus is not None else [])
         return rep, str(save(rep, log)) if keep and log is not None else None
 
     def take_stacks(self, node: str | None = None, *, native: bool = False, auto: bool = False) -> StacksTaken:
@@ -453,18 +409,6 @@ class Session:
         except UserError as exc:
             return StacksTaken(None, str(exc), auto, node=name)
         return StacksTaken(rep, None, auto, saved, name)
-
-    def _utilization(self) -> list[int | None]:
-        """Each GPU's utilization in the sampler's last round; without a sampler (`wait`), one NVML round
-        taken now (``spec.stacks_gpus``); None where NVML could not say."""
-        snap = self._sampler.latest() if self._sampler is not None else None
-        if snap is not None:
-            return utilization_of(snap.samples)
-        if self.spec.stacks_gpus:
-            if self._stacks_nvml is None:
-                self._stacks_nvml = Nvml()
-            return utilization_of(self._stacks_nvml.sample_all())
-        return []
 
     def request_stacks(self, node: str | None = None, *, auto: bool = False, native: bool = False) -> None:
         """Take a dump on a worker thread and post it (StacksTaken); a dump in progress is not doubled."""
@@ -526,10 +470,6 @@ class Session:
 
         return show
 
-    def _capability_now(self) -> tuple[int, int] | None:
-        if self._capability is None and self._nvml is not None:
-            self._capability = capabilities(self._nvml).for_patch
-        return self._capability
 
     def launch(self, on_progress: OnProgress | None = None, *, preflight: bool = True,
                block_on_prediction: bool = False) -> Launched:
@@ -547,11 +487,12 @@ class Session:
             sup = node.supervisor
             assert sup is not None
             check = preflight and not node.plan.remote
-            cap = self._capability_now() if check else None
+            cap = self._gpus.capability_now() if check and self._gpus is not None else None
             result = sup.relaunch(self._progress(node, on_progress), preflight=check, capability=cap,
                                   block_on_prediction=block_on_prediction)
             node.patch_note = patch_note(result.prediction, preflight_ran=check and cap is not None)
-            self._ours_key = self  # new processes: walk the table at the next sample
+            if self._gpus is not None:
+                self._gpus.launched()  # new processes: walk the table at the next sample
             node.watch(result.record)
             records.append((node.name, result.record))
             warnings += result.warnings
@@ -586,10 +527,14 @@ class Session:
         """``fn`` on every node at once (one thread each); in order of ``nodes``."""
         if len(nodes) < 2:
             return [fn(n) for n in nodes]
+        from concurrent.futures import ThreadPoolExecutor  # several nodes only
+
         with ThreadPoolExecutor(max_workers=len(nodes), thread_name_prefix="symmtui-node") as pool:
             return list(pool.map(fn, nodes))
 
     def _stop_command(self, node: Node) -> StopCommandResult:
+        from symmtui.launch.nodes import run_stop_command
+
         assert node.plan.stop is not None and self.spec.profile is not None
         return run_stop_command(self.spec.profile, node.name, node.plan.stop, node.plan.stop_text)
 
@@ -639,8 +584,13 @@ class Session:
         target = self.spec.patch
         if target is None:
             raise UserError(self.why_not("patch") or "no patch")
-        return Patcher(site=target.site, package=target.package, python=target.python,
-                       facts=lambda: patch_facts(self._nvml, self._topology))
+        gpus = self._gpus
+        if gpus is None:
+            from symmtui.gpu.facts import patch_facts
+
+            return Patcher(site=target.site, package=target.package, python=target.python,
+                           facts=lambda: patch_facts(None, None))
+        return Patcher(site=target.site, package=target.package, python=target.python, facts=gpus.patch_facts)
 
     def check_patch(self) -> PatchView:
         """The SM120 patch's check and diff for this session's install and GPUs."""
@@ -667,6 +617,8 @@ class Session:
     def plan_fix(self, node: str | None = None) -> ProfileFix | None:
         """The profile change of ``node``'s first diagnosis whose action is a flag or an environment variable
         (reads the profile: blocking); None when no diagnosis has one."""
+        from symmtui.launch.profilefix import APPLICABLE, plan
+
         profile = self.spec.profile
         if profile is None or profile.path is None:
             return None
@@ -680,6 +632,9 @@ class Session:
 
     def apply_fix(self, fix: ProfileFix) -> None:
         """Write the profile change (atomically) and launch with it from now on (the next relaunch)."""
+        from symmtui.launch.profile import load_profile
+        from symmtui.launch.profilefix import apply
+
         apply(fix)
         fresh = load_profile(fix.path)
         for node in self._nodes:
@@ -687,6 +642,8 @@ class Session:
                 node.supervisor.profile = self._profile_of(fresh, node.plan)
 
     def _profile_of(self, profile: Profile, plan: NodePlan) -> Profile:
+        from symmtui.launch.nodes import node_profile
+
         if not profile.nodes:
             return profile
         spec = next(s for s in profile.nodes if s.name == plan.name)

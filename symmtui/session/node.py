@@ -14,18 +14,17 @@ from typing import TYPE_CHECKING
 from symmtui.core.engine import Bringup, EngineUpdate, is_log_command
 from symmtui.core.readiness import Snapshot, State
 from symmtui.errors import UserError
-from symmtui.launch.state import LaunchRecord
 from symmtui.paths import state_dir
-from symmtui.proc import proctree
-from symmtui.proc.proctree import ProcInfo
 from symmtui.session.outcome import outcome_of
 from symmtui.session.settings import BringupSettings
 from symmtui.session.spec import NodePlan
 
-if TYPE_CHECKING:  # a watch-only `wait` loads neither the launcher nor a log command's follower
+if TYPE_CHECKING:  # a watch-only `wait` loads neither the launcher, psutil nor a log command's follower
     from symmtui.core.logcmd import LogCommand
     from symmtui.launch.history import Estimate
+    from symmtui.launch.state import LaunchRecord
     from symmtui.launch.supervisor import Supervisor
+    from symmtui.proc.proctree import ProcInfo
 
 OnUpdate = Callable[["Node", EngineUpdate], None]
 
@@ -177,6 +176,8 @@ class Node:
         record = record or (self.supervisor.current() if self.supervisor is not None else None)
         if record is None:
             return []
+        from symmtui.proc import proctree  # psutil: a session that looks at processes
+
         return proctree.collect(record.pid, record.create_time, record.sid, record.pgid, record.launch_id)
 
     def server_procs(self) -> list[ProcInfo]:
@@ -184,6 +185,8 @@ class Node:
         procs = self.launch_procs()
         if procs or self.pid is None:
             return procs
+        from symmtui.proc import proctree
+
         return proctree.tree(self.pid)
 
     def gone_text(self) -> str:

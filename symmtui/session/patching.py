@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from symmtui.errors import UserError
 from symmtui.session.messages import PatchState
 
 if TYPE_CHECKING:  # the patch engine loads on the first check: `wait` and `launch` build a Patcher, never use it
@@ -59,7 +60,6 @@ class Patcher:
     python: str | None = None
 
     def _facts(self) -> tuple[Capability, PatchFacts]:
-        from symmtui.errors import UserError
         from symmtui.patch import Capability
 
         facts = self.facts()

@@ -6,7 +6,7 @@ import json
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +170,6 @@ def take(procs: Sequence[ProcInfo], *, log: Path | None = None, native: bool = F
 
 
 def _with_rank(d: ProcDump, log_pids: dict[int, str]) -> ProcDump:
-    from dataclasses import replace
 
     return replace(d, rank=rank_of(d.pid, d.cmdline, log_pids))
 

@@ -6,6 +6,8 @@ import argparse
 
 from symmtui import boundary
 from symmtui.bundle import NO_RECORD_HELP
+from symmtui.verbs import metricsopts
+from symmtui.verbs.wait import log_command_option
 
 HELP = "the dashboard: GPUs, topology, readiness, log, diagnosis; patch and relaunch from the keyboard"
 
@@ -30,7 +32,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "server's /api/v1/query); repeat for several (overrides the profile's server.gpus)")
     group.add_argument("--theme", dest="dash_theme", metavar="NAME", default=None,
                        help="colour theme: symmtui-dark (default), symmtui-light, symmtui-contrast")
-    from symmtui.verbs import metricsopts
 
     metricsopts.add_arguments(group, dest_prefix="dash_")
     group.add_argument("--no-record", dest="dash_no_record", action="store_true", help=NO_RECORD_HELP)
@@ -43,7 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from symmtui.ui.entry import run_dashboard
-    from symmtui.verbs.wait import log_command_option
 
     if args.dash_log is not None:
         boundary.regular_file(args.dash_log, what="--log", missing_ok=True,

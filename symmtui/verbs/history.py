@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from symmtui import boundary
+from symmtui import boundary, clitext
 
 HELP = "the launch history: each launch's start, verdict, time to ready, phases and versions (--json: one object)"
 MAX_ROWS = 50  # the latest launches shown in the table (--json gives them all)
@@ -17,7 +17,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from symmtui import clitext
     from symmtui.launch.history import History
     from symmtui.verbs.historytable import as_json, table
 

@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from symmtui.launch.profile import Profile
 
-from symmtui import boundary
+import shlex
+import sys
+
+from symmtui import boundary, clitext
 from symmtui.bundle import NO_RECORD_HELP
 
 HELP = "launch the profile's server (stopping the previous one) and wait for it like `symmtui wait`"
@@ -36,10 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import shlex
 
-    from symmtui.launch import load_profile
     from symmtui.launch.claim import claim
+    from symmtui.launch.profile import load_profile
 
     profile = load_profile(args.config)
     # One `symmtui launch` of a profile at a time, from before the stop until the verdict: a second
@@ -49,9 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
-    import sys
 
-    from symmtui import clitext
     from symmtui.build import Limits, launch_spec, open_session
     from symmtui.core.readiness import State
     from symmtui.launch.cliout import ProgressPrinter

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -158,7 +159,6 @@ def _flags(report: CheckReport, site: Path | None, python: str | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run one action over the selected packages; the exit code is the worst of theirs."""
-    import json
 
     from symmtui.patch.capability import Capability
     from symmtui.patch.errors import PatchError

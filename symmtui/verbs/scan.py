@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from symmtui import boundary
+from symmtui import boundary, clitext
 
 HELP = "read a whole finished server log once and report its phases, errors, warnings and verdict"
 
@@ -19,7 +19,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Scan and print; exit 0 ready, 1 crashed, 3 no verdict, 2 unreadable file / bad pattern."""
-    from symmtui import clitext
     from symmtui.core.rules import user_ruleset
     from symmtui.core.scan import report_json, report_text, scan_file
 

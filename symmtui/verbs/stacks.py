@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
 
-from symmtui import boundary
+from symmtui import boundary, clitext
 
 HELP = ("show where every process of a server is: the Python stack of each (py-spy), identical stacks "
         "collapsed per rank, the phase and what to try; saved next to the launch's log")
@@ -29,11 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Dump, print, save; exit 0, 2 nothing to dump, 3 ptrace refused for every process."""
-    import json
-    import sys
-    from pathlib import Path
 
-    from symmtui import clitext
     from symmtui.build import open_session, stacks_spec
     from symmtui.stacks.pyspy import DEFAULT_LIMIT, find_pyspy
 

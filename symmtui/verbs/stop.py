@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from symmtui import boundary
+from symmtui import boundary, clitext
+from symmtui.errors import UserError
 
 HELP = "stop the server this profile launched (SIGTERM, grace, SIGKILL; then GPU memory and port)"
 
@@ -28,12 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Stop every node; the exit code says what is left (see docs/verbs.md)."""
-    from symmtui.launch import load_profile
+    from symmtui.launch.profile import load_profile
 
     profile = load_profile(args.config)  # first: a bad profile is reported before the engine is imported
-    from symmtui import clitext
     from symmtui.build import open_session, stop_spec
-    from symmtui.errors import UserError
     from symmtui.launch.cliout import ProgressPrinter, print_report
 
     spec = stop_spec(profile, grace=args.grace, gpu_timeout=args.gpu_timeout, port_timeout=args.port_timeout,

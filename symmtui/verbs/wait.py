@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from symmtui import boundary
 from symmtui.bundle import NO_RECORD_HELP
+from symmtui.errors import UserError
 from symmtui.verbs import metricsopts
 
 if TYPE_CHECKING:
@@ -73,7 +74,6 @@ def run(args: argparse.Namespace) -> int:
 def log_command_option(text: str | None, shell: bool, *, log: str | None, new_only: bool = False) -> LogCommand | None:
     """``--log-cmd`` / ``--log-cmd-shell`` (shared with the dashboard): the command, checked for what
     can be told without running it; None without ``--log-cmd``."""
-    from symmtui.errors import UserError
 
     if text is None:
         if shell:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from symmtui.cli import main
-from symmtui.launch import ProfileError, parse_profile
+from symmtui.launch.profile import ProfileError, parse_profile
 
 from .engine_kit import FIXTURES, KEYERROR_LOG, READY_LOG
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from symmtui.cli import main
-from symmtui.launch import ProfileError, load_profile
+from symmtui.launch.profile import ProfileError, load_profile
 
 
 def _bad(tmp_path: Path, text: str) -> str:

@@ -14,7 +14,9 @@ import psutil
 import pytest
 
 from symmtui.errors import UserError
-from symmtui.launch import Supervisor, load_profile, state
+from symmtui.launch import state
+from symmtui.launch.profile import load_profile
+from symmtui.launch.supervisor import Supervisor
 from tests.launch.helpers import (
     demo_argv,
     demo_config,

@@ -15,8 +15,9 @@ import pytest
 
 from symmtui.core.engine import Bringup
 from symmtui.core.readiness import ReadinessConfig, State
-from symmtui.launch import load_profile, state
+from symmtui.launch import state
 from symmtui.launch.history import history_path
+from symmtui.launch.profile import load_profile
 from symmtui.proc.pidwatch import ProcRef
 from tests.launch.helpers import demo_config, run_cli, stop_at_end, wait_until
 from tests.launch.procguard import no_leftover_processes

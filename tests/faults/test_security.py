@@ -15,7 +15,10 @@ import psutil
 import pytest
 
 from symmtui import paths
-from symmtui.launch import History, HistoryEntry, Supervisor, load_profile, state
+from symmtui.launch import state
+from symmtui.launch.history import History, HistoryEntry
+from symmtui.launch.profile import load_profile
+from symmtui.launch.supervisor import Supervisor
 from tests.launch.helpers import demo_argv, free_port, run_cli, write_profile
 from tests.launch.procguard import no_leftover_processes
 

@@ -26,20 +26,6 @@ def test_bad_interval_is_refused(rtx: Nvml, interval: float) -> None:
         GpuSampler(rtx, interval=interval)
 
 
-def test_history_is_bounded_to_its_window(rtx: Nvml, rtx_host: StandinHost) -> None:
-    sampler = GpuSampler(rtx, interval=1.0, history_seconds=5)
-    assert sampler.history_len == 5
-    for i in range(8):
-        rtx_host.set_load(i / 10)
-        sampler.sample_once()
-    hist = sampler.history(3)
-    assert len(hist) == 5
-    used = [p.memory_used or 0 for p in hist]
-    assert used == sorted(used) and used[0] > 0  # the 3 oldest fell off
-    assert sampler.history(99) == ()
-    assert GpuSampler(rtx, interval=1.0).history_len == 600  # default: 10 minutes at 1 Hz
-
-
 def test_thread_delivers_snapshots_and_stops_promptly(rtx: Nvml) -> None:
     q, put = _collector()
     sampler = GpuSampler(rtx, interval=0.01, on_sample=put)  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from symmtui.core.rules import PHASE_GRAPHS, PHASE_LOADING, PHASE_ORDER
-from symmtui.launch import History
+from symmtui.launch.history import History
 from symmtui.session.printer import EXIT_CRASHED, EXIT_READY, EXIT_TIMED_OUT
 from tests.launch.helpers import demo_config, free_port, run_cli, stop_at_end, write_profile
 

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.launch import History, HistoryEntry, eta
-from symmtui.launch.history import history_path
+from symmtui.launch.history import History, HistoryEntry, eta, history_path
 
 
 def _e(i: int, h: str = "abc", verdict: str = "ready", total: float = 100.0, **phases: float) -> HistoryEntry:

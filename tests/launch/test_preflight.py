@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.launch import PreflightBlocked, Supervisor, load_profile
+from symmtui.launch.profile import load_profile
+from symmtui.launch.supervisor import PreflightBlocked, Supervisor
 from tests.launch.helpers import run_cli, write_profile
 
 
@@ -82,7 +83,7 @@ def test_strict_preflight_refuses_before_stopping_the_running_server(tmp_path: P
 
 
 def test_relaunch_progress_says_what_the_preflight_found(tmp_path: Path, venv_with_sandbox: Path) -> None:
-    from symmtui.launch import Progress, Step
+    from symmtui.launch.report import Progress, Step
 
     sup = Supervisor(load_profile(_cfg(tmp_path, venv_with_sandbox)))
     seen: list[Progress] = []

@@ -10,8 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symmtui.launch import ProfileError, find_profile, load_profile, parse_profile
-from symmtui.launch.profile import DEFAULT_GRACE
+from symmtui.launch.profile import DEFAULT_GRACE, ProfileError, find_profile, load_profile, parse_profile
 
 ISSUE_EXAMPLE = """\
 [server]

@@ -8,7 +8,8 @@ from pathlib import Path
 from symmtui.gpu.facts import gpu_pids_from
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.standin import load_standin, standin_host
-from symmtui.launch import Progress, Step, Supervisor
+from symmtui.launch.report import Progress, Step
+from symmtui.launch.supervisor import Supervisor
 from tests.launch.helpers import demo_profile, log_contains, wait_until
 
 

@@ -12,7 +12,8 @@ import psutil
 import pytest
 
 from symmtui.errors import UserError
-from symmtui.launch import LaunchBlocked, Progress, Step, Supervisor
+from symmtui.launch.report import Progress, Step
+from symmtui.launch.supervisor import LaunchBlocked, Supervisor
 from symmtui.proc import ports
 from tests.launch.helpers import demo_profile, free_port, log_contains, wait_until
 

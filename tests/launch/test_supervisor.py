@@ -13,7 +13,11 @@ import psutil
 import pytest
 
 from symmtui.errors import UserError
-from symmtui.launch import History, Progress, Step, Supervisor, load_profile, state
+from symmtui.launch import state
+from symmtui.launch.history import History
+from symmtui.launch.profile import load_profile
+from symmtui.launch.report import Progress, Step
+from symmtui.launch.supervisor import Supervisor
 from symmtui.proc import proctree
 from tests.launch.helpers import demo_profile, log_contains, wait_until, write_profile
 

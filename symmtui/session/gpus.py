@@ -1,0 +1,122 @@
+"""A Session's GPUs: one sampler over its source, the topology read once, our pids and the capability."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from symmtui.gpu.facts import (
+    PatchFacts,
+    capabilities,
+    capabilities_of,
+    gpu_pids_from,
+    holders_in,
+    patch_facts,
+)
+from symmtui.gpu.nvml import Nvml
+from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
+from symmtui.gpu.topology import Topology, read_topology
+from symmtui.launch.report import GpuPids
+from symmtui.session.messages import GpuRound, SessionMessage, TopologyRead
+from symmtui.session.spec import SessionSpec
+from symmtui.stacks.gpus import utilization_of
+
+OURS_REFRESH = 5.0  # seconds between walks of the process table when the GPU process list is unchanged
+
+
+class Gpus:
+    """The GPU side of a Session: ``start`` the sampler (its rounds posted as GpuRound with our pids and the
+    capability), read the topology, answer which pids hold memory and the facts the patch needs."""
+
+    def __init__(self, spec: SessionSpec, send: Callable[[SessionMessage], None],
+                 ours: Callable[[], Iterable[int]]) -> None:
+        self.spec = spec
+        self.nvml = spec.nvml
+        self._send = send
+        self._ours_of = ours
+        self.sampler: GpuSampler | None = None
+        self.topology: Topology | None = None
+        self.capability: tuple[int, int] | None = None
+        self._ours: frozenset[int] = frozenset()
+        self._ours_key: object = self  # the GPU holders our pids were computed for (self: compute at once)
+        self._ours_at = 0.0
+        self._stacks_nvml: Nvml | None = None
+
+    def gpu_pids(self) -> GpuPids | None:
+        """Which pids hold GPU memory (a Supervisor's stop waits for them); None without NVML."""
+        return gpu_pids_from(self.nvml) if self.nvml is not None else None
+
+    def start(self, *, topology: bool) -> None:
+        """Sample the source (NVML, or the spec's exporters / nodes); read NVML's topology once, or say why not."""
+        source = self.spec.gpus if self.spec.gpus is not None else self.nvml
+        if source is not None:
+            self.sampler = GpuSampler(source, interval=self.spec.sample_interval, on_sample=self._on_sample)
+            self.sampler.start()
+        if not topology or self.nvml is None:  # the topology is this host's (NVML's); exporters publish none
+            why = "no topology for a multi-node server" if not topology else "no NVML in this session"
+            self._send(TopologyRead(None, why))
+            return
+        threading.Thread(target=self._read_topology, args=(self.nvml,), name="symmtui-topology", daemon=True).start()
+
+    def _read_topology(self, nvml: Nvml) -> None:
+        reason: str | None = None
+        try:
+            self.topology = read_topology(nvml)
+        except Exception as exc:  # noqa: BLE001 - any NVML failure is shown in the panel, not a crash
+            reason = str(exc) or type(exc).__name__
+        if self.topology is not None and not self.topology.matrix:
+            reason = nvml.unavailable_reason or "no GPUs"
+        self._send(TopologyRead(self.topology, reason))
+
+    def _on_sample(self, snapshot: GpuSnapshot) -> None:
+        """GpuSampler's callback (its thread): add our pids and the capability, post the round."""
+        holders = holders_in(snapshot.samples).pids
+        now = time.monotonic()
+        if holders != self._ours_key or now - self._ours_at > OURS_REFRESH:
+            # a walk of the process table: only when the GPU's process list changed, or now and then
+            self._ours = frozenset(self._ours_of())
+            self._ours_key, self._ours_at = holders, now
+        self.capability = capabilities_of(snapshot.infos).for_patch or self.capability
+        self._send(GpuRound(snapshot, self._ours, self.capability))
+
+    def launched(self) -> None:
+        """New processes of ours: walk the process table at the next round."""
+        self._ours_key = self
+
+    def capability_now(self) -> tuple[int, int] | None:
+        """The capability the SM120 patch targets (the sampler's, else asked of NVML now)."""
+        if self.capability is None and self.nvml is not None:
+            self.capability = capabilities(self.nvml).for_patch
+        return self.capability
+
+    def patch_facts(self) -> PatchFacts:
+        """The host facts the patch check needs (the same answer `symmtui patch` gets)."""
+        return patch_facts(self.nvml, self.topology)
+
+    def utilization(self) -> list[int | None]:
+        """Each GPU's utilization in the sampler's last round; without a sampler (`wait`), one NVML round taken
+        now (``spec.stacks_gpus``); None where NVML could not say."""
+        snap = self.sampler.latest() if self.sampler is not None else None
+        if snap is not None:
+            return utilization_of(snap.samples)
+        if self.spec.stacks_gpus:
+            if self._stacks_nvml is None:
+                self._stacks_nvml = Nvml()
+            return utilization_of(self._stacks_nvml.sample_all())
+        return []
+
+    def busy_for(self) -> float | None:
+        return self.sampler.busy_for() if self.sampler is not None else None
+
+    def stop(self) -> None:
+        if self.sampler is not None:
+            self.sampler.stop()
+
+    def close(self) -> None:
+        """Close the source and NVML (the Session owns them)."""
+        if self.spec.gpus is not None:
+            self.spec.gpus.close()
+        for nvml in (self._stacks_nvml, self.nvml):
+            if nvml is not None:
+                nvml.shutdown()
