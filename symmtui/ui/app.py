@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Callable, Iterable
 from functools import partial, wraps
 from pathlib import Path
@@ -18,7 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Footer
+from textual.widgets import Button, Footer, Input
 
 from symmtui.core.readiness import State
 from symmtui.core.verdict import Verdict
@@ -46,11 +47,15 @@ from symmtui.ui.widgets.diagnosis import DiagnosisView, shown_diagnoses
 from symmtui.ui.widgets.gauge import Activity, ReadinessGauge
 from symmtui.ui.widgets.gpu_panel import GpuPanel
 from symmtui.ui.widgets.header import StatusHeader
-from symmtui.ui.widgets.log_view import LogView
+from symmtui.ui.widgets.log_view import LogSearch, LogView
 from symmtui.ui.widgets.stacks import StacksView
 from symmtui.ui.widgets.topology import TopologyView
 
 RELAUNCH_LINGER = 1.5  # seconds the relaunch steps stay on screen after the new server started
+OPENING = 1.0  # seconds a search box may take to get the focus; keys typed meanwhile go into it
+KEYS = frozenset({"patch", "relaunch", "log", "next_theme", "stacks", "next_node", "quit"})
+"""The dashboard's own keys: none acts while a text box has the focus or is opening."""
+SEARCH_KEYS = frozenset({"slash"})  # the key bound to log('search') below
 
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -110,6 +115,7 @@ class SymmApp(App[int]):
         self.theme_names = register_themes(self, load_themes())
         self.theme = theme or DEFAULT_THEME
         self.relaunching = False
+        self._opening: float | None = None  # when a search box was asked for (it gets the focus a moment later)
         self.verdict: Verdict | None = None
         """The verdict shown (the Session's view, from its last message or the once-a-second tick)."""
         self._mailbox: Mailbox | None = None
@@ -303,6 +309,8 @@ class SymmApp(App[int]):
 
     def action_stacks(self) -> None:
         """Dump every process of the shown node's server now (py-spy, on a worker thread); the panel shows it."""
+        if self.typing():
+            return
         why = self.session.why_not("stacks")
         if why is not None:
             self.notify(why, severity="warning")
@@ -313,14 +321,34 @@ class SymmApp(App[int]):
 
     # ---- intents ---------------------------------------------------------------------------
 
+    def typing(self) -> bool:
+        """A text box has the focus, or was asked for and is about to get it: keys are text, not commands."""
+        if isinstance(self.focused, Input):
+            self._opening = None
+            return True
+        if self._opening is not None and time.monotonic() - self._opening < OPENING:
+            return True
+        self._opening = None
+        return False
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Dashboard keys are inactive while a modal is open (the modal has its own)."""
+        """Dashboard keys are inactive while a modal is open (the modal has its own) and while the user types."""
         if action == "next_node" and not self.session.named:
             return False  # not in the footer: one server, one log
-        if action in {"patch", "relaunch", "log", "next_theme", "stacks", "next_node"} and isinstance(
-                self.screen, ModalScreen):
+        if action in KEYS and action != "quit" and isinstance(self.screen, ModalScreen):
             return False
-        return True
+        return not (action in KEYS and self.typing())
+
+    def on_key(self, event: events.Key) -> None:
+        """From the key that opens the search box (its action runs a moment later, and the box gets the focus
+        later still), the keys typed after it are the search's text: they go into the box, not to the
+        dashboard (check_action refused them their actions meanwhile)."""
+        if event.key in SEARCH_KEYS and not isinstance(self.screen, ModalScreen) and not self.typing():
+            self._opening = time.monotonic()
+        elif self._opening is not None and event.is_printable and event.character and self.typing():
+            event.stop()
+            event.prevent_default()
+            self.log_view.query_one(LogSearch).insert_text_at_cursor(event.character)
 
     def action_log(self, name: str) -> None:
         log = self.log_view
@@ -329,6 +357,8 @@ class SymmApp(App[int]):
     def action_patch(self) -> None:
         """p: the fix for the shown diagnosis: a profile change (flag/env) shown as a TOML diff and applied
         on confirm, then the relaunch; otherwise the SM120 patch modal."""
+        if self.typing():  # its key was allowed a moment before a search box took the keyboard
+            return
         if self.session.why_not("fix") is None:
             self.plan_fix(self.shown)
         else:
@@ -400,6 +430,8 @@ class SymmApp(App[int]):
         self.notify(message.text)  # the Session posts the verdict with its new advice
 
     def action_relaunch(self) -> None:
+        if self.typing():  # its key was allowed a moment before a search box took the keyboard
+            return
         if self.relaunching:
             self.notify("a relaunch is already in progress")
             return

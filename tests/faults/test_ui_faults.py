@@ -14,7 +14,7 @@ from symmtui.gpu.standin import load_standin, standin_host
 from symmtui.ui.app import SymmApp
 from symmtui.ui.widgets.gpu_panel import GpuPanel, GpuTable
 from symmtui.ui.widgets.log_view import LogView
-from tests.ui.kit import READY_LOG, demo_session, settle, text, wait_for, watched
+from tests.ui.kit import READY_LOG, answer, demo_session, settle, text, wait_for, watched
 
 
 async def test_slow_nvml_call_does_not_freeze_the_ui() -> None:
@@ -127,6 +127,7 @@ async def test_relaunch_blocked_by_a_stranger_on_the_port_is_explained() -> None
     from urllib.parse import urlparse
 
     from symmtui.core.readiness import State
+    from symmtui.ui.screens.confirm import ConfirmScreen
     from symmtui.ui.screens.relaunch import RelaunchScreen
 
     session, demo = demo_session(40.0, port_timeout=0.5)
@@ -139,7 +140,9 @@ async def test_relaunch_blocked_by_a_stranger_on_the_port_is_explained() -> None
                            "the first crash")
             stranger.bind(("127.0.0.1", port))
             stranger.listen(1)
-            await pilot.press("r", "y")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the relaunch question")
+            await answer(pilot)
             # (the confirmation's callback starts the relaunch a moment after the key: wait for its screen)
             await wait_for(pilot, lambda: isinstance(app.screen, RelaunchScreen) and not app.relaunching,
                            "the relaunch attempt to end")

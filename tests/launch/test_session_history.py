@@ -17,7 +17,7 @@ from symmtui.session.core import Session
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
 from tests.launch.helpers import demo_config, run_cli, stop_at_end
-from tests.ui.kit import wait_for
+from tests.ui.kit import answer, wait_for
 
 __all__ = ["stop_at_end"]
 
@@ -45,7 +45,7 @@ async def test_cli_and_dashboard_launches_record_the_same_fields(tmp_path: Path,
             await wait_for(pilot, lambda: app.verdict is not None, "a first verdict")
             await pilot.press("r")
             assert isinstance(app.screen, ConfirmScreen)
-            await pilot.press("y")
+            await answer(pilot)
             # the Session writes the history before it posts the READY batch: wait for both
             await wait_for(pilot, lambda: app.verdict is not None and app.verdict.state is State.READY
                            and len(History().entries()) == 2, "READY and the dashboard launch in the history",

@@ -4,6 +4,7 @@ webhook is one warning line and `wait` still exits with its verdict's code, with
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -39,7 +40,7 @@ def test_wait_posts_the_crash_to_the_profiles_webhook(tmp_path: Path, hooks: Rec
     assert "CRASHED after" in done.stdout and done.stderr == ""
     got = hooks.wait_for(before + 1)[-1]
     assert got.path == "/" and got.body["topic"] == "topic-" + TOKEN and got.body["priority"] == 4
-    assert str(got.body["message"]).startswith("CRASHED after 0.")
+    assert re.match(r"CRASHED after \d+\.\d s", str(got.body["message"]))  # 0.0 s, or more on a loaded machine
     assert "KeyError: 12 at torch_symm_mem.py:83 (8 ranks)" in str(got.body["message"])
 
 

@@ -9,7 +9,7 @@ from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.widgets.stacks import StacksView
 from tests.stacks.test_stacks_real import needs_ptrace
-from tests.ui.kit import current_launch, demo_session, send_keys, text, wait_for
+from tests.ui.kit import answer, current_launch, demo_session, send_keys, text, wait_for
 
 
 def _state(app: SymmApp) -> State | None:
@@ -36,7 +36,7 @@ async def test_hang_story_stalled_stacks_relaunch_ready() -> None:
             assert "TP5 still init distributed" in text(app)  # the gauge
             await send_keys(pilot, "r")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the relaunch question")
-            await send_keys(pilot, "y")
+            await answer(pilot)
             await wait_for(pilot, lambda: (current_launch(demo) or first).launch_id != first.launch_id,
                            "the relaunch")
             await wait_for(pilot, lambda: _state(app) is State.READY, "READY after the relaunch", timeout=120)

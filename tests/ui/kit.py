@@ -306,3 +306,17 @@ def toasts(app: App[object]) -> list[str]:
 
     app.notify = notify  # type: ignore[method-assign]
     return said
+
+
+async def answer(pilot: Pilot[object], key: str = "y") -> None:
+    """Press ``key`` in the modal on screen once it takes a confirming key (a yes within KEY_GUARD of a
+    question opening is ignored, as typed ahead)."""
+    screen = pilot.app.screen
+    guard = getattr(screen, "guard", None)
+    deadline = time.monotonic() + 30
+    while guard is None or not guard.accepting:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{type(screen).__name__} never took a key")
+        await asyncio.sleep(0.05)
+        guard = getattr(screen, "guard", None)
+    await send_keys(pilot, key)

@@ -9,7 +9,7 @@ import pytest
 from symmtui.cli import main
 from symmtui.core.readiness import State
 from symmtui.ui.app import SymmApp
-from tests.ui.kit import CRASH_LOG, dashboard, text, wait_for
+from tests.ui.kit import CRASH_LOG, answer, dashboard, text, wait_for
 
 
 def test_nothing_to_watch_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path,
@@ -96,7 +96,7 @@ async def test_dashboard_r_launches_a_profile_and_follows_it_to_ready(tmp_path: 
             assert app.verdict is not None and app.verdict.state is State.WAITING
             await pilot.press("r")
             assert isinstance(app.screen, ConfirmScreen)
-            await pilot.press("y")
+            await answer(pilot)
             await wait_for(pilot, lambda: app.verdict is not None and app.verdict.state is State.READY,
                            "READY", timeout=90)
             record = state.load(load_profile(profile).key)

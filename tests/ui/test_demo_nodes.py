@@ -20,7 +20,7 @@ from symmtui.ui.widgets.gauge import ReadinessGauge
 from symmtui.ui.widgets.gpu_panel import GpuTable
 from symmtui.ui.widgets.header import StatusHeader
 from symmtui.ui.widgets.stacks import StacksView
-from tests.ui.kit import FIXTURES, dashboard, demo_session, send_keys, text, wait_for
+from tests.ui.kit import FIXTURES, answer, dashboard, demo_session, send_keys, text, wait_for
 
 
 def _aggregate(app: SymmApp) -> State | None:
@@ -61,7 +61,7 @@ async def test_demo_nodes_hang_on_node1_stalled_then_relaunch_ready() -> None:
             # every node's launch is listed (read once the modal is drawn: it is pushed before it is laid out,
             # and a screen read in between is empty: the race that failed this test in loaded parallel runs)
             await wait_for(pilot, lambda: "node1:" in text(app), "the relaunch question drawn")
-            await send_keys(pilot, "y")
+            await answer(pilot)
             await wait_for(pilot, lambda: not app.relaunching, "the relaunch")
             await wait_for(pilot, lambda: _aggregate(app) is State.READY, "READY", timeout=60)
             # the header, the banner and every node's line say READY alike, and the old dump is gone

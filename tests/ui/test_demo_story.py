@@ -13,7 +13,7 @@ from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.patch import PatchScreen
 from symmtui.ui.screens.relaunch import RelaunchScreen
 from symmtui.ui.widgets.gpu_panel import GpuTable, ProcessList
-from tests.ui.kit import current_launch, demo_session, settle, text, wait_for
+from tests.ui.kit import answer, current_launch, demo_session, settle, text, wait_for
 
 
 def _state(app: SymmApp) -> State | None:
@@ -51,14 +51,14 @@ async def test_demo_story_crash_patch_relaunch_ready() -> None:
             assert isinstance(modal, PatchScreen)
             await wait_for(pilot, lambda: modal.view is not None, "the patch check")
             await wait_for(pilot, lambda: "12: {" in text(app), "the diff on screen")
-            await pilot.press("y")
+            await answer(pilot)
             await wait_for(pilot, lambda: modal.result is not None, "the patch to apply")
             await wait_for(pilot, lambda: app.verdict is not None and app.verdict.patched, "the patch in the verdict")
             assert "r relaunches" in text(app)  # what the modal says next
             # 3. r (in the modal, as it says) asks, y relaunches: stop progress, then the new launch
             await pilot.press("r")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the relaunch question")
-            await pilot.press("y")
+            await answer(pilot)
             await settle(pilot)
             await wait_for(pilot, lambda: not app.relaunching, "the relaunch")
             # the steps stay on screen a moment, then close

@@ -10,7 +10,7 @@ from symmtui.build import dashboard_spec, open_session
 from symmtui.launch.profile import load_profile
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
-from tests.ui.kit import settle, text, wait_for
+from tests.ui.kit import answer, settle, text, wait_for
 
 # vllm-project/vllm#2418 (the error line as the issue quotes it), after vLLM's start-up lines
 LOG = (
@@ -37,7 +37,7 @@ async def test_p_applies_the_flag_to_the_profile_and_offers_the_relaunch(tmp_pat
         assert '-command = ["python", "-m", "vllm.entrypoints.openai.api_server", "--max-model-len", "4096"]' in body
         assert '+command = ["python", "-m", "vllm.entrypoints.openai.api_server", "--max-model-len", "3664"]' in body
         assert "3664" not in prof.read_text()  # nothing written yet
-        await pilot.press("y")
+        await answer(pilot)
         await wait_for(pilot, lambda: "3664" in prof.read_text(), "the profile written")
         argv = load_profile(prof).argv
         assert argv is not None and argv[-2:] == ("--max-model-len", "3664")

@@ -17,7 +17,17 @@ from symmtui.ui.screens.patch import PatchScreen
 from symmtui.ui.widgets.diagnosis import DiagnosisView
 from symmtui.ui.widgets.gpu_panel import GpuTable, ProcessList
 from symmtui.ui.widgets.log_view import LogView
-from tests.ui.kit import FAKE_PID, crashed_session, settle, starting_session, text, toasts, wait_for
+from tests.ui.kit import (
+    FAKE_PID,
+    answer,
+    crashed_session,
+    send_keys,
+    settle,
+    starting_session,
+    text,
+    toasts,
+    wait_for,
+)
 
 
 async def test_crashed_dashboard_state_and_its_keys_in_one_app() -> None:
@@ -77,13 +87,20 @@ async def test_crashed_dashboard_state_and_its_keys_in_one_app() -> None:
         await pilot.press("escape")
         assert not isinstance(app.screen, ConfirmScreen)
 
-        # the confirm modal's keys
+        # the confirm modal's keys; a yes that comes within KEY_GUARD of the question is ignored (typed ahead)
         for key, expected in (("y", True), ("enter", True), ("n", False), ("escape", False)):
             app.push_screen(ConfirmScreen("Sure?", "body"), answers.append)
             await settle(pilot)
-            await pilot.press(key)
+            await answer(pilot, key)
             await settle(pilot)
             assert answers[-1] is expected, key
+        app.push_screen(ConfirmScreen("Sure?", "body"), answers.append)
+        await send_keys(pilot, "y")  # at once: ignored
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen) and len(answers) == 4
+        await answer(pilot, "y")  # once the question has been up KEY_GUARD: answered
+        await settle(pilot)
+        assert answers[-1] is True and not isinstance(app.screen, ConfirmScreen)
 
         # s shows in the footer and dumps into the stacks panel
         footer = app.query_one(Footer)
@@ -138,6 +155,29 @@ async def test_log_keys_follow_search_errors_next_previous() -> None:
         assert log.search_text == "sigquit"
         assert log.cursor_line_no == 122
 
+
+
+async def test_keys_typed_fast_after_slash_are_the_searchs_text_and_act_on_nothing(tmp_path: Path) -> None:
+    """/prr as a fast typist (or `tmux send-keys -l`) sends it: p and r must not open the patch modal or the
+    relaunch question while the search box is opening; they are its text."""
+    from symmtui.ui.widgets.log_view import LogSearch
+
+    sandbox = write_sandbox(tmp_path / "site")
+    session = crashed_session(
+        patcher=Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((12, 0), nvlink=False)))
+    app = SymmApp(session, tick=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await send_keys(pilot, "slash", "p", "r", "r")
+        search = app.query_one(LogSearch)
+        await wait_for(pilot, lambda: search.has_focus and search.value == "prr", "the keys in the search box")
+        await pilot.pause(0.3)
+        assert not isinstance(app.screen, PatchScreen | ConfirmScreen)
+        await send_keys(pilot, "p")  # with the box focused, p is text too
+        await wait_for(pilot, lambda: search.value == "prrp", "p typed into the box")
+        await pilot.press("escape")  # the box closes: p is the patch key again
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, PatchScreen), "the patch modal on p")
 
 
 async def test_theme_option_starts_in_that_theme() -> None:
@@ -208,15 +248,16 @@ async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) 
         assert isinstance(modal, PatchScreen)
         await wait_for(pilot, lambda: modal.view is not None, "the patch check")
         await wait_for(pilot, lambda: "Apply (y)" in text(app), "the apply button")
-        await pilot.press("y")
+        await answer(pilot)
         await wait_for(pilot, lambda: modal.result is not None, "the apply")
         assert sandbox_has_capability(sandbox.site, 12)
         await wait_for(pilot, lambda: "applied" in text(app), "the apply result")
         # the modal checks again and shows the tables as they are now, with one way out
-        await wait_for(pilot, lambda: "has key in TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES" in text(app)
-                       and "Close (y)" in text(app), "the re-check and its close button")
-        screen = text(app)
-        assert "lacks key" not in screen and "Close (y)" in screen and "Close (n)" not in screen, screen
+        # one wait for the whole picture: the new label draws at once, the hidden button leaves at the next
+        # layout (a screenshot between the two shows both buttons)
+        await wait_for(pilot, lambda: "has key in TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES" in (screen := text(app))
+                       and "lacks key" not in screen and "Close (y)" in screen and "Close (n)" not in screen,
+                       "the re-check and its one close button")
         await pilot.press("enter")
         await wait_for(pilot, lambda: not isinstance(app.screen, PatchScreen), "the modal closed on enter")
         assert session.patched and app.verdict is not None and app.verdict.patched
@@ -233,7 +274,7 @@ async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) 
         await wait_for(pilot, lambda: modal.view is not None, "the second check")
         assert modal.view is not None and modal.view.can_revert
         await wait_for(pilot, lambda: "Revert (y)" in text(app), "the revert button")
-        await pilot.press("y")
+        await answer(pilot)
         await wait_for(pilot, lambda: modal.result is not None, "the revert")
         assert not sandbox_has_capability(sandbox.site, 12)
         await pilot.press("escape")

@@ -16,7 +16,7 @@ from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.patch import PatchScreen
 from symmtui.ui.widgets.header import StatusHeader
-from tests.ui.kit import crashed_session, settle, starting_session, text, wait_for
+from tests.ui.kit import answer, crashed_session, settle, starting_session, text, wait_for
 
 STATES = [(State.STALLED, "STALLED"), (State.TIMED_OUT, "TIMED OUT"), (State.STOPPED, "STOPPED"),
           (State.WAITING, "WAITING")]
@@ -102,7 +102,7 @@ async def test_patch_modal_on_a_pre_hopper_gpu_says_there_is_nothing_to_do(tmp_p
         assert modal.view is not None and modal.view.report.state == "not-applicable"
         await wait_for(pilot, lambda: "does not use these tables" in text(app), "the not-applicable note")
         assert "cannot be patched" not in text(app)
-        await pilot.press("y")  # nothing to apply: closes, changes nothing
+        await answer(pilot)  # nothing to apply: closes, changes nothing
         await settle(pilot)
         assert app.screen is not modal
     assert {p: p.read_bytes() for p in sandbox.site.rglob("*.py")} == before

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from symmtui.ui.screens.confirm import KEY_GUARD
+
 pytestmark = [
     pytest.mark.tmux,
     pytest.mark.xdist_group("tmux"),  # one worker drives tmux: the two demos do not compete for the CPU
@@ -61,6 +63,15 @@ class Pane:
         for key in keys:
             _tmux("send-keys", "-t", self.session, key)
 
+    def answer(self, key: str = "y") -> None:
+        """A confirming key, once the question on screen has been up KEY_GUARD (a yes sooner is typed ahead)."""
+        time.sleep(KEY_GUARD + 0.1)
+        self.keys(key)
+
+    def type(self, text: str) -> None:
+        """``text`` as one burst of literal keys, as a fast typist or a paste sends it."""
+        _tmux("send-keys", "-t", self.session, "-l", text)
+
 
 def _demo_pids(marker: str) -> list[int]:
     """Processes whose environment carries this test's marker (the demo app and its servers)."""
@@ -78,14 +89,18 @@ def _demo_pids(marker: str) -> list[int]:
 
 @pytest.fixture
 def session(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Pane, Path, str]]:
-    story = getattr(request, "param", "crash")  # parametrize indirectly for another story
+    story = getattr(request, "param", "crash")  # parametrize indirectly for another story ("nodes": --nodes 2)
     name = f"symmtui-test-{uuid.uuid4().hex[:8]}"
     marker = f"SYMMTUI_TMUX_TEST={name}"
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    env_prefix = f"env {marker} TMPDIR={tmpdir} TERM=tmux-256color"
-    command = f"{env_prefix} {sys.executable} -m symmtui demo --speed 160 --story {story}"
-    _tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", command)
+    # the tmux server's environment is whoever started it: a COLUMNS/LINES there (a shell's 80x24) would win
+    # over the window's size in the app (shutil.get_terminal_size reads them first)
+    env_prefix = f"env -u COLUMNS -u LINES {marker} TMPDIR={tmpdir} TERM=tmux-256color"
+    what = "--speed 40 --nodes 2" if story == "nodes" else f"--speed 160 --story {story}"
+    command = f"{env_prefix} {sys.executable} -m symmtui demo {what}"
+    width, height = ("160", "72") if story == "nodes" else ("120", "40")  # 16 GPU rows above the panes
+    _tmux("new-session", "-d", "-s", name, "-x", width, "-y", height, command)
     try:
         yield Pane(name), tmpdir, marker
     finally:
@@ -116,13 +131,28 @@ def test_demo_in_tmux_crash_patch_relaunch_ready(session: tuple[Pane, Path, str]
     pane, tmpdir, marker = session
     pane.wait(r"CRASHED", 60)
     pane.wait(r"press p to apply the SM120 patch", 30)
+    # keys typed fast after / are the search's text: neither the patch modal nor the relaunch question opens
+    modal = r"Close \(n\)|Cancel \(n\)"  # the patch modal's button, the relaunch question's
+    pane.type("/prr")
+    pane.wait(r"prr", 15)
+    time.sleep(0.8)
+    assert not re.search(modal, pane.text()), pane.text()
+    pane.keys("Escape")
+    pane.gone(r"prr", 15)
+    time.sleep(1.0)  # past tmux's escape-time (an Escape with a key right behind it reads as Alt+key)
+    pane.type("/ready")  # r opened "Relaunch?" and y answered it, one key from killing the server
+    time.sleep(0.8)
+    screen = pane.text()
+    assert not re.search(modal, screen) and "ready" in screen, screen
+    pane.keys("Escape")
+    time.sleep(1.0)  # past tmux's escape-time: an Escape with a key right behind it reads as Alt+key
     pane.keys("p")
     pane.wait(r"\+\s+12: \{", 30)  # the exact diff
-    pane.keys("y")
+    pane.answer()
     pane.wait(r"r relaunches", 30)  # the apply finished; the modal says what r does
     pane.keys("r")
     pane.wait(r"Relaunch\?", 15)
-    pane.keys("y")
+    pane.answer()
     pane.wait(r"STARTING|READY", 60)
     screen = pane.wait(r"✔ READY", 120)
     assert "KeyError" not in screen.splitlines()[0]
@@ -139,9 +169,9 @@ def test_demo_fix_story_in_tmux_profile_env_relaunch_ready(session: tuple[Pane, 
     pane.wait(r"SGLANG_ENABLE_JIT_DEEPGEMM=0", 30)  # the diagnosis' next step
     pane.keys("p")
     pane.wait(r'\+SGLANG_ENABLE_JIT_DEEPGEMM = "0"', 30)  # the profile's diff
-    pane.keys("y")
+    pane.answer()
     pane.wait(r"Relaunch\?", 15)
-    pane.keys("y")
+    pane.answer()
     screen = pane.wait(r"✔ READY", 120)
     assert "KeyError" not in screen.splitlines()[0]
     pane.gone(r"✔ preflight ")  # the relaunch steps (their first line) closed themselves after RELAUNCH_LINGER
@@ -160,3 +190,23 @@ def test_closing_the_pane_stops_the_demo_and_cleans_up(session: tuple[Pane, Path
         time.sleep(0.1)
     assert not _demo_pids(marker), "the demo left processes behind"
     assert not any(tmpdir.iterdir()), f"the demo left files: {list(tmpdir.iterdir())}"
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("session", ["nodes"], indirect=True)
+def test_demo_nodes_in_tmux_stalled_then_r_y_ready_everywhere(session: tuple[Pane, Path, str]) -> None:
+    """`symmtui demo --nodes 2`: STALLED naming node1 with its stacks; r, y: READY in the header, the banner
+    and both nodes' lines, and the old stacks dump gone (it showed "node1 stalled in capturing CUDA graphs"
+    under a READY header, and the dump of the hung launch, at 9bd159e)."""
+    pane, tmpdir, marker = session
+    pane.wait(r"STALLED: node1 is behind", 90)
+    pane.wait(r"nccl_comm_init_rank", 60)  # node1's stacks, taken once at STALLED
+    pane.keys("r")
+    pane.wait(r"Relaunch\?", 15)
+    pane.answer()
+    screen = pane.wait(r"✔ node0[^\n]*\n[^\n]*✔ node1", 120)
+    time.sleep(3.0)  # past the nodes' 2 s stall: a node that went quiet once serving stays ready
+    screen = pane.text()
+    assert "✔ READY" in screen.splitlines()[0], screen
+    assert "stalled" not in screen and "STALLED" not in screen and "nccl_comm_init_rank" not in screen, screen
+    _quit_and_check_nothing_is_left(pane, tmpdir, marker)

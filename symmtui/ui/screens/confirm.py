@@ -1,6 +1,8 @@
-"""A yes/no modal: y or Enter confirms, n or Escape cancels."""
+"""A yes/no modal: y or Enter confirms, n or Escape cancels; a yes that comes too soon is ignored."""
 
 from __future__ import annotations
+
+import time
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -9,9 +11,25 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+KEY_GUARD = 0.4
+"""Seconds after a question opens during which its yes is ignored: keys typed ahead (a burst meant for a
+search box, a y meant for an earlier question) never confirm what the user has not read."""
+
+
+class Guard:
+    """When a modal opened, and whether a confirming key may count yet (``KEY_GUARD`` later)."""
+
+    def __init__(self) -> None:
+        self.opened = time.monotonic()
+
+    @property
+    def accepting(self) -> bool:
+        return time.monotonic() - self.opened >= KEY_GUARD
+
 
 class ConfirmScreen(ModalScreen[bool]):
-    """Ask one question; dismiss with True (y/Enter) or False (n/Escape)."""
+    """Ask one question; dismiss with True (y/Enter) or False (n/Escape). A yes within ``KEY_GUARD`` of
+    the question opening is ignored (the answer waits for a key the user meant for it)."""
 
     BINDINGS = [
         Binding("y,enter", "answer(True)", "Yes", priority=True),
@@ -25,6 +43,14 @@ class ConfirmScreen(ModalScreen[bool]):
         self._yes = yes
         self._no = no
 
+    def on_mount(self) -> None:
+        self.guard = Guard()
+
+    @property
+    def accepting(self) -> bool:
+        """A yes counts now (``KEY_GUARD`` has passed since the question opened)."""
+        return self.guard.accepting
+
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="confirm-dialog") as box:
             box.border_title = self._title
@@ -34,8 +60,11 @@ class ConfirmScreen(ModalScreen[bool]):
                 yield Button(f"{self._no} (n)", id="no", compact=True)
 
     def action_answer(self, yes: bool) -> None:
+        if yes and not self.accepting:
+            self.app.bell()  # too soon: typed ahead, not an answer
+            return
         self.dismiss(yes)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.dismiss(event.button.id == "yes")
+        self.action_answer(event.button.id == "yes")

@@ -16,6 +16,7 @@ from textual.widgets import Button, Static
 from symmtui.errors import UserError
 from symmtui.session.patching import PatchView
 from symmtui.session.protocol import SessionLike
+from symmtui.ui.screens.confirm import Guard
 
 
 def render_diff(diff: str) -> Content:
@@ -114,6 +115,7 @@ class PatchScreen(ModalScreen[bool]):
                 yield Button("Close (n)", id="patch-close", compact=True)
 
     def on_mount(self) -> None:
+        self.guard = Guard()
         self.run_check()
 
     @work(thread=True, exclusive=True, group="patch-check")
@@ -164,6 +166,9 @@ class PatchScreen(ModalScreen[bool]):
             return
         view = self.view
         if self.busy or view is None:
+            return
+        if not self.guard.accepting:  # typed ahead: the apply waits for a key meant for it
+            self.app.bell()
             return
         if not (view.can_apply or view.can_revert):
             self.dismiss(False)

@@ -298,8 +298,10 @@ class LogSearch(Input):
     """
 
     def __init__(self, owner: LogView) -> None:
-        # compact: Input's own `:focus { border: tall }` would otherwise eat the one text row
-        super().__init__(placeholder="search the log (Enter: next match, Escape: close)", compact=True)
+        # compact: Input's own `:focus { border: tall }` would otherwise eat the one text row; no select on
+        # focus: the keys typed between / and the focus are already in the box, and the next would replace them
+        super().__init__(placeholder="search the log (Enter: next match, Escape: close)", compact=True,
+                         select_on_focus=False)
         self._owner = owner
 
     def action_close(self) -> None:
