@@ -16,6 +16,8 @@ EXAMPLES: list[tuple[str, str]] = [
     ("sglang-ready", "[2026-11-29 09:48:04] The server is fired up and ready to roll!"),
     ("uvicorn-startup-complete", "INFO:     Application startup complete."),
     ("serving-request-ok", '[2026-11-29 09:50:01] INFO:     127.0.0.1:51240 - "POST /v1/chat/completions HTTP/1.1" 200 OK'),
+    ("serving-get-ok", 'INFO:     172.18.0.5:43002 - "GET /health HTTP/1.1" 200 OK'),  # vllm-project/vllm#16259
+    ("sglang-prefill-batch", "[2024-12-09 16:10:51 TP0] Prefill batch. #new-seq: 1, #new-token: 25, #cached-token: 0, cache hit rate: 0.00%, token usage: 0.00, #running-req: 0, #queue-req: 0"),  # sgl-project/sglang#2418
     ("sglang-decode-batch", "[15:58:51 TP0] Decode batch. #running-req: 1, #token: 43, token usage: 0.00, gen throughput (token/s): 0.53, #queue-req: 0"),  # sgl-project/sglang#1467
     ("sglang-token-budget", "[2025-11-30 11:18:05] max_total_num_tokens=2261377, chunked_prefill_size=16384, max_prefill_tokens=16384, max_running_requests=4096, context_len=128000, available_gpu_mem=37.06 GB"),  # sgl-project/sglang PR 11830
     ("model-not-found", "huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. (Request ID: Root=1-66f4b037)"),
@@ -90,8 +92,8 @@ NEEDS_CONTEXT = {"sm120-symm-mem-keyerror": "key-error", "vllm-symm-mem-sm120": 
 EXAMPLE = dict(EXAMPLES)
 
 ORDINARY = [
-    "[2026-11-29 09:50:01 TP0] Prefill batch. #new-seq: 1, #new-token: 1024, #cached-token: 0, token usage: 0.07,",
-    '[2026-11-29 09:50:01] INFO:     127.0.0.1:51240 - "GET /health HTTP/1.1" 200 OK',
+    '[2026-11-29 09:48:02] INFO:     127.0.0.1:51234 - "GET /get_model_info HTTP/1.1" 200 OK',  # SGLang's warm-up poll
+    "INFO 04-08 03:58:25 [loggers.py:87] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%",  # vllm-project/vllm#16259
     "",
     "   ",
 ]
