@@ -613,16 +613,15 @@ class EventBuilder:
     def _event_of(self, block: _Block) -> Event:
         text_all = "\n".join(block.lines)
         chosen: tuple[_Section | None, str, RuleMatch | None] | None = None
-        for sec in block.sections:
+        best = 4
+        for sec in block.sections:  # innermost first: a chain prints its root cause first
             if sec.exc is None:
                 continue
             message = " ".join([sec.exc, *sec.details]) if sec.details else sec.exc
             cm = self.ruleset.classify(message, text_all)
-            if cm is not None and "generic" not in cm.rule.roles:
-                chosen = (sec, sec.exc, cm)
-                break  # the innermost specific one: a chain's wrappers come after it
-            if chosen is None:
-                chosen = (sec, sec.exc, cm)  # the innermost, until a specific one comes
+            rank = _specificity(cm)
+            if rank < best:  # a specific entry over a wrapper (a failed command) over a generic one
+                chosen, best = (sec, sec.exc, cm), rank
         if chosen is None:
             exc = block.lead or _exception_in(block.lines[1:] if not block.headless else block.lines)
             message = exc or "Traceback with no exception line"
@@ -728,6 +727,16 @@ class EventBuilder:
                       diagnosis=rule.id if rule.diagnoses else None, key=rule.id, ts=pre.ts, ends=rule.ends,
                       roles=rule.roles, facts=_facts(m) if rule.diagnoses else (),
                       entry=rule if rule.diagnoses else None, source=pre.key, spans=((no, no),))]
+
+
+def _specificity(cm: RuleMatch | None) -> int:
+    """How well an entry names an exception: 0 a specific entry, 1 a wrapper (a failed command, a child that
+    died), 2 a generic one (any exception of a class), 3 none."""
+    if cm is None:
+        return 3
+    if "generic" in cm.rule.roles:
+        return 2
+    return 1 if "wrapper" in cm.rule.roles else 0
 
 
 def _ranks(pre: Prefix) -> frozenset[int]:

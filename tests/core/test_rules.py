@@ -56,6 +56,12 @@ EXAMPLES: list[tuple[str, str]] = [
     ("cuda-oom-kv-cache", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."),
     ("illegal-memory-access", "RuntimeError: CUDA error: an illegal memory access was encountered"),
     ("cuda-driver-too-old", "RuntimeError: CUDA driver version is insufficient for CUDA runtime version"),
+    ("cuda-forward-compat", "backend-vllm-openai-1  | RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 804: forward compatibility was attempted on non supported HW"),  # vllm-project/vllm#4375
+    ("nccl-duplicate-gpu", "[rank2]: Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 6000"),  # pytorch/torchtitan#1224
+    ("triton-out-of-resources", "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 66560, Hardware limit: 65536. Reducing block sizes or `num_stages` may help."),  # vllm-project/vllm#12498
+    ("weight-name-mismatch", "ERROR 12-05 20:24:46 engine.py:366] KeyError: 'layers.0.mlp.down_proj.weight_scale'"),  # vllm-project/llm-compressor#959
+    ("inductor-compile-failed", "(Worker_TP3 pid=340106) ERROR 12-10 23:42:18 [multiproc_executor.py:822] torch._inductor.exc.InductorError: CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpqxw0ckl9/cuda_utils.c', '-O3', '-shared', '-fPIC', '-Wno-psabi', '-o', '/tmp/tmpqxw0ckl9/cuda_utils.cpython-311-x86_64-linux-gnu.so', '-lcuda']' returned non-zero exit status 1."),  # vllm-project/vllm#30441
+    ("build-failure", "RuntimeError: Error building extension 'batch_prefill_with_kv_cache_dtype_q_bf16_dtype_kv_bf16_dtype_o_bf16_dtype_idx_i32_head_dim_qk_128_head_dim_vo_128_posenc_0_use_swa_False_use_logits_cap_False_f16qk_False'"),
     ("nccl-timeout", "[rank3]:[E1029 06:48:05.1 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1)"),
     ("nccl-unhandled-system-error", "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"),  # gpustack/gpustack#2023
     ("build-failure", "nvcc fatal   : Unsupported gpu architecture 'compute_120a'"),
@@ -88,7 +94,11 @@ EXAMPLES: list[tuple[str, str]] = [
     ("uvicorn-running", "[2026-11-29 09:48:01] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)"),
 ]
 # Entries matched only with their context (a traceback's frames), and the line that names them without it.
-NEEDS_CONTEXT = {"sm120-symm-mem-keyerror": "key-error", "vllm-symm-mem-sm120": "key-error", "cuda-oom-kv-cache": "cuda-oom-load"}
+NEEDS_CONTEXT = {"sm120-symm-mem-keyerror": "key-error", "vllm-symm-mem-sm120": "key-error", "cuda-oom-kv-cache": "cuda-oom-load",
+                 "weight-name-mismatch": "key-error"}
+# the frames an entry's context needs (default: SGLang's symmetric-memory tables at the KV cache's allocation)
+CONTEXT_FRAMES = {"weight-name-mismatch": ('\n  File "/x/vllm/model_executor/models/qwen2.py", line 371, in load_weights'
+                                          "\n    param = params_dict[name]")}  # vllm-project/llm-compressor#959
 EXAMPLE = dict(EXAMPLES)
 
 ORDINARY = [
@@ -110,7 +120,8 @@ def test_example_names_its_rule(rule_id: str, line: str) -> None:
     assert m is not None and m.rule.id == NEEDS_CONTEXT.get(rule_id, rule_id)
     entry = RuleSet().by_id(rule_id)
     if entry is not None and entry.cause:
-        frames = "\n  File \"/x/torch_symm_mem.py\", line 1, in init_memory_pool" if rule_id in NEEDS_CONTEXT else ""
+        frames = CONTEXT_FRAMES.get(rule_id, "\n  File \"/x/torch_symm_mem.py\", line 1, in init_memory_pool") \
+            if rule_id in NEEDS_CONTEXT else ""
         c = RuleSet().classify(message_part(line), line + frames)
         assert c is not None and c.rule.id == rule_id, c
 
