@@ -240,7 +240,9 @@ class Readiness:
             return
         self._touch(now)
         if self._state is State.READY:
-            return  # a served request's line after READY says nothing new (its time is not the verdict's)
+            if event.kind is Kind.READY:
+                self._marker = self._marker or event
+            return  # after READY a phase or a served request says nothing new (its time is not the verdict's)
         if event.kind is Kind.READY:
             self._marker = event
             if self.config.need_probe and not self._probe_ok:
@@ -248,8 +250,6 @@ class Readiness:
                 self._detail = READY_WAITING_HEALTH
             else:
                 self._become_ready(now, event.ts, "log says ready: " + event.summary)
-            return
-        if self._state is State.READY:
             return
         if event.ends is not None:
             self._end_phase(event.ends, now, event.ts)
