@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from symmtui.core.events import PROCESS_EXIT, Event, EventBuilder
 from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
-from symmtui.core.lineparts import split_prefix, split_records
+from symmtui.core.lineparts import record_source, split_records
 from symmtui.core.pidwatch import ProcRef
 from symmtui.core.ranks import RankBoard, RankSummary
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
@@ -420,8 +420,8 @@ class Bringup:
             plain = ln.plain
             if plain[:1] not in "[(" and " | " not in plain[:80] and not plain[:4].isdigit() and plain[:3] not in _MONTHS:
                 continue  # no record prefix (a traceback's frame, an unprefixed writer): no rank
-            for rec in split_records(plain) if ("[" in plain[1:] or "(" in plain[1:]) else (plain,):
-                ev = marks.get((ln.no, split_prefix(rec).key)) if marks else None
+            for rec in split_records(plain):
+                ev = marks.get((ln.no, record_source(rec)[0])) if marks else None
                 if ev is not None and "new_run" in ev.roles:
                     board.reset()  # a new launch appended to the same log
                 board.feed(rec, now, ev.phase if ev else None, ev.ends if ev else None)

@@ -208,13 +208,17 @@ def split_records(plain: str) -> list[str]:
 
     A second record starts where a record prefix of the SGLang, torchrun or vLLM shape begins inside a line
     that itself starts with one; everything before it belongs to the first record."""
-    first = split_prefix(plain)
-    if first.key is None and first.ts is None:
+    if not _may_join(plain):
         return [plain]
-    start = len(plain) - len(first.body)
-    m = _MID_RECORD.search(plain, start + 1)
+    m = _MID_RECORD.search(plain, 1)
     if m is None:
         return [plain]
+    first = split_prefix(plain)
+    start = len(plain) - len(first.body)
+    if (first.key is None and first.ts is None) or m.start() <= start:
+        m = _MID_RECORD.search(plain, start + 1) if first.key is not None or first.ts is not None else None
+        if m is None:
+            return [plain]
     out: list[str] = []
     at = 0
     while m is not None and len(out) < MAX_RECORDS - 1:
@@ -223,3 +227,44 @@ def split_records(plain: str) -> list[str]:
         m = _MID_RECORD.search(plain, at + 1)
     out.append(plain[at:])
     return out
+
+
+def _may_join(plain: str) -> bool:
+    """Whether a second record prefix may begin inside ``plain`` (cheap: most lines hold no "[" + digit or
+    "[rank" after their start, nor a second " pid="): the regex then runs on the few that may."""
+    i = plain.find("[", 1)
+    while i >= 0:
+        c = plain[i + 1 : i + 2]
+        if c.isdigit() or plain.startswith("rank", i + 1):
+            return True
+        i = plain.find("[", i + 1)
+    return plain.count(" pid=") > 1
+
+
+_SOURCES: dict[str, tuple[str | None, str | None, int | None]] = {}
+_MAX_SOURCES = 4096
+
+
+def record_source(plain: str) -> tuple[str | None, str | None, int | None]:
+    """(key, label, pid) of a record's prefix, as ``split_prefix`` reads them, without the rest of its work:
+    cached by the prefix's own text (a flood repeats each rank's prefix, its stamp too, many times a second).
+    The rank board asks this of every record."""
+    end = -1
+    if plain[:1] == "[":
+        end = plain.find("] ", 1, 120)
+    elif plain[:1] == "(":
+        end = plain.find(") ", 1, 120)
+    if end < 0:
+        pre = split_prefix(plain)
+        return pre.key, pre.label, pre.pid
+    head = plain[: end + 2]
+    key = head
+    if head[5:6] == "-" and head[1:5].isdigit():  # "[YYYY-MM-DD HH:MM:SS(.fff) TP3] ": the stamp names no source
+        key = head[20:].lstrip(".,0123456789")
+    got = _SOURCES.get(key)
+    if got is None:
+        pre = _split(head)
+        if len(_SOURCES) >= _MAX_SOURCES:
+            _SOURCES.clear()
+        got = _SOURCES[key] = (pre.key, pre.label, pre.pid)
+    return got

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from symmtui.core.lineparts import rank_tags as rank_tags  # re-exported: the one rank-tag rule lives there
-from symmtui.core.lineparts import split_prefix
+from symmtui.core.lineparts import record_source, split_prefix
 from symmtui.core.rules import PHASE_ORDER, PHASE_READY
 
 _INDEX = {p: i for i, p in enumerate(PHASE_ORDER)}
@@ -126,18 +126,17 @@ class RankBoard:
     def __bool__(self) -> bool:
         return bool(self._ranks)
 
-    def feed(self, plain: str, now: float, phase: str | None = None, ends: str | None = None) -> RankTag | None:
-        """One record: the rank it names (if any) has a new last line (and the phase it starts or ends; "ready"
+    def feed(self, plain: str, now: float, phase: str | None = None, ends: str | None = None) -> str | None:
+        """One record: the rank it names (its label, if any) has a new last line (and the phase it starts or ends; "ready"
         is the server's, not a rank's: only TP0 logs the batches it serves)."""
-        pre = split_prefix(plain)
-        label = pre.label
+        _key, label, pid = record_source(plain)
         if label is None:
             return None
         rank = self._ranks.get(label)
         if rank is None:
-            rank = self._ranks[label] = _Rank(label, pre.pid)
-        elif pre.pid is not None:
-            rank.pid = pre.pid
+            rank = self._ranks[label] = _Rank(label, pid)
+        elif pid is not None:
+            rank.pid = pid
         rank.last_line = now
         rank.lines += 1
         if phase == PHASE_READY:
@@ -148,7 +147,7 @@ class RankBoard:
             rank.phase = ends
         if ends is not None:
             rank.finished = ends
-        return RankTag(label, pre.pid)
+        return label
 
     def states(self) -> tuple[RankState, ...]:
         return tuple(sorted((r.state() for r in self._ranks.values()), key=lambda r: sort_key(r.label)))
