@@ -30,7 +30,8 @@ class Dialect:
 
 DIALECTS: dict[str, Dialect] = {
     "sglang": Dialect("sglang", warmup_answer="serving-request-ok",
-                      warmup_entries=frozenset({"serving-request-ok", "sglang-prefill-batch"})),
+                      warmup_entries=frozenset({"serving-request-ok", "serving-request-answered",
+                                                "sglang-prefill-batch"})),
     "vllm": Dialect("vllm"),
 }
 UNKNOWN = Dialect("unknown")

@@ -717,6 +717,8 @@ class EventBuilder:
             if cm is None and rule.diagnoses:
                 cm = m
             roles = rule.roles | (cm.rule.roles if cm is not None else frozenset())
+            if kind is Kind.CRASH and _worker(pre) and tb.is_bare_exception(pre.body.strip()):
+                roles |= {"fatal"}  # a worker's last words: its exception, printed alone
             ev = Event(kind, rule.id, body, no, text, phase=phase, ranks=ranks,
                        diagnosis=cm.rule.id if cm is not None else None, key=f"{rule.id}:{body}", ts=pre.ts,
                        roles=roles, facts=_facts(cm), entry=cm.rule if cm is not None else None, source=pre.key)

@@ -60,6 +60,7 @@ _VLLM_HEAD = re.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)? (?:\[[^\]]*\]|[\w.-]+:\d+\]) ?"
 )
 _TP_TAG = re.compile(r"\bTP(\d+)\b")
+_LOST_SGR = re.compile(r" ?\[\d{1,2}(?:;\d{1,2})*m ?")
 _RANK_TAG = re.compile(r"(?<![A-Za-z])((?:DP|PP|TP|EP|CP|NP)\d+)")
 _NOT_RANKS = frozenset({"APIServer", "EngineCore", "Worker", "VllmWorker"})
 """vLLM process names that are no rank without a tag (the API server; an engine core of one rank)."""
@@ -134,6 +135,11 @@ def _split(plain: str) -> Prefix:
     pid: int | None = None
     proc: str | None = None
     pos = 0
+    if plain[:1] == ">" and plain[1:2] in (" ", ""):  # a log pasted as a Markdown quote (an issue's "> " lines)
+        pos = len(plain[:2])
+    m = _LOST_SGR.match(plain, pos)
+    if m is not None:  # Ray's colour codes pasted with their escape byte lost: " [36m(RayWorkerVllm pid=5085) [0m "
+        pos = m.end()
     outer = True  # only container layers (stamps, compose names, journald) so far: more of them may follow
     for _ in range(6):
         m = _SGLANG.match(plain, pos)
