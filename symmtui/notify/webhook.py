@@ -28,7 +28,25 @@ def _slack_escape(text: str) -> str:
 
 
 def request_of(hook: Webhook, note: VerdictNote) -> tuple[str, dict[str, Any]]:
-    """Where to POST and the JSON body, in the hook's format."""
+    """Where to POST and the JSON body, in the hook's format; every string of the body through the one
+    redactor (the note's are already; this keeps it so for any field added later)."""
+    url, body = _request_of(hook, note)
+    return url, _redacted(body)
+
+
+def _redacted(node: Any) -> Any:
+    from symmtui.redact import redact
+
+    if isinstance(node, str):
+        return redact(node)
+    if isinstance(node, list):
+        return [_redacted(v) for v in node]
+    if isinstance(node, dict):
+        return {k: _redacted(v) for k, v in node.items()}
+    return node
+
+
+def _request_of(hook: Webhook, note: VerdictNote) -> tuple[str, dict[str, Any]]:
     if hook.format == "ntfy":
         # ntfy's JSON publishing: POST to the server's root with the topic in the body
         parts = urlsplit(hook.url)

@@ -134,3 +134,32 @@ def test_a_notify_table_parses_with_formats_guessed_from_the_host(tmp_path: Path
     assert cfg is not None
     assert [h.format for h in cfg.webhooks] == ["ntfy", "slack", "json"]
     assert (cfg.retries, cfg.bell, cfg.desktop, cfg.on) == (0, False, True, frozenset({"crashed"}))
+
+
+HF_SECRET = "hf_" + "QwErTyUiOpAsDfGhJkLzXcVbNm123456"
+BEARER_SECRET = "eyBearerS3cretValue0987654321zz"
+
+
+def test_a_crash_lines_secrets_never_reach_a_webhook_body(hooks: Receiver, tmp_path: Path) -> None:
+    # The fixture's traceback with a planted exception line, as a failing hub download would print it
+    lines = KEYERROR_LOG.read_text().splitlines()
+    first = min(i for i, line in enumerate(lines) if line == "KeyError: 12")  # the cause is the first crash
+    lines[first] = (f"requests.exceptions.HTTPError: 401 Client Error for url https://huggingface.co/api/models/x "
+                   f"(headers {{'Authorization': 'Bearer {BEARER_SECRET}'}}, token {HF_SECRET}) password=hunter2hunter2")
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(lines) + "\n")
+    snap = snapshot_of(log)
+    before = len(hooks.got)
+    n, warnings = _notifier(Webhook(hooks.url("/json"), "json"), Webhook(hooks.url("/slack/T/B/x"), "slack"),
+                            Webhook(hooks.url("/ntfy/topic"), "ntfy"))
+    n.verdict(snap, log_path=f"/logs/run-{HF_SECRET}.log")
+    n.finish()
+    got = hooks.wait_for(before + 3)[before:]
+    import json as _json
+
+    for received in got:
+        raw = _json.dumps(received.body)
+        assert BEARER_SECRET not in raw and HF_SECRET not in raw and "hunter2hunter2" not in raw, raw
+    body = next(r.body for r in got if r.path == "/json")
+    assert body["state"] == "CRASHED" and "[REDACTED]" in str(body["cause"]) and "HTTPError" in str(body["cause"])
+    assert warnings == []
