@@ -71,7 +71,7 @@ def test_launch_records_a_bundle_and_the_report_hides_planted_secrets(tmp_path: 
     assert any("HF_TOKEN=[REDACTED]" in line for line in whole.splitlines())
     for secret in SECRETS:
         assert secret not in md
-    assert md.startswith("## symmtui report: CRASHED: KeyError: 12")
+    assert md.startswith("## symmtui report: CRASHED: `KeyError: 12")
     for section in ("### Root cause", "### Diagnosis and fix", "### Timings", "### Environment",
                     "<details><summary>Log tail"):
         assert section in md
