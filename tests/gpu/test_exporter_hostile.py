@@ -55,7 +55,7 @@ def _gpus(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str
 def _hostile_labels() -> str:
     return (DCGM.replace('modelName="NVIDIA L40S"', f'modelName="NVIDIA L40S{TITLE}"')
             .replace('Hostname="gpu1-wl8sg"', f'Hostname="gpu1{MARKUP}\x1b[2J"')
-            .replace('pci_bus_id="00000000:00:07.0"', f'pci_bus_id="0000\x9b31m:07.0"'))
+            .replace('pci_bus_id="00000000:00:07.0"', 'pci_bus_id="0000\x9b31m:07.0"'))
 
 
 @pytest.mark.tmux
