@@ -12,6 +12,7 @@ import pytest
 from symmtui.errors import UserError
 from symmtui.launch.profile import parse_profile
 from symmtui.notify.config import NotifyConfig, Webhook, redact
+from symmtui.notify.message import VerdictNote
 from symmtui.notify.notifier import Notifier
 from tests.notify.kit import KEYERROR_LOG, READY_LOG, TOKEN, Receiver, receiver, snapshot_of
 
@@ -163,3 +164,49 @@ def test_a_crash_lines_secrets_never_reach_a_webhook_body(hooks: Receiver, tmp_p
     body = next(r.body for r in got if r.path == "/json")
     assert body["state"] == "CRASHED" and "[REDACTED]" in str(body["cause"]) and "HTTPError" in str(body["cause"])
     assert warnings == []
+
+
+def test_a_webhook_answering_with_an_endless_body_is_read_no_further_than_the_cap() -> None:
+    import http.server
+    import threading
+
+    from symmtui.notify.webhook import MAX_ANSWER, deliver
+    from tests.httpkit import serving
+
+    sent = [0]
+    done = threading.Event()
+
+    class Endless(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            chunk = b"%x\r\n%s\r\n" % (65536, b"x" * 65536)
+            try:
+                while sent[0] < 4 << 30:  # 4 GiB: "endless" for a client without a cap
+                    self.wfile.write(chunk)
+                    sent[0] += 65536
+            except OSError:
+                pass
+            finally:
+                done.set()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with serving(Endless) as url:
+        why = deliver(Webhook(url + "/hook", "json"), snapshot_note(), timeout=5, retries=0)
+        assert done.wait(10)
+    assert why is None  # a 200: delivered
+    assert sent[0] < 64 * MAX_ANSWER + (16 << 20)  # what the socket buffers held, not gigabytes
+
+
+def snapshot_note() -> VerdictNote:
+    from symmtui.notify.message import note_of
+
+    note = note_of(snapshot_of(READY_LOG), name="n", host="h")
+    assert note is not None
+    return note
