@@ -145,8 +145,8 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
     tmp = tmp_path_factory.mktemp("serve")
     port = free_port()
     token = uuid.uuid4().hex
-    # --speed 0.1: the demo server is still loading (alive) when the last test stops everything
-    server = subprocess.Popen(serve_argv("--port", str(port), "--speed", "0.1"), stdout=subprocess.PIPE,
+    # --speed 0.03: the demo server is still loading (alive) when the last test stops everything
+    server = subprocess.Popen(serve_argv("--port", str(port), "--speed", "0.03"), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=isolated_env(tmp, token), start_new_session=True)
     try:
         assert server.stdout is not None
