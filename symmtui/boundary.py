@@ -14,7 +14,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -39,8 +39,70 @@ DEBUG_ENV = "SYMMTUI_DEBUG"  # set: an internal error shows its traceback instea
 _QUOTED = re.compile("'([^']{" + str(MAX_SHOWN + 1) + ",})'")
 
 
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean wait?)`` for a near miss among ``choices``, else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one ``symmtui: error: ...`` line (exit 2), not usage + message."""
+    """argparse whose usage errors are one ``symmtui: error: ...`` line (exit 2), not usage + message.
+
+    The line names what is wrong as the user typed it: an unknown option names itself (``symmtui --lgo foo``:
+    ``--lgo``, not the value argparse then took for a verb), a near miss gets "did you mean", and the help
+    it points to is the verb's own (``symmtui wait --lgo``: ``symmtui wait --help``).
+    """
+
+    _argv: list[str] | None = None
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            first = extras[0]
+            argv = self._argv or []
+            verb_name = getattr(ns, "verb", None)
+            before_verb = verb_name in argv and first in argv and argv.index(first) < argv.index(verb_name)
+            verb = None if before_verb else self._verb_parser(verb_name)
+            where = verb if verb is not None else self
+            if first.startswith("-") and first != "-":
+                name = first.split("=", 1)[0]
+                what = f"unknown option {shown(name)}"
+                hint = _did_you_mean(name, where._option_string_actions)
+            else:
+                what, hint = f"unexpected argument {shown(first)}", ""
+            where.error(f"{what}{'' if verb is None else f' for `{where.prog}`'}{hint}")
+        return ns
+
+    def _verb_parser(self, verb: object) -> Parser | None:
+        """The sub-parser of ``verb`` (None: no verb, the dashboard's options)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and isinstance(verb, str):
+                found = action.choices.get(verb)
+                return found if isinstance(found, Parser) else None
+        return None
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if isinstance(action, argparse._SubParsersAction) and value not in (action.choices or {}):
+            # `symmtui --lgo foo`: the unknown option was skipped and its value taken for a verb; name the option
+            for token in self._argv or ():
+                if token == value:
+                    break
+                name = token.split("=", 1)[0]
+                if token.startswith("--") and name not in self._option_string_actions:
+                    raise argparse.ArgumentError(
+                        None, f"unknown option {shown(name)}" + _did_you_mean(name, self._option_string_actions))
+            verbs = list(action.choices or {})
+            hint = _did_you_mean(str(value), verbs) or f" (the verbs: {', '.join(verbs)})"
+            raise argparse.ArgumentError(None, f"unknown verb {shown(str(value))}{hint}")
+        super()._check_value(action, value)
 
     def error(self, message: str) -> NoReturn:
         # argparse quotes the offending value (an invalid choice): a long one is cut, not echoed

@@ -1,0 +1,87 @@
+"""The command line's own words: unknown options and verbs named as typed, the help's examples and references
+true, and headless verbs naming commands where the dashboard names keys."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+
+from symmtui.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    assert main(list(argv)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err  # one line
+    return err
+
+
+def test_an_unknown_option_names_itself_not_the_value_after_it(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _error(capsys, "--lgo", "foo")
+    assert "unknown option '--lgo'" in err and "did you mean --log?" in err
+    assert "invalid choice" not in err and "foo" not in err
+    assert err.endswith("see `symmtui --help`")
+
+
+def test_a_near_miss_verb_gets_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "unknown verb 'wiat' (did you mean wait?)" in _error(capsys, "wiat")
+    far = _error(capsys, "frobnicate")
+    assert "unknown verb 'frobnicate'" in far and "wait, scan" in far  # no near miss: the verbs listed
+
+
+def test_a_verbs_unknown_option_points_to_the_verbs_help(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _error(capsys, "wait", "--lgo", "x.log")
+    assert "unknown option '--lgo' for `symmtui wait` (did you mean --log?)" in err
+    assert err.endswith("see `symmtui wait --help`")
+    assert _error(capsys, "gpus", "--jsn=1").endswith("see `symmtui gpus --help`")
+    # an unknown option given before the verb is the dashboard's, and its help is the top one
+    assert _error(capsys, "--lgo", "wait").endswith("see `symmtui --help`")
+
+
+def test_help_ends_with_three_examples_that_parse(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    lines = capsys.readouterr().out.rstrip("\n").split("\n")
+    tail = lines[lines.index("examples:") + 1 :]
+    commands = [line.strip().split("  ")[0] for line in tail if line.startswith("  symmtui ")]
+    assert len(commands) == 3
+    assert all(line.startswith("  ") for line in tail)  # nothing after them
+    for command in commands:  # each one is a command line symmtui accepts
+        build_parser().parse_args(command.split()[1:])
+
+
+def _helps(parser: argparse.ArgumentParser) -> list[str]:
+    out = [parser.description or "", parser.epilog or ""]
+    for action in parser._actions:
+        out.append(action.help or "")
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                out += _helps(sub)
+    return out
+
+
+def test_every_help_texts_reference_is_true() -> None:
+    texts = _helps(build_parser(every_verb=True))
+    refs = {ref for text in texts for ref in re.findall(r"\b(?:docs/)?[\w.-]+\.md\b", text)}
+    assert "docs/verbs.md" in refs
+    for ref in refs:
+        assert (ROOT / ref).is_file(), f"a help text names {ref}, which does not exist"
+    assert not [t for t in texts if "README" in t], "the README holds no reference a help text may point to"
+    verbs_md = (ROOT / "docs" / "verbs.md").read_text()
+    for schema in {s for text in texts for s in re.findall(r"symmtui\.\w+/\d+", text)}:
+        assert schema in verbs_md, f"a help text names schema {schema}; docs/verbs.md does not"
+
+
+def test_scan_json_carries_its_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    log = tmp_path / "server.log"
+    log.write_text("[2026-12-01 08:58:20] server_args=ServerArgs(model_path='x')\n")
+    main(["scan", "--json", str(log)])
+    assert json.loads(capsys.readouterr().out)["schema"] == "symmtui.scan/1"
