@@ -39,6 +39,34 @@ def phase_line(seconds: float, text: str) -> str:
     return f"{stamp(seconds)} {text}"
 
 
+_PRESS = None  # the compiled "press KEY to DO (or `COMMAND`)" pattern, on first use
+
+
+def headless(action: str) -> str:
+    """A catalogue action as a headless verb says it: the dashboard's key replaced by the command the text
+    names (``press p to apply the SM120 patch (or `symmtui patch apply`), then relaunch`` -> ``run `symmtui
+    patch apply` to apply the SM120 patch, then relaunch``). The one place this form is made: the
+    catalogue's texts say both, "press KEY to DO (or `COMMAND`)" or "press KEY to DO (`COMMAND`)"."""
+    global _PRESS
+    if "press " not in action:
+        return action
+    if _PRESS is None:
+        import re
+
+        _PRESS = re.compile(r"\bpress (\S+) to ([^(;]*?) ?\((?:or )?(`[^`]+`)\)")
+    return _PRESS.sub(lambda m: f"run {m.group(3)} to {m.group(2)}", action)
+
+
+def headless_json(doc: object, key: str = "") -> object:
+    """``doc`` with every diagnosis's ``action`` and its fix's ``text`` in their headless form (``scan --json``)."""
+    if isinstance(doc, dict):
+        said = ("action",) if key != "fix" else ("action", "text")
+        return {k: headless(v) if k in said and isinstance(v, str) else headless_json(v, k) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [headless_json(v, key) for v in doc]
+    return doc
+
+
 def detail(label: str, text: str, indent: str = "  ") -> str:
     """``  cause: ...`` / ``  next:  ...`` / ``  also:  ...``: a verdict's detail line, labels aligned."""
     return f"{indent}{(label + ':').ljust(DETAIL_WIDTH)}{text}"
@@ -76,7 +104,7 @@ def verdict_lines(snap: Snapshot, *, diagnose: Callable[[Event], Diagnosis | Non
             out += _first_error(cause, label, max_block)
             d = diagnose(cause)
             if d is not None:
-                out += [detail("cause", d.cause), detail("next", d.action)]
+                out += [detail("cause", d.cause), detail("next", headless(d.action))]
             for other in snap.errors:
                 if other.key != cause.key:
                     where = f" ({label(other.line_no)})" if other.line_no else ""
@@ -108,7 +136,7 @@ def verdict_lines(snap: Snapshot, *, diagnose: Callable[[Event], Diagnosis | Non
         out.append(f"  warning: {w.headline()}")
         d = diagnose(w)
         if d is not None:
-            out.append(f"           {d.cause}; {d.action}")
+            out.append(f"           {d.cause}; {headless(d.action)}")
     return out
 
 

@@ -4,14 +4,19 @@ true, and headless verbs naming commands where the dashboard names keys."""
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 from symmtui.cli import build_parser, main
+from symmtui.clitext import headless
+from symmtui.core.catalogue import builtin_entries
 
 ROOT = Path(__file__).resolve().parent.parent
+CRASH_LOG = ROOT / "tests" / "fixtures" / "sglang-tp8-symm-mem-keyerror.log"
 
 
 def _error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -76,6 +81,31 @@ def test_every_help_texts_reference_is_true() -> None:
     verbs_md = (ROOT / "docs" / "verbs.md").read_text()
     for schema in {s for text in texts for s in re.findall(r"symmtui\.\w+/\d+", text)}:
         assert schema in verbs_md, f"a help text names schema {schema}; docs/verbs.md does not"
+
+
+def test_headless_verbs_name_the_command_not_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "server.log"
+    shutil.copy(CRASH_LOG, log)
+    assert main(["scan", str(log)]) == 1
+    scan_text = capsys.readouterr().out
+    assert main(["scan", "--json", str(log)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "symmtui.scan/1"
+    assert main(["wait", "--no-record", "--timeout", "30", "--log", str(log)]) == 1
+    wait_text = capsys.readouterr().out
+    for out in (scan_text, wait_text, json.dumps(doc)):
+        assert "press p" not in out
+        assert "run `symmtui patch apply` to apply the SM120 patch, then relaunch" in out
+
+
+def test_every_catalogue_key_has_a_headless_form() -> None:
+    """Every action that names a dashboard key also names the command; its headless form keeps the rest."""
+    for rule in builtin_entries():
+        text = rule.action.text if rule.action is not None else ""
+        if "press " in text:
+            shown = headless(text)
+            assert "press " not in shown and "`symmtui " in shown, (rule.id, shown)
+    assert headless("relaunch with NCCL_P2P_DISABLE=1") == "relaunch with NCCL_P2P_DISABLE=1"
 
 
 def test_scan_json_carries_its_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from symmtui.bundle.format import Bundle, BundleError
+from symmtui.clitext import headless
 from symmtui.redact import redact
 
 EXCERPT_BEFORE = 8
@@ -124,7 +125,8 @@ def _cause_section(bundle: Bundle, v: dict[str, Any], earlier: bool) -> list[str
         out.append("No catalogue entry names this error (symmtui's catalogue: docs/catalogue.md).")
         return out
     out.append(f"- **Cause:** {_prose(diag.get('cause'))}")
-    out.append(f"- **Fix:** {_prose(diag.get('action'))}")
+    action = diag.get("action")
+    out.append(f"- **Fix:** {_prose(headless(action) if isinstance(action, str) else action)}")
     fix = diag.get("fix") or {}
     typed = [f"{k} {_code(fix[k])}" for k in ("flag", "env", "value", "package", "version", "path") if fix.get(k)]
     if fix.get("type"):

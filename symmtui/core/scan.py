@@ -577,9 +577,10 @@ def report_text(rep: ScanReport) -> list[str]:
             if d is None:
                 continue
             if title == "errors":
-                out += [clitext.detail("cause", d.cause, _DETAIL_INDENT), clitext.detail("next", d.action, _DETAIL_INDENT)]
+                out += [clitext.detail("cause", d.cause, _DETAIL_INDENT),
+                        clitext.detail("next", clitext.headless(d.action), _DETAIL_INDENT)]
             else:
-                out.append(f"               {d.cause}; {d.action}")
+                out.append(f"               {d.cause}; {clitext.headless(d.action)}")
     if rep.verdict == "ready":
         ready = rep.phases[-1] if rep.phases else None
         took = ""

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         import json
 
         doc = {"schema": SCHEMA, **report_json(rep)}
-        for line in json.dumps(doc, indent=2).split("\n"):
+        for line in json.dumps(clitext.headless_json(doc), indent=2).split("\n"):
             out.line(line)
     else:
         for line in report_text(rep):

@@ -123,7 +123,7 @@ def test_wait_names_the_node_whose_log_crashed(tmp_path: Path) -> None:
     out = waited.stdout
     assert "gpu-a [" in out and "gpu-b [" in out
     assert "CRASHED on gpu-b after" in out and "KeyError: 12 at torch_symm_mem.py:83" in out, out
-    assert "next:  press p to apply the SM120 patch" in out  # the crashed node's own diagnosis
+    assert "next:  run `symmtui patch apply` to apply the SM120 patch" in out  # the crashed node's own diagnosis
     assert out.rstrip().endswith("nodes: gpu-a ready, gpu-b crashed")
     finals = {}
     for log in (a, b):
