@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -26,6 +25,7 @@ INTENTS = ("patch", "relaunch", "stop")
 # Kinds a catalogue entry may have (Kind values).
 KINDS = tuple(k.value for k in Kind)
 MAX_FILE_BYTES = 1 << 20
+MAX_USER_ENTRIES = 1000  # entries of one user file
 SHIPPED = Path(__file__).resolve().parent.parent / "catalogue"
 """The folder of the package symmtui.catalogue: the shipped files."""
 # Placeholders every cause/action template may use, besides the named groups of its patterns.
@@ -322,25 +322,21 @@ def user_file() -> Path:
 
 
 def load_file(path: Path) -> tuple[Rule, ...]:
-    """The entries of a user's catalogue file; a file that is not there gives none."""
-    try:
-        with open(path, "rb") as fh:
-            if not os.path.isfile(path):
-                raise _fail(str(path), "file", "is not a regular file")
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
+    """The entries of a user's catalogue file; a file that is not there gives none. Read through the CLI
+    boundary: a FIFO or a device is refused without being opened, the size is capped (one line, exit 2)."""
+    from symmtui import boundary
+
+    hint = "make it a TOML file of [[entry]] tables (docs/catalogue.md) or remove it"
+    if not path.parent.is_dir():
+        return ()  # no config folder (or a file where it should be): no user entries
+    found = boundary.regular_file(path, what="the user catalogue", missing_ok=True, hint=hint)
+    if found is None:
         return ()
-    except NotADirectoryError:
-        return ()
-    except OSError as exc:
-        raise _fail(str(path), "file", f"cannot read it ({exc.strerror or exc})") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise _fail(str(path), "file", f"is larger than {MAX_FILE_BYTES >> 10} KiB")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _fail(str(path), "file", f"is not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    return parse_text(text, str(path), user=True)
+    text = boundary.read_text(found, what="the user catalogue", max_bytes=MAX_FILE_BYTES)
+    rules = parse_text(text, str(path), user=True)
+    if len(rules) > MAX_USER_ENTRIES:
+        raise _fail(str(path), "entry", f"{len(rules)} entries; at most {MAX_USER_ENTRIES} (each is tried on every line)")
+    return rules
 
 
 def user_entries(profile_entries: Sequence[Rule] = ()) -> tuple[Rule, ...]:
