@@ -75,13 +75,20 @@ def _strs(where: str, key: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _regex(where: str, key: str, pattern: str) -> re.Pattern[str]:
+def _regex(where: str, key: str, pattern: str, *, user: bool) -> re.Pattern[str]:
+    """A pattern compiled; a user's must also pass ``--ready``'s check (no repeated repeat: exponential
+    time on one line). The shipped ones are reviewed instead (``(?:\\w+\\.)*`` is safe behind its dot)."""
+    from symmtui.boundary import regex_problem
+
     if not pattern:
         raise _fail(where, key, "empty pattern (it would match every line)")
     try:
         rx = re.compile(pattern)
     except (re.error, RecursionError, OverflowError) as exc:
         raise _fail(where, key, f"bad regular expression {pattern[:80]!r}: {exc}") from None
+    problem = regex_problem(pattern) if user else None
+    if problem is not None:
+        raise _fail(where, key, problem)
     if rx.search("") is not None:
         raise _fail(where, key, f"pattern {pattern[:80]!r} matches every line (an empty match): make it specific")
     return rx
@@ -150,12 +157,12 @@ def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "", c
     context = _combine(contexts) if contexts else None
     if check_patterns:
         for i, pat in enumerate(patterns):
-            groups.update(_regex(where, f"patterns[{i}]", pat).groupindex)
-        _regex(where, "patterns", combined)  # two patterns naming the same group do not combine
+            groups.update(_regex(where, f"patterns[{i}]", pat, user=user).groupindex)
+        _regex(where, "patterns", combined, user=user)  # two patterns naming the same group do not combine
         for i, pat in enumerate(contexts):
-            _regex(where, f"context[{i}]", pat)
+            _regex(where, f"context[{i}]", pat, user=user)
         if context is not None:
-            _regex(where, "context", context)
+            _regex(where, "context", context, user=user)
     roles = _strs(where, "roles", raw.get("roles"))
     for role in roles:
         if role not in ROLES:
