@@ -6,7 +6,6 @@ The keys and limits are documented in docs/bundle.md; :data:`VERSION` changes wh
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from symmtui import boundary
+from symmtui.bundle import codec
 from symmtui.errors import UserError
 from symmtui.launch.envinfo import EnvInfo
 
@@ -34,7 +34,7 @@ MAX_GPU_ROUNDS = 1800  # GPU sampling rounds kept: past it, every other is dropp
 MAX_NOTICES = 200
 MAX_FILE_BYTES = 8 << 20  # the compressed file; a bigger one is rebuilt with less of the log
 MAX_READ_BYTES = 64 << 20  # a bundle we read back (compressed) ...
-MAX_JSON_BYTES = 256 << 20  # ... and uncompressed
+MAX_JSON_BYTES = 64 << 20  # ... and uncompressed (the recorder writes none larger)
 
 
 class BundleError(UserError):
@@ -114,10 +114,13 @@ def read_bundle(path: str | os.PathLike[str]) -> Bundle:
     p = Path(path)
     raw = boundary.read_bytes(p, what="the bundle", max_bytes=MAX_READ_BYTES)
     try:
-        text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+        text = codec.gunzip(raw, MAX_JSON_BYTES) if raw[:2] == b"\x1f\x8b" else raw
         if len(text) > MAX_JSON_BYTES:
-            raise BundleError(f"{p}: the bundle is over {MAX_JSON_BYTES >> 20} MiB uncompressed; not read")
+            raise codec.TooLarge(f"over {MAX_JSON_BYTES >> 20} MiB uncompressed")
         data = json.loads(text)
+        codec.check_depth(data)
+    except codec.TooLarge as exc:
+        raise BundleError(f"{p}: the bundle is {exc}; not read (symmtui writes none so large)") from None
     except (OSError, EOFError, zlib.error, ValueError, RecursionError) as exc:
         raise BundleError(f"{p} is not a symmtui bundle ({type(exc).__name__}); "
                           f"give a {SUFFIX} file written by symmtui") from None

@@ -380,7 +380,8 @@ class Recorder:
         }
 
     def encoded(self, *, final: bool = False) -> bytes:
-        """The compressed file, within :data:`format.MAX_FILE_BYTES`: less of the log until it fits, then
+        """The compressed file, within :data:`format.MAX_FILE_BYTES` (and :data:`format.MAX_JSON_BYTES`
+        uncompressed): less of the log until it fits, then
         fewer events, snapshots and GPU rounds (evenly spread, the last of each kept)."""
         share, keep = 1.0, 1.0
         while True:
@@ -390,9 +391,10 @@ class Recorder:
                     doc[key] = _spread(doc[key], keep)
                 doc["gpu"]["rounds"] = _spread(doc["gpu"]["rounds"], keep)
                 doc["trimmed"] = keep
-            data = gzip.compress(json.dumps(doc, separators=(",", ":")).encode("utf-8"), compresslevel=6, mtime=0)
-            if len(data) <= fmt.MAX_FILE_BYTES or keep < 1e-4:
-                return data
+            text = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+            data = gzip.compress(text, compresslevel=6, mtime=0)
+            if (len(data) <= fmt.MAX_FILE_BYTES and len(text) <= fmt.MAX_JSON_BYTES) or keep < 1e-4:
+                return data  # within what read_bundle reads back, compressed and not
             if share >= 1 / 64:
                 share /= 2
             else:
