@@ -82,8 +82,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """A run must leave the source tree as it found it: `wait`, `launch` and the dashboard record a bundle
-    next to the log they judge, so a test that judges a fixture log in place writes into tests/."""
+    """A run must leave the source tree as it found it: bundles go to the (per-test) state dir, but a
+    `--bundle` beside a fixture log, or a bundle copied there, would stay in tests/."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return
     strays = sorted(_bundles_in_tests() - _BUNDLES_BEFORE)
