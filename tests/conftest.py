@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import sysparts
+
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 # Bytecode is cached (in the gitignored __pycache__ dirs) even where the environment says not to
@@ -90,6 +92,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if strays:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         print("\nbundles written into the source tree (judge a copy of the fixture log):", *strays, sep="\n  ")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "needs(*parts): system parts the test uses (sshd, chromium, tmux, script): "
+                            "skipped with the reason where one is missing, a failure under CI=true (tests/sysparts.py)")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``@pytest.mark.needs(...)``: the one rule for a missing system part, before any fixture starts it."""
+    for mark in item.iter_markers("needs"):
+        sysparts.require(*mark.args)
 
 
 def pytest_runtest_teardown(item: pytest.Item) -> None:
