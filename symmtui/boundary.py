@@ -333,16 +333,24 @@ def parse_toml(text: str) -> dict[str, Any]:
 # ---------------------------------------------------------------- directories and the terminal
 
 
-def require_terminal(what: str, *, stdin: bool = True,
+TEXTUAL_STREAMS = ("standard input", "standard error")
+"""What a Textual app needs to be a terminal: it reads keys from standard input and draws on standard
+error (its Linux driver writes to ``sys.__stderr__``), so ``symmtui --log x >file`` works and
+``2>file`` does not."""
+
+
+def require_terminal(what: str, *, streams: tuple[str, ...] = TEXTUAL_STREAMS,
                      hint: str = "run it in a terminal, or use `symmtui wait` / `symmtui scan` in scripts") -> None:
-    """Refuse to start a full-screen ``what`` when stdin (if ``stdin``) or stdout is not a terminal.
+    """Refuse to start a full-screen ``what`` when one of ``streams`` ("standard input", "standard output",
+    "standard error": the process's own, as the interpreter started) is not a terminal.
 
     Under `symmtui serve` (textual-serve sets TEXTUAL_DRIVER to Textual's web driver) the app talks to
     the browser over its pipes: no terminal is needed there."""
     if os.environ.get("TEXTUAL_DRIVER", "").startswith("textual.drivers.web_driver:"):
         return
-    streams = (("standard input", sys.stdin),) if stdin else ()
-    for name, stream in (*streams, ("standard output", sys.stdout)):
+    by_name = {"standard input": sys.__stdin__, "standard output": sys.__stdout__, "standard error": sys.__stderr__}
+    for name in streams:
+        stream = by_name[name]
         try:
             ok = stream is not None and stream.isatty()
         except (OSError, ValueError):
