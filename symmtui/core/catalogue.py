@@ -26,6 +26,7 @@ INTENTS = ("patch", "relaunch", "stop")
 KINDS = tuple(k.value for k in Kind)
 MAX_FILE_BYTES = 1 << 20
 MAX_USER_ENTRIES = 1000  # entries of one user file
+MAX_USER_PATTERNS = 64  # patterns (and context patterns) of one user entry
 SHIPPED = Path(__file__).resolve().parent.parent / "catalogue"
 """The folder of the package symmtui.catalogue: the shipped files."""
 # Placeholders every cause/action template may use, besides the named groups of its patterns.
@@ -94,6 +95,18 @@ def _regex(where: str, key: str, pattern: str, *, user: bool) -> re.Pattern[str]
     return rx
 
 
+def _user_caps(where: str, patterns: Sequence[str], contexts: Sequence[str]) -> None:
+    """A user entry's patterns: at most MAX_USER_PATTERNS of each list, each as long as ``--ready`` may be."""
+    from symmtui.boundary import MAX_VALUE_CHARS
+
+    for key, items in (("patterns", patterns), ("context", contexts)):
+        if len(items) > MAX_USER_PATTERNS:
+            raise _fail(where, key, f"{len(items)} patterns; at most {MAX_USER_PATTERNS} in one entry")
+        for i, pat in enumerate(items):
+            if len(pat) > MAX_VALUE_CHARS:
+                raise _fail(where, f"{key}[{i}]", f"a pattern of {len(pat)} characters (at most {MAX_VALUE_CHARS}, as for --ready)")
+
+
 _GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
 
 
@@ -154,6 +167,8 @@ def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "", c
     groups: set[str] = set()
     combined = _combine(patterns)
     contexts = _strs(where, "context", raw.get("context"))
+    if user:
+        _user_caps(where, patterns, contexts)
     context = _combine(contexts) if contexts else None
     if check_patterns:
         for i, pat in enumerate(patterns):

@@ -28,6 +28,20 @@ def verdict_of(state: str) -> str:
     return verdict if verdict in VERDICTS else "stopped"
 
 
+MAX_EPOCH = 32503680000.0  # a start or end after the year 3000 is not one symmtui wrote
+MAX_PHASE = 365 * 86400.0  # a phase of more than a year likewise
+
+
+def _seconds(value: Any, top: float) -> float:
+    """A time read back from the history: a finite number in [0, top], else ValueError (the line is skipped)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"not a time: {type(value).__name__}")
+    seconds = float(value)
+    if not 0.0 <= seconds <= top:  # NaN fails this too
+        raise ValueError(f"time out of range: {seconds!r}")
+    return seconds
+
+
 @dataclass(frozen=True)
 class HistoryEntry:
     """One launch, appended once it ended (or was stopped)."""
@@ -83,11 +97,11 @@ class HistoryEntry:
         return cls(
             launch_id=str(d["launch_id"]),
             command_hash=str(d["command_hash"]),
-            start=float(d["start"]),
-            end=None if end is None else float(end),
+            start=_seconds(d["start"], MAX_EPOCH),
+            end=None if end is None else _seconds(end, MAX_EPOCH),
             verdict=str(d["verdict"]),
             cause=None if d.get("cause") is None else str(d["cause"]),
-            phases={str(k): float(v) for k, v in phases.items()},
+            phases={str(k): _seconds(v, MAX_PHASE) for k, v in phases.items()},
             patch=None if d.get("patch") is None else str(d["patch"]),
             profile_key=str(d.get("profile_key", "")),
             log_path=str(d.get("log_path", "")),

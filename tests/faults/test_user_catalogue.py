@@ -49,3 +49,21 @@ def test_a_safe_user_pattern_still_judges_the_line(tmp_path: Path) -> None:
     user_file().write_text(_entry(r"ERRX [\w ]+!$"))
     r = run_cli("wait", "--log", str(_log(tmp_path)), "--timeout", "5", "--no-record", timeout=60)
     assert r.returncode == 1 and b"CRASHED" in r.stdout, (r.stdout[-500:], r.stderr[-500:])
+
+
+def test_a_user_catalogue_is_capped_in_entries_patterns_and_pattern_length(tmp_path: Path) -> None:
+    import pytest
+
+    from symmtui.core.catalogue import CatalogueError, load_file
+
+    path = tmp_path / "catalogue.toml"
+    cases = {
+        "1001 entries; at most 1000": "".join(f'[[entry]]\nid = "e{i}"\nkind = "info"\npatterns = ["m{i}x"]\n'
+                                              for i in range(1001)),
+        "65 patterns; at most 64": _entry("p").replace("['p']", "[" + ", ".join(["'p'"] * 65) + "]"),
+        "a pattern of 5000 characters (at most 4096": _entry("x" * 5000),
+    }
+    for says, text in cases.items():
+        path.write_text(text)
+        with pytest.raises(CatalogueError, match=says.replace("(", r"\(")):
+            load_file(path)
