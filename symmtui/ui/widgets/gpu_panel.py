@@ -20,6 +20,7 @@ from symmtui.gpu.results import NA, GpuInfo, GpuProcess, GpuSample, is_na
 from symmtui.gpu.sampler import GpuSnapshot
 from symmtui.stacks.gpus import evidence, utilization_of
 from symmtui.ui.widgets.fmt import fit, gib, memory_bar, set_content, short_gpu_name, sparkline
+from symmtui.ui.widgets.plots import GpuHistory
 
 HIGH_MEMORY = 0.92  # fraction of total at which the bar turns to the "high" colour
 SPARK_POINTS = 60
@@ -239,7 +240,7 @@ class ProcessList(Static):
 
 
 class GpuPanel(Vertical):
-    """The GPU table plus the process list of the selected GPU."""
+    """The GPU table plus the process list of the selected GPU; it keeps the rounds for the plots."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -247,6 +248,8 @@ class GpuPanel(Vertical):
         self._snapshot: GpuSnapshot | None = None
         self._ours: frozenset[int] = frozenset()
         self._stalled = False
+        self.history = GpuHistory()
+        """The last 10 minutes of rounds, for the plots (G)."""
 
     def compose(self) -> ComposeResult:
         yield GpuTable(id="gpu-table")
@@ -255,6 +258,7 @@ class GpuPanel(Vertical):
     def show(self, snapshot: GpuSnapshot, our_pids: Collection[int] = ()) -> None:
         self._snapshot = snapshot
         self._ours = frozenset(our_pids)
+        self.history.add(snapshot)
         table = self.query_one(GpuTable)
         table.show(snapshot, self._ours)
         self.query_one(ProcessList).show(snapshot, table.cursor, self._ours)
@@ -263,6 +267,16 @@ class GpuPanel(Vertical):
         subtitle = f"NVML slow: last round took {snapshot.cost_seconds:.1f} s" if slow else ""
         if subtitle != self.border_subtitle:
             self.border_subtitle = subtitle
+
+    @property
+    def snapshot(self) -> GpuSnapshot | None:
+        """The latest round shown."""
+        return self._snapshot
+
+    @property
+    def our_pids(self) -> frozenset[int]:
+        """Our launch's pids, as of the latest round."""
+        return self._ours
 
     def show_stall(self, stalled: bool) -> None:
         """While the bring-up is STALLED, the title carries what the GPUs say about it (symmtui.stacks.gpus)."""
