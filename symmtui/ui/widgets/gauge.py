@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from textual.app import ComposeResult
@@ -13,6 +14,8 @@ from symmtui.core.ranks import RankSummary
 from symmtui.core.readiness import Snapshot, State
 from symmtui.session.nodes import NodesVerdict
 from symmtui.textsafe import visible
+from symmtui.ui import clock
+from symmtui.ui.eta import RateMeter, about, combined, live_eta
 from symmtui.ui.widgets.fmt import mmss, progress_bar, set_content
 
 STATE_WORDS: dict[State, str] = {
@@ -45,11 +48,18 @@ def state_var(state: State) -> str:
     return "$state-" + STATE_WORDS[state].lower().replace(" ", "-")
 
 
-def shown_elapsed(snapshot: Snapshot) -> float:
-    """Elapsed time, frozen at the verdict once there is one (READY after 00:59 stays 00:59)."""
-    if snapshot.state.final and snapshot.verdict_elapsed is not None:
-        return snapshot.verdict_elapsed
-    return snapshot.elapsed
+def shown_elapsed(snapshot: Snapshot, times: clock.LogTimes | None = None) -> float:
+    """Elapsed time, frozen at the verdict once there is one (READY after 00:59 stays 00:59); on the log's own
+    clock where it holds more than was watched (a finished log opened, an attach: ``symmtui.ui.clock``)."""
+    return clock.elapsed(snapshot, times, time.monotonic())
+
+
+def ready_words(snapshot: Snapshot) -> str:
+    """``in 00:14`` (watched), or ``8m01s after its first line`` (the log's own clock, as `scan` says)."""
+    after, how = clock.verdict_after(snapshot)
+    if how and after is not None:
+        return f"{clock.words(after)} {how}"
+    return f"in {mmss(after if after is not None else snapshot.elapsed)}"
 
 
 PROGRESS_UNITS = {"loading weights": "shards", "capturing CUDA graphs": "batches"}
@@ -70,6 +80,8 @@ class ReadinessGauge(Vertical):
         super().__init__(id=id)
         self.border_title = "Readiness"
         self.snapshot: Snapshot | None = None
+        self.meter = RateMeter()
+        """The live progress rate, for the ETA without history (``symmtui.ui.eta``)."""
 
     def compose(self) -> ComposeResult:
         yield Static("", id="state-banner")
@@ -97,9 +109,11 @@ class ReadinessGauge(Vertical):
         return banner
 
     def show(self, snapshot: Snapshot, *, eta: float | None = None, eta_runs: int = 0,
-             timings: list[str] | None = None) -> None:
-        """Render one readiness snapshot; `eta` is seconds left predicted from launch history; `timings`:
-        once READY, the phases that differ from earlier launches (``symmtui.launch.timings``)."""
+             timings: list[str] | None = None, log_times: clock.LogTimes | None = None) -> None:
+        """Render one readiness snapshot; `eta` is seconds left predicted from launch history (the live
+        progress rate gives one without history, and keeps the history's from going below it); `timings`:
+        once READY, the phases that differ from earlier launches (``symmtui.launch.timings``); `log_times`:
+        the log pane's stamps, for the time since the launch's first line."""
         self.snapshot = snapshot
         state = snapshot.state
         banner = self._banner(state)
@@ -107,7 +121,8 @@ class ReadinessGauge(Vertical):
         if state in (State.CRASHED, State.STALLED, State.TIMED_OUT) and snapshot.cause is not None:
             detail = snapshot.cause.headline()
         elif state is State.READY:
-            detail = f"ready after {mmss(snapshot.verdict_elapsed or snapshot.elapsed)}"
+            words = ready_words(snapshot)
+            detail = f"ready {words}" if not words.startswith("in ") else f"ready after {words[3:]}"
         elif state is State.WAITING:
             detail = "for the server log"
         if not detail and snapshot.detail and state is not State.STARTING:
@@ -122,7 +137,8 @@ class ReadinessGauge(Vertical):
         set_content(
             self.query_one("#gauge-phase", Static),
             Content.assemble(
-                ("elapsed ", "$muted"), (mmss(shown_elapsed(snapshot)), "bold"), ("   phase ", "$muted"), (phase, "bold")
+                ("elapsed ", "$muted"), (mmss(shown_elapsed(snapshot, log_times)), "bold"), ("   phase ", "$muted"),
+                (phase, "bold")
             ),
         )
         bar = self.query_one("#gauge-bar", Static)
@@ -137,9 +153,14 @@ class ReadinessGauge(Vertical):
         else:
             bar.display = False
         eta_parts: list[Content | str | tuple[str, str]] = []
-        if live and eta is not None:
-            runs = f" (from {eta_runs} earlier launch{'es' if eta_runs != 1 else ''})" if eta_runs else ""
-            eta_parts += [("ETA ", "$muted"), (mmss(eta), "bold"), (runs, "$muted")]
+        self.meter.feed(snapshot)
+        rate = live_eta(snapshot, self.meter)
+        shown_eta = combined(eta if live else None, rate)
+        if live and shown_eta is not None:
+            why = [f"from {eta_runs} earlier launch{'es' if eta_runs != 1 else ''}"] if eta is not None and eta_runs else []
+            why += [rate.why()] if rate is not None else []
+            eta_parts += [("ETA ", "$muted"), (about(shown_eta) if eta is None else mmss(shown_eta), "bold"),
+                          (f" ({'; '.join(why)})" if why else "", "$muted")]
         elif live:
             eta_parts += [("ETA ", "$muted"), ("no history yet", "$muted")]
         remaining = snapshot.remaining_timeout

@@ -62,6 +62,7 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 from symmtui.textsafe import visible
+from symmtui.ui.clock import LogTimes
 from symmtui.ui.widgets import log_goto
 from symmtui.ui.widgets.log_filters import MAX_MATCHES, FilterRule, ViewFilter, build, count_matches, matches
 from symmtui.ui.widgets.log_index import (
@@ -580,6 +581,8 @@ class LogView(Vertical):
         self._note = ""
         self._programmatic = False
         self._search_run = 0  # bumped to cancel a search still scanning the file
+        self._first_stamp: float | None = None
+        self._last_stamp: tuple[float, float] | None = None  # (log time, time.monotonic() it arrived)
         self._lines = LogLines(self, self.index)
         self._search = LogSearch(self)
         self._status = LogStatus(self)
@@ -654,6 +657,22 @@ class LogView(Vertical):
             return f"no errors in {self.index.last_no:,} lines (e shows everything)"
         return "no line passes the filters (X clears the regex filters, e the errors-only one)"
 
+    def log_times(self) -> LogTimes:
+        """The log's own clock as the pane saw it: its first and latest stamped line, and when that arrived."""
+        last, seen = self._last_stamp if self._last_stamp is not None else (None, None)
+        return LogTimes(self._first_stamp, last, seen)
+
+    def _stamps(self, lines: Sequence[LineLike]) -> None:
+        """Keep the first and the latest stamped line's log time (a few lines of a batch are read, not all)."""
+        if self._first_stamp is None:
+            self._first_stamp = next((ts for line in lines[:50] if (ts := log_goto.stamp_of(line.plain)) is not None),
+                                     None)
+        for line in reversed(lines[-20:]):
+            ts = log_goto.stamp_of(line.plain)
+            if ts is not None:
+                self._last_stamp = (ts, time.monotonic())
+                return
+
     def focus(self, scroll_visible: bool = True) -> LogView:
         """Focus the scrolling body (the container itself takes no focus)."""
         self._lines.focus(scroll_visible)
@@ -705,6 +724,7 @@ class LogView(Vertical):
         self.new_lines = 0
         self._note = ""
         self._matches = array("Q") if self._needle else None
+        self._first_stamp = self._last_stamp = None
         self._update_size()
         self._set_following(True)
         self._lines.refresh()
@@ -734,6 +754,7 @@ class LogView(Vertical):
             self.reset(self.index.path)
             self.append_lines(lines[result.restart_at :])
             return
+        self._stamps(lines)
         if self._needle and self._matches is not None and len(self._matches) < MAX_MATCHES:
             index = self.index
             for row in range(max(end_before, index.base), index.end):
