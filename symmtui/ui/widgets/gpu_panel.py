@@ -147,7 +147,7 @@ class GpuTable(Widget, can_focus=True):
         used = _num(sample.memory_used) or 0.0
         reserved = _num(sample.memory_reserved) or 0.0
         cap = info.capability
-        cap_text = f"{cap[0]}.{cap[1]}" if isinstance(cap, tuple) else "n/a"
+        cap_text = f"{cap[0]}.{cap[1]}" if isinstance(cap, tuple) else "–"  # an exporter's GPU: not published
         procs = _procs(sample)
         nprocs = len(procs)
         strangers = sum(1 for p in procs if p.pid not in self.our_pids)
@@ -175,8 +175,8 @@ class GpuTable(Widget, can_focus=True):
             if cols.power:
                 parts.append(f"{_show(sample.power_w, '{:.0f}W'):>5} ")
             procs_style = "$gpu-stranger" if strangers else ("$gpu-ours" if nprocs else "$muted")
-            count = "n/a" if is_na(sample.processes) else f"{nprocs:>2}"
-            parts.append((f"{count}p", procs_style))
+            # an exporter publishes no process list: a dash, not "n/ap"
+            parts.append((" –" if is_na(sample.processes) else f"{nprocs:>2}p", procs_style))
         row = Content.assemble(*parts)
         return row.stylize("reverse") if selected and self.has_focus else (row.stylize("bold") if selected else row)
 
