@@ -5,7 +5,10 @@ moves, a screen is pushed or popped, the app gains focus), once per refresh even
 in one frame, and each new key switches its ``-compact`` class twice (on by default, then off from
 the footer's own value), a restyle each. This one coalesces the refreshes of a frame into one check,
 skips the rebuild when the keys, their enabled state and the palette key are those already shown,
-and gives new keys bound to the footer's compact its value before they mount. What it shows is the same.
+and gives new keys bound to the footer's compact its value before they mount.
+
+In a narrow terminal (``compact``, under 110 columns) it shows only the keys of ``narrow_keys`` (the most
+important ones, the help key among them: it lists the rest); wide, every key.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ ShownKeys = tuple[object, ...]
 class DashboardFooter(Footer):
     """A Footer that recomposes only when what it shows would change (see the module docstring)."""
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, narrow_keys: frozenset[str] = frozenset()) -> None:
         super().__init__(id=id)
+        self.narrow_keys = narrow_keys
+        """The keys shown when compact (empty: all of them)."""
         self._composed: ShownKeys | None = None  # what the last compose showed (None: nothing yet)
         self._check_pending = False
         self.recomposes = 0
@@ -41,14 +46,17 @@ class DashboardFooter(Footer):
             for key, active in self.screen.active_bindings.items()
             if active.binding.show or key == app.COMMAND_PALETTE_BINDING
         )
-        return (bindings, self.show_command_palette, self.combine_groups, app.ENABLE_COMMAND_PALETTE)
+        return (bindings, self.show_command_palette, self.combine_groups, app.ENABLE_COMMAND_PALETTE, self.compact)
 
     def compose(self) -> ComposeResult:
         self._composed = self.shown_keys() if self._bindings_ready else None
         if self._composed is not None:
             self.recomposes += 1
         compact = self.compact
+        only = self.narrow_keys if compact else frozenset()
         for widget in super().compose():
+            if isinstance(widget, FooterKey) and only and widget.key not in only and widget.key != "ctrl+p":
+                continue
             if isinstance(widget, FooterKey) and "compact" in (widget._reactive_connect or {}):
                 # a key bound to the footer's compact (the palette key is not): mount it with the
                 # footer's value, so its class is not switched on then off again (two restyles)
@@ -61,6 +69,12 @@ class DashboardFooter(Footer):
         if not screen.app.app_focus:
             return
         if self.is_attached and screen is self.screen and not self._check_pending:
+            self._check_pending = True
+            self.call_after_refresh(self._recompose_if_changed)
+
+    def watch_compact(self, compact: bool) -> None:
+        """Narrow or wide: the keys shown change with it."""
+        if self.narrow_keys and self.is_attached and not self._check_pending:
             self._check_pending = True
             self.call_after_refresh(self._recompose_if_changed)
 
