@@ -59,6 +59,8 @@ def test_the_plots_show_memory_rising_in_the_weights_phase_with_the_phases_marke
     history = rounds()
     marks = phase_marks(ready_snapshot(), 600.0, T0 + 600.0)
     lines = render_plots(history, marks, 130).plain.split("\n")
+    assert "1 loading weights   2 capturing CUDA graphs" in lines[3], "the key above the charts"
+    lines = lines[5:]
     assert lines[0].startswith("GPU 0  RTX PRO 6000") and "util 90 %" in lines[0]
     memory = lines[1:4]  # three rows, the top first
     top, bottom = memory[0][9:], memory[2][9:]
@@ -74,8 +76,7 @@ def test_the_plots_show_memory_rising_in_the_weights_phase_with_the_phases_marke
     assert memory[0][9 + start] == "┊"
     numbers = next(line for line in lines if line.startswith("phases"))
     assert numbers[9 + start] == "1" and numbers[9 + int(width * 0.7)] == "2"
-    assert "1 loading weights   2 capturing CUDA graphs" in lines[-1]
-    assert any("-10m" in line and "now" in line for line in lines)
+    assert any("-10m" in line and "now" in line for line in lines[-3:]), "the axis again below"
     assert sum(1 for line in lines if line.startswith("GPU ")) == 8
 
 

@@ -84,7 +84,9 @@ def session(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Pa
     marker = f"SYMMTUI_TMUX_TEST={name}"
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    env_prefix = f"env {marker} TMPDIR={tmpdir} TERM=tmux-256color"
+    # COLUMNS/LINES in the tmux server's environment (a server started from a shell that exported them)
+    # would override the pane's real size for Textual (shutil.get_terminal_size reads them first)
+    env_prefix = f"env -u COLUMNS -u LINES {marker} TMPDIR={tmpdir} TERM=tmux-256color"
     command = f"{env_prefix} {sys.executable} -m symmtui demo --speed 160 --story {story}"
     _tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", command)
     try:

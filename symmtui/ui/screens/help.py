@@ -1,10 +1,9 @@
 """The help screen (? and F1): every key of the dashboard and what it does in the current state.
 
 The rows come from the screen it opens over: its active bindings (the app's, and those of the widget with
-focus and its parents) with their description or tooltip, a key the app would refuse now (a modal, one
-node) marked "not now" with the app's reason where it has one (``key_note``), and the log pane's own keys
-(``LogView.KEYS_HELP``), whose ``n`` / ``N`` say what they walk right now (the search's matches or the
-errors). Escape, q, ? or F1 closes it.
+focus and its parents: the log pane's, the GPU table's) with their tooltip or description; a key the app
+disables now is marked with the app's reason where it has one (``note``: "relaunch needs a profile ..."),
+else "not now"; and ``extra`` rows (the dialogs' keys). Escape, q, ? or F1 closes it.
 """
 
 from __future__ import annotations
@@ -62,7 +61,7 @@ _SECTIONS = {"LogView": "the log pane", "LogLines": "the log pane", "GpuTable": 
 
 
 def _render(rows: list[HelpRow], width: int) -> Content:
-    key_width = min(14, max((len(r.key) for r in rows), default=4) + 2)
+    key_width = min(16, max((len(r.key) for r in rows), default=4) + 2)
     out: list[Content] = []
     section = None
     for row in rows:
@@ -71,8 +70,11 @@ def _render(rows: list[HelpRow], width: int) -> Content:
             if out:
                 out.append(Content(""))
             out.append(Content.styled(section, "bold $accent"))
-        what = row.what[0].lower() + row.what[1:] if row.what else ""
-        parts: list[Content | str | tuple[str, str]] = [(f"  {row.key:<{key_width}}", "bold"), what]
+        what = row.what
+        if len(what) > 1 and what[0].isupper() and what[1].islower():  # "Show only" -> "show only"; "GPU" stays
+            what = what[0].lower() + what[1:]
+        key = row.key if len(row.key) < key_width else row.key + " "
+        parts: list[Content | str | tuple[str, str]] = [(f"  {key:<{key_width}}", "bold"), what]
         if row.not_now:
             parts.append((f"  ({row.not_now})", "$muted"))
         out.append(Content.assemble(*parts))

@@ -41,11 +41,11 @@ class StatusHeader(Widget):
         width = self.size.width or 200
         detail = visible(self.detail)  # may be log text
         note = f"  [{self.note}]" if self.note else ""
-        tails = [f"   host {self.host}  profile {self.profile}", f"   host {self.host}", f"   {self.host}", ""]
+        tails = [f"   host {self.host}  profile {self.profile}", f"   host {self.host}", f"   {self.host}"]
         used = 9 + 1 + len(words)
-        for tail in tails:
+        for tail in tails:  # the detail whole if it fits with the host at least; else cut, the host kept
             room = width - used - len(note) - len(tail)
-            if not detail or room >= min(len(detail) + 1, 24):
+            if room >= len(detail) + 1:
                 break
         if detail and room < len(detail) + 1:
             detail = detail[: max(0, room - 2)] + "…" if room > 2 else ""
@@ -58,6 +58,6 @@ class StatusHeader(Widget):
             parts += [("   host ", "$muted"), (self.host, "bold")]
             if "profile" in tail:
                 parts += [("  profile ", "$muted"), (self.profile, "bold")]
-        elif tail:
+        else:
             parts += [("   ", ""), (self.host, "bold")]
         return Content.assemble(*parts)

@@ -9,7 +9,7 @@ Use (the dashboard):
     log.append_lines(update.lines)          # on the UI thread, batches of LogLine (O(batch))
     log.add_events(update.events)           # the engine's events: row colours, blocks from their spans, n/N stops
 
-Keys (bindings on the widget; `KEYS_HELP` says each for the help screen): f follow on/off, / search (Enter:
+Keys (bindings on the widget, each with a tooltip the help screen shows): f follow on/off, / search (Enter:
 the first match, then n / N walk the matches and the status line says "3 of 17"; Escape closes), e errors
 only, n / N the next / previous match while a search is on, else error, ] / [ next / previous error, i / x
 filter in / out by regex (lnav's :filter-in / :filter-out; a chip each with the hidden count), X clears the
@@ -95,6 +95,7 @@ _KIND_CLASS = {
 }
 _GUTTER = 2
 _SEARCH_SLICE = 0.01  # seconds of searching between two turns of the event loop
+MAX_EXPORT = 1_000_000  # lines an export writes at most
 
 
 def _clean(text: str) -> str:
@@ -442,6 +443,8 @@ class LogStatus(Widget):
         self._owner = owner
 
     def render(self) -> Text:
+        """What matters most first, so a narrow pane cuts the least: following, the search, the last key's
+        note, the filters and wrap, then the counts."""
         owner = self._owner
         note_style = self.get_component_rich_style("log-view--status-note")
         chip_style = self.get_component_rich_style("log-view--status-chip")
@@ -450,25 +453,14 @@ class LogStatus(Widget):
             text.append(" ● following", self.get_component_rich_style("log-view--status-following"))
         else:
             new = owner.new_lines
-            text.append(f" ❚❚ paused — {new:,} new line{'s' if new != 1 else ''}",
-                        self.get_component_rich_style("log-view--status-paused"))
+            paused = f" ❚❚ paused — {new:,} new line{'s' if new != 1 else ''}" if new else " ❚❚ paused"
+            text.append(paused, self.get_component_rich_style("log-view--status-paused"))
             text.append(" (f: follow)")
-        if owner.search_text:  # "/shard/ 3 of 17": before the rest, so a narrow pane still shows it
+        if owner.search_text:  # "/shard/ 3 of 17"
             text.append(" · ")
             text.append(f"/{owner.search_text}/ {owner.match_position()}", note_style)
         if owner._note:  # what the last key did
             text.append(f" · {owner._note}", note_style)
-        # counts are the engine's events (a traceback from 8 ranks is one); n/N walks every marked line
-        crashes, warnings = len(owner.index.crash_events), len(owner.index.warning_events)
-        if crashes:
-            text.append(f" · {crashes:,} error{'s' if crashes != 1 else ''}")
-        if warnings:
-            text.append(f" · {warnings:,} warning{'s' if warnings != 1 else ''}")
-        stops = owner.error_count
-        if owner.error_position:
-            text.append(f" · mark {owner.error_position}/{stops}")
-        elif stops and not (crashes or warnings):
-            text.append(f" · {stops:,} marked line{'s' if stops != 1 else ''}")
         if owner.errors_only:
             text.append(" · errors only (e)", note_style)
         for rule in owner.filters:
@@ -481,6 +473,17 @@ class LogStatus(Widget):
             text.append(f" {hidden:,} hidden" + (" (X clears)" if owner.filters else ""))
         if owner.wrap:
             text.append(" · wrap (w)", note_style)
+        # counts are the engine's events (a traceback from 8 ranks is one); n/N walks every marked line
+        crashes, warnings = len(owner.index.crash_events), len(owner.index.warning_events)
+        if crashes:
+            text.append(f" · {crashes:,} error{'s' if crashes != 1 else ''}")
+        if warnings:
+            text.append(f" · {warnings:,} warning{'s' if warnings != 1 else ''}")
+        stops = owner.error_count
+        if owner.error_position:
+            text.append(f" · mark {owner.error_position}/{stops}")
+        elif stops and not (crashes or warnings):
+            text.append(f" · {stops:,} marked line{'s' if stops != 1 else ''}")
         lines = owner.index.last_no
         text.append(f" · {lines:,} line{'s' if lines != 1 else ''}")
         return text
@@ -507,22 +510,6 @@ class LogView(Vertical):
         Binding("colon", "command", "Command", key_display=":", show=False),
         Binding("escape", "close_search", "Close search", show=False),
     ]
-
-    KEYS_HELP: tuple[tuple[str, str], ...] = (
-        ("f", "follow the end of the log, or pause (End resumes)"),
-        ("/", "search: lower case matches any case; Enter goes to the first match"),
-        ("n / N", "next / previous search match while a search is on, else next / previous error"),
-        ("] / [", "next / previous error (always)"),
-        ("e", "errors only: crash and warning lines and traceback blocks"),
-        ("i / x", "filter in / out: show only / hide the lines a regex matches (a chip each)"),
-        ("X", "clear the regex filters"),
-        ("w", "soft wrap long lines (on/off)"),
-        ("z", "fold / unfold the other ranks' copies of a traceback"),
-        ("g", "go to a line, a log time (09:47:20, +8m01s) or a phase (cuda graphs)"),
-        (":", "lnav-style command: filter-in RE, filter-out RE, clear-filters, goto WHERE"),
-        ("Escape", "close the search"),
-    )
-    """The pane's keys and what they do, for the help screen."""
 
     DEFAULT_CSS = """
     LogView {
@@ -1032,6 +1019,36 @@ class LogView(Vertical):
         self._note = f"no match for {needle!r}"
         self._status.refresh()
         return True
+
+    # ------------------------------------------------------------------ export
+    def export(self, path: Path) -> None:
+        """Write the lines the pane shows (its filters and folds applied, summary rows as ``▶ ...``) to ``path``:
+        gathered in slices on the loop, written (atomically, 0600) on a thread; a toast says where, or why not."""
+        self._export(path)
+
+    @work(group="log-export", exclusive=True)
+    async def _export(self, path: Path) -> None:
+        index = self.index
+        out: list[str] = []
+        deadline = time.monotonic() + _SEARCH_SLICE
+        for y in range(min(index.view_len(), MAX_EXPORT)):
+            if y >= index.view_len():
+                break
+            is_summary, value = index.view_entry(y)
+            out.append(f"▶ {index.block_summary(index.blocks[value])}" if is_summary else index.text(value))
+            if time.monotonic() > deadline:
+                await asyncio.sleep(0)
+                deadline = time.monotonic() + _SEARCH_SLICE
+        from symmtui.fsatomic import write_atomic
+
+        data = ("\n".join(visible(line) for line in out) + "\n").encode()
+        try:
+            await asyncio.to_thread(write_atomic, path, data)
+        except OSError as exc:
+            self.notify(f"export failed: {path}: {exc.strerror or exc}", severity="error", timeout=8)
+            return
+        cut = f" (the first {MAX_EXPORT:,})" if index.view_len() > MAX_EXPORT else ""
+        self.notify(f"{len(out):,} lines{cut} written to {path}", timeout=8)
 
     # ------------------------------------------------------------------ filters
     def _apply_filter(self) -> None:

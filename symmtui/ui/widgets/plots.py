@@ -158,15 +158,16 @@ def render_plots(history: GpuHistory, marks: list[tuple[float, str]], width: int
         c = _column(t, t0, now, cols)
         if c is not None:
             numbers[c] = str(k % 10)
-    lines += [Content.assemble((" " * 9, ""), ("".join(axis), "$muted")),
-              Content.assemble((" " * 9, ""), ("".join(labels), "$muted")),
-              Content.assemble(("phases   ", "$muted"), ("".join(numbers), "bold $accent"))]
+    key = [Content.assemble(("phases   ", "$muted"), ("".join(numbers), "bold $accent")),
+           Content.assemble((" " * 9, ""), ("".join(axis), "$muted")),
+           Content.assemble((" " * 9, ""), ("".join(labels), "$muted"))]
     if shown:
         legend = "   ".join(f"{k % 10} {name}" for k, (_t, name) in enumerate(shown, 1))
-        lines.append(Content.assemble(("         ", ""), (legend, "$accent")))
+        key.append(Content.assemble(("         ", ""), (legend, "$accent")))
     else:
-        lines.append(Content.styled("         no phase began in these 10 minutes", "$muted"))
-    return Content("\n").join(lines)
+        key.append(Content.styled("         no phase began in these 10 minutes", "$muted"))
+    # the key above the charts (on screen without scrolling) and the axis again below them
+    return Content("\n").join([*key, Content(""), *lines, *key[:3]])
 
 
 class GpuPlots(Static):
