@@ -20,12 +20,10 @@ __all__ = [
     "FileNotice",
     "LogFollower",
     "LogItem",
-    "LineCount",
     "LineSplitter",
     "LogLine",
     "NoticeKind",
     "count_lines",
-    "count_lines_parallel",
     "iter_lines",
     "tail_offset",
 ]
@@ -36,6 +34,10 @@ BATCH_BYTES = 4 << 20
 """One poll() reads at most this much, so a huge backlog comes in bounded batches (see `has_more`)."""
 COUNT_LIMIT = 256 << 20
 """Attaching at the tail counts the newlines before it (exact line numbers) up to this many bytes."""
+ATTACH_COUNT_LIMIT = 32 << 20
+"""``attach_at`` counts the newlines before its point up to this offset (~10 ms); past it a printed
+number is an estimate (``line ~N``): the verdict never waits on a count that grows with the file."""
+SAMPLE_BYTES = 1 << 20  # the lines before an uncounted attach point are estimated from this much before it
 _FINGERPRINT = 64
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
@@ -222,114 +224,19 @@ def count_lines(fd: int, start: int, end: int, block: int = READ_BYTES) -> int:
     return n
 
 
-# A counting helper: a bare interpreter (-I -S starts in ~10 ms) that counts newlines in [a, b) of an
-# inherited descriptor and prints the number.
-_COUNT_HELPER = (
-    "import os,sys\nfd,a,b=map(int,sys.argv[1:4])\nn=0\nwhile a<b:\n"
-    " d=os.pread(fd,min(1<<20,b-a),a)\n if not d:break\n n+=len(d)-len(d.replace(b'\\n',b''))\n a+=len(d)\n"
-    "print(n)"
-)
-COUNT_PART = 128 << 20
-"""A counting helper process gets at least this many bytes."""
-
-
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def count_lines_parallel(fd: int, start: int, end: int) -> int:
-    """``count_lines`` split over helper processes, one per idle core (at most 8, each >= COUNT_PART);
-    in this thread where there is one core, or the helpers cannot be started."""
-    parts = min(8, _cpus(), (end - start) // COUNT_PART)
-    if parts < 2:
-        return count_lines(fd, start, end)
-    import subprocess
-    import sys
-
-    cuts = [start + (end - start) * k // parts for k in range(parts + 1)]
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        for a, b in zip(cuts, cuts[1:], strict=False):
-            procs.append(subprocess.Popen([sys.executable, "-I", "-S", "-c", _COUNT_HELPER, str(fd), str(a), str(b)],
-                                          pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                          stderr=subprocess.DEVNULL))
-        total = 0
-        for proc in procs:
-            out, _ = proc.communicate()
-            if proc.returncode != 0 or not out.strip().isdigit():
-                raise OSError(errno.EIO, f"line-count helper exited {proc.returncode}")
-            total += int(out)
-        return total
-    except OSError:  # no fork/exec here (limits, seccomp): count in this thread, slower
-        for proc in procs:
-            proc.kill()
-            proc.wait()
-        return count_lines(fd, start, end)
-
-
-class LineCount:
-    """The newlines in bytes [0, end) of a file, counted in the background on its own descriptor.
-
-    Attaching partway into a file too big to count at once numbers its lines from the attach point;
-    this turns those numbers into the file's own (``result``) once the count is done. Where there
-    are several cores the count runs in helper processes (``count_lines_parallel``): it starts at
-    once and holds no GIL the judging needs.
-    """
-
-    def __init__(self, fd: int, end: int) -> None:
-        self.end = end
-        self._fd = os.dup(fd)
-        self._done = threading.Event()
-        self._value: int | None = None
-        self._thread = threading.Thread(target=self._run, name="symmtui-linecount", daemon=True)
-        self._started = False
-        self._lock = threading.Lock()
-        self.aside = min(8, _cpus(), end // COUNT_PART) >= 2  # counted by helper processes
-
-    def start(self) -> None:
-        """Start counting (idempotent). ``watch`` starts it once the lines up to the file's end have been
-        handed over, so that an in-thread count does not compete for the GIL with judging them; a
-        count in helper processes starts as soon as the attach point is known."""
-        with self._lock:
-            if self._started:
-                return
-            self._started = True
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = count_lines_parallel(self._fd, 0, self.end)
-        except OSError:
-            self._value = None
-        finally:
-            os.close(self._fd)
-            self._done.set()
-
-    def result(self, timeout: float | None = 0.0) -> int | None:
-        """The count, waiting at most ``timeout`` seconds for it; None when not done (or unreadable)."""
-        self.start()
-        self._done.wait(timeout)
-        return self._value
-
-
 @dataclass(frozen=True)
 class Numbering:
-    """Line numbers as the follower gave them -> the file's own: exact, or estimated while uncounted."""
+    """Line numbers as the follower gave them -> the file's own: exact, or estimated past an uncounted part."""
 
-    base: LineCount | None = None
-    read_bytes: int = 0  # bytes read since the attach point ...
-    read_lines: int = 0  # ... holding this many lines (for an estimate)
+    skipped: int = 0  # bytes before the attach point whose lines were not counted (0: numbers are exact)
+    read_bytes: int = 0  # bytes read since the attach point
+    skipped_lines: int = 0  # the lines before it, estimated from the MiB just before it
 
-    def label(self, no: int, timeout: float = 0.0) -> str:
-        """``line 123`` (exact), or ``line ~123`` when the lines before the attach point are not counted
-        within ``timeout`` seconds (estimated from the average line length after it)."""
-        if self.base is None:
+    def label(self, no: int) -> str:
+        """``line 123`` (exact), or ``line ~123`` when the lines before the attach point were not counted."""
+        if not self.skipped:
             return f"line {no}"
-        before = self.base.result(timeout)
-        if before is not None:
-            return f"line {before + no}"
-        per_line = self.read_bytes / self.read_lines if self.read_lines else 100.0
-        return f"line ~{round(self.base.end / max(per_line, 1.0)) + no}"
+        return f"line ~{self.skipped_lines + no}"
 
 
 def _iter_fd(
@@ -418,7 +325,8 @@ class LogFollower:
         self.count_limit = COUNT_LIMIT if count_limit is None else count_limit
         self.attach_at = attach_at
         self.numbering_exact = True
-        self.line_base: LineCount | None = None  # numbering from an attach point: lines before it, counting
+        self.skipped = 0  # bytes before the attach point whose lines were not counted (numbers start there)
+        self.skipped_lines = 0  # ... and their estimated number
         self.has_more = False
         self._lock = threading.Lock()
         self._split = _Splitter(max_line_bytes, live=True)
@@ -512,8 +420,8 @@ class LogFollower:
 
     def numbering(self) -> Numbering:
         """How this follower's line numbers map to the file's (it outlives ``close``)."""
-        base = self.line_base
-        return Numbering(base, self._split.offset - (base.end if base else 0), self._split.no - 1)
+        skipped = self.skipped
+        return Numbering(skipped, self._split.offset - skipped, self.skipped_lines)
 
     def backfill(self, batch_bytes: int = BATCH_BYTES) -> Iterator[list[LogLine]]:
         """The lines the tail start skipped (bytes before it), numbered exactly from 1, in batches.
@@ -557,8 +465,6 @@ class LogFollower:
             items = self.poll()
             if items:
                 on_batch(items)
-            if not self.has_more and self.line_base is not None:
-                self.line_base.start()  # caught up and judged: count the lines before the attach point now
             if not self.has_more or stop.is_set():
                 return
 
@@ -721,16 +627,16 @@ class LogFollower:
             start, attached = self.attach_at(fd, fst.st_size)
             if start > 0:
                 self._backfill = (os.dup(fd), start)
-                if start <= self.count_limit:
+                if start <= min(self.count_limit, ATTACH_COUNT_LIMIT):
                     no = count_lines(fd, 0, start) + 1
                     where = f"at line {no}"
                 else:
-                    # Counting a GB of newlines takes ~0.4 s: do it aside, number from the attach point.
+                    # Counting a GB of newlines takes ~0.4 s, for a line number only: number from here.
                     self.numbering_exact = False
-                    self.line_base = LineCount(fd, start)
-                    if self.line_base.aside:
-                        self.line_base.start()
-                    where = f"at byte {start} (lines numbered from there while the lines before are counted)"
+                    self.skipped = start
+                    sample = os.pread(fd, SAMPLE_BYTES, start - SAMPLE_BYTES)  # lines like those before it
+                    self.skipped_lines = round(start * newlines(sample) / len(sample))
+                    where = f"at byte {start} (lines numbered from there; printed numbers are estimates, line ~N)"
         else:
             self._attach_tail = False
             self.numbering_exact = True
@@ -758,7 +664,7 @@ class LogFollower:
         self._split.reset(0, 1)
         self._fingerprint = b""
         self.numbering_exact = True
-        self.line_base = None
+        self.skipped = self.skipped_lines = 0
         self._notice(out, "truncated", f"{self.path} {why} after line {lines}; reading it again from its start")
 
     def _read(self, out: list[LogItem]) -> None:
