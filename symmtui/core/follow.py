@@ -1,4 +1,4 @@
-"""Follow a log file like `tail -F`, on inotify (watchfiles): whole lines, rotation, truncation, tqdm progress."""
+"""Follow a log file like `tail -F`, on inotify: whole lines, rotation, truncation, tqdm progress."""
 
 from __future__ import annotations
 
@@ -339,6 +339,7 @@ class LogFollower:
         self._attach_tail = False
         self._backfill: tuple[int, int] | None = None  # (dup fd, end offset) of the region the tail skipped
         self._closed = False
+        self._watch: Any = None  # the inotify watch that watch() blocks on, for wake()
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -374,49 +375,63 @@ class LogFollower:
         stop: threading.Event,
         on_batch: Callable[[list[LogItem]], None],
         *,
-        debounce_ms: int = 20,
-        step_ms: int = 5,
+        gather_ms: int = 5,
         timeout_ms: int = 1000,
     ) -> None:
         """Block until `stop` is set, calling `on_batch` with every non-empty poll result.
 
-        Wakes on inotify events for the file's directory (or, while it is missing, its nearest
-        existing ancestor): a write reaches `on_batch` within about `step_ms`..`debounce_ms`
-        (plus the read). Every `timeout_ms` it polls anyway, as a safety net. Returns within
-        about `step_ms` of `stop` being set.
+        Blocks in inotify on the file's directory (or, while it is missing, its nearest existing
+        ancestor): a write after a quiet moment is read at once; while writes keep coming, reads are at
+        least `gather_ms` apart (a flood comes in batches, not a read per write). Every `timeout_ms` it
+        polls anyway, as a safety net. Returns at once after ``wake()``, else within
+        ``inotify.STOP_CHECK`` of `stop` being set. Nothing wakes an idle follower in between.
         """
-        # watchfiles.watch() is a loop around RustNotify; using it directly lets the watch be armed
-        # *before* the first read, so no write can fall between a read and the wait.
-        from symmtui.core.inotify import rust_notify
+        from symmtui.core import inotify
 
-        notify_cls: Callable[..., Any] | None = rust_notify()  # None: still correct, by polling every 250 ms
-
+        self._drain(stop, on_batch)  # the lines already there first (an attach's verdict), then arm
         while not stop.is_set() and not self._closed:
             targets = self._watch_targets()
             try:
-                if not targets or notify_cls is None:
+                if not targets:
                     raise FileNotFoundError(str(self.path.parent))
-                notify = notify_cls([str(t[0]) for t in targets], False, False, 300, False, True)
-            except (OSError, RuntimeError):
+                watch = inotify.DirWatch([str(t[0]) for t in targets])
+            except OSError:
                 # A target vanished between the check and the watch, or inotify is unavailable:
                 # poll on a short timer for this round.
                 self._drain(stop, on_batch)
                 stop.wait(min(timeout_ms, 250) / 1000)
                 continue
-            with notify:
-                while not stop.is_set() and not self._closed:
-                    self._drain(stop, on_batch)
-                    if self._watch_targets() != targets:
-                        break
-                    try:
-                        result = notify.watch(debounce_ms, step_ms, timeout_ms, stop)
-                    except (OSError, RuntimeError):
-                        stop.wait(0.05)  # the watcher broke (a watched directory vanished): set up a new one
-                        break
-                    if result == "stop":
-                        return
-                    if result == "signal":
-                        raise KeyboardInterrupt
+            self._watch = watch
+            try:
+                self._watch_loop(watch, targets, stop, on_batch, gather_ms / 1000, timeout_ms / 1000,
+                                 min(inotify.STOP_CHECK, timeout_ms / 1000))
+            finally:
+                self._watch = None
+                watch.close()
+
+    def _watch_loop(self, watch: Any, targets: tuple[tuple[Path, int, int], ...], stop: threading.Event,
+                    on_batch: Callable[[list[LogItem]], None], gather: float, timeout: float,
+                    step: float) -> None:
+        self._drain(stop, on_batch)  # what came between the first read and the arming
+        while not stop.is_set() and not self._closed:
+            if self._watch_targets() != targets:
+                return  # a directory replaced or created: watch the new one
+            woke = False
+            for _ in range(max(1, round(timeout / step))):  # looking at the stop event every step
+                woke = watch.wait(step)
+                if woke or stop.is_set():
+                    break
+            if stop.is_set():
+                return
+            self._drain(stop, on_batch)
+            if woke:
+                stop.wait(gather)  # let a flood gather; a lone write was read at once
+
+    def wake(self) -> None:
+        """Make ``watch`` look at its stop event now (call it after setting the event)."""
+        watch = self._watch
+        if watch is not None:
+            watch.wake()
 
     def numbering(self) -> Numbering:
         """How this follower's line numbers map to the file's (it outlives ``close``)."""

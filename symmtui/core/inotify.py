@@ -1,64 +1,132 @@
-"""watchfiles' inotify watcher (RustNotify) loaded without the watchfiles package's ``__init__``.
+"""Linux inotify on directories, through libc (ctypes): block until something changes there, or a wake.
 
-``import watchfiles`` also imports its ``watch``/``awatch``/``run_process`` helpers and with them anyio,
-multiprocessing and logging (~9 ms of CPU); the follower uses only the extension module's class. It is
-loaded from the package's folder under its own name and registered in ``sys.modules``, so a later
-``import watchfiles`` (whose own modules say ``from ._rust_notify import ...``) reuses it: an extension
-module is initialised once per process. The one difference: the package then has no ``_rust_notify``
-attribute, so ``import watchfiles._rust_notify`` followed by attribute access would fail (nothing here
-or in watchfiles does that; ``from watchfiles import _rust_notify`` works).
+The follower blocks in ``poll()`` on one inotify descriptor and a wake pipe, so an idle follower costs
+nothing but a wake every ``STOP_CHECK`` seconds (it looks at its stop event), and a write is seen at
+once (watchfiles' RustNotify, used before, looked at its stop event and its queue every 5 ms: ~200
+wakes a second while idle, and a write waited 5-10 ms for its step). Events are not parsed: any event
+in a watched directory means "poll the file"; the follower finds out what happened.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
-import sys
+import select
+import shutil
+import subprocess
 import threading
-from typing import Any
 
-NAME = "watchfiles._rust_notify"
-_lock = threading.Lock()
+__all__ = ["STOP_CHECK", "DirWatch", "available"]
 
+STOP_CHECK = 0.1
+"""A blocked ``wait`` looks at its stop condition this often, for a caller that does not ``wake()``."""
 
-def rust_notify() -> Any | None:
-    """The ``RustNotify`` class, or None when watchfiles or its extension module is missing."""
-    with _lock:
-        module = sys.modules.get(NAME)
-        if module is None:
-            try:
-                module = _load_alone()
-            except ImportError:
-                module = None
-        if module is None:
-            try:  # a watchfiles laid out differently: its own import (slower, same class)
-                from watchfiles import _rust_notify as module
-            except ImportError:
-                return None
-    notify: Any = getattr(module, "RustNotify", None)
-    return notify
+_IN_NONBLOCK = os.O_NONBLOCK
+_IN_CLOEXEC = os.O_CLOEXEC
+# modify, attrib, close_write, moved_from, moved_to, create, delete, delete_self, move_self
+_MASK = 0x002 | 0x004 | 0x008 | 0x040 | 0x080 | 0x100 | 0x200 | 0x400 | 0x800
+_libc: ctypes.CDLL | None = None
 
 
-def _load_alone() -> Any | None:
-    import importlib.machinery
-    import importlib.util
+def _lib() -> ctypes.CDLL:
+    global _libc
+    if _libc is None:
+        lib = ctypes.CDLL(None, use_errno=True)
+        lib.inotify_init1.argtypes = [ctypes.c_int]
+        lib.inotify_init1.restype = ctypes.c_int
+        lib.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        lib.inotify_add_watch.restype = ctypes.c_int
+        _libc = lib
+    return _libc
 
-    package = importlib.machinery.PathFinder.find_spec("watchfiles")
-    if package is None or not package.submodule_search_locations:
+
+def _holder(fd: int) -> subprocess.Popen[bytes] | None:
+    """A ``cat`` that holds a copy of the inotify descriptor until its stdin closes (our close or exit).
+
+    The last close of an inotify descriptor waits for the kernel's SRCU grace period (10-20 ms here,
+    also in a process's exit): with a copy held elsewhere, ours is a plain close and `wait` exits
+    at once; the holder pays it in its own exit. None where there is no ``cat`` (the exit is slower)."""
+    cat = shutil.which("cat")
+    if cat is None:
         return None
-    for folder in package.submodule_search_locations:
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            path = os.path.join(folder, "_rust_notify" + suffix)
-            if not os.path.isfile(path):
-                continue
-            spec = importlib.util.spec_from_file_location(NAME, path)
-            if spec is None or spec.loader is None:
-                return None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[NAME] = module
+    try:
+        return subprocess.Popen([cat], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                pass_fds=(fd,))
+    except OSError:
+        return None
+
+
+def available() -> bool:
+    """Whether this host has inotify (Linux)."""
+    try:
+        return hasattr(_lib(), "inotify_init1")
+    except OSError:
+        return False
+
+
+class DirWatch:
+    """inotify watches on some directories and a wake pipe; ``wait`` blocks until either has news.
+
+    Raises OSError when inotify is unavailable or a directory cannot be watched (it vanished).
+    """
+
+    def __init__(self, dirs: list[str]) -> None:
+        lib = _lib()
+        fd = lib.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
+        if fd < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, f"inotify_init1: {os.strerror(e)}")
+        self.fd = fd
+        self._lock = threading.Lock()  # wake() from another thread never writes to a closed (reused) fd
+        self._r = self._w = -1
+        try:
+            self._r, self._w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            for d in dirs:
+                if lib.inotify_add_watch(fd, os.fsencode(d), _MASK) < 0:
+                    e = ctypes.get_errno()
+                    raise OSError(e, f"inotify_add_watch {d}: {os.strerror(e)}")
+        except BaseException:
+            self.close()
+            raise
+        self._poll = select.poll()
+        self._poll.register(fd, select.POLLIN)
+        self._poll.register(self._r, select.POLLIN)
+        self._holder = _holder(fd)
+
+    def wait(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds; True when a watched directory changed or ``wake`` was called."""
+        ready = self._poll.poll(max(0, int(timeout * 1000)))
+        for fd, _ in ready:
+            with contextlib.suppress(BlockingIOError):
+                while os.read(fd, 65536):
+                    pass
+        return bool(ready)
+
+    def wake(self) -> None:
+        """Make a ``wait`` (now or next) return at once; safe from any thread, also after ``close``."""
+        with self._lock:
+            if self._w < 0:
+                return
             try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                del sys.modules[NAME]
-                raise
-            return module
-    return None
+                os.write(self._w, b"\0")
+            except BlockingIOError:  # the pipe is full of wakes already
+                pass
+
+    def close(self) -> None:
+        with self._lock:
+            for fd in (self.fd, self._r, self._w):
+                if fd >= 0:
+                    os.close(fd)
+            self.fd = self._r = self._w = -1
+            holder, self._holder = getattr(self, "_holder", None), None
+        if holder is not None:  # it exits, releasing the descriptor in its own exit; reaped aside
+            assert holder.stdin is not None
+            holder.stdin.close()
+            threading.Thread(target=holder.wait, name="inotify-holder-reaper", daemon=True).start()
+
+    def __enter__(self) -> DirWatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
