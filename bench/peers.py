@@ -200,7 +200,10 @@ def row_scan(table: Table, tmp: Path, runs: int, mb: int) -> None:
     have_rg = shutil.which("rg") is not None
     res: dict[str, list[float]] = {}
     faults: dict[str, list[float]] = {}
+    one = [sys.executable, "-c", "import sys; from symmtui.core.scan import scan_file; "
+           "sys.exit(scan_file(sys.argv[1], workers=1).exit_code)", str(log)]
     for _ in range(runs):
+        res.setdefault("one", []).append(timed(one, table.trees[0].env(tmp), REPO, cpus=cpus)[1])
         res.setdefault("grep", []).append(timed(["grep", "-c", "-E", CRASH_ALTERNATIVES, str(log)], cpus=cpus)[1])
         if have_rg:
             res.setdefault("rg", []).append(timed(["rg", "-c", CRASH_ALTERNATIVES, str(log)], cpus=cpus)[1])
@@ -216,6 +219,7 @@ def row_scan(table: Table, tmp: Path, runs: int, mb: int) -> None:
     vals = [f"{median(res[t.label]) * 1000:.0f} ms ({g / median(res[t.label]):.2f}x grep's throughput), "
             f"{median(faults[t.label]) / 1000:.0f}k minor faults" for t in table.trees]
     mine = median(res[table.trees[0].label])
+    vals[0] += f"; one process (no fork): {median(res['one']) * 1000:.0f} ms"
     peer = f"grep {g * 1000:.0f} ms, " + (f"ripgrep {r * 1000:.0f} ms" if have_rg else "ripgrep: not installed (rg)")
     ok = mine < g and (not have_rg or mine <= 2 * r)
     table.add(f"`scan` {mb} MB, 2 cores, median of {runs}", vals, peer, "faster than grep; <= 2x ripgrep", ok)
