@@ -330,7 +330,7 @@ class ByteScanner:
         self.whole = _merge_needles(chosen_whole)
         self.regexes = [re.compile(rx.pattern, rx.flags | re.MULTILINE) for _, rx in self.ruleset.unanchored]
 
-    def candidate_starts(self, buf: bytes, end: int) -> list[int]:
+    def candidate_starts(self, buf: bytes | bytearray, end: int) -> list[int]:
         """Sorted start offsets of lines in ``buf[:end]`` that contain some literal (or match a free regex)."""
         starts: set[int] = set()
         find = buf.find
@@ -358,7 +358,7 @@ class ByteScanner:
             starts.update(self.regex_starts(buf, end))
         return sorted(starts)
 
-    def regex_starts(self, buf: bytes, end: int) -> set[int]:
+    def regex_starts(self, buf: bytes | bytearray, end: int) -> set[int]:
         """Line starts where a literal-free rule matches (decoded text: same newlines as the bytes)."""
         text = buf[:end].decode("utf-8", "replace")
         idx: set[int] = set()

@@ -61,9 +61,9 @@ class ScanReport:
         return {"ready": 0, "crashed": 1}.get(self.verdict, 3)
 
 
-def _decode(no: int, raw: bytes) -> LogLine:
+def _decode(no: int, raw: bytes | bytearray) -> LogLine:
     """The follower's decoding of one finished line (NULs, CR overwrites, cap, ANSI-free ``plain``)."""
-    visible, truncated = clean_raw(raw, MAX_LINE)
+    visible, truncated = clean_raw(bytes(raw), MAX_LINE)
     return make_line(no, 0, visible, False, truncated)
 
 
@@ -172,7 +172,7 @@ def find_candidates(path: str, start: int, end: int, rules: tuple[Rule, ...], sa
     return out, lines
 
 
-def _line_indexes(buf: bytes, offs: list[int], cut: int, total: int) -> list[int]:
+def _line_indexes(buf: bytes | bytearray, offs: list[int], cut: int, total: int) -> list[int]:
     """The line index (newlines before it) of each of the sorted offsets ``offs`` in ``buf[:cut]``,
     which holds ``total`` newlines: the longest stretch between them is not counted but deduced."""
     bounds = [0, *offs, cut]
@@ -220,10 +220,10 @@ class _ServingRuns:
         """Whether ``buf`` holds a serving literal."""
         return any(lit in buf for lit in self.lits)
 
-    def _real(self, raw: bytes) -> bool:
+    def _real(self, raw: bytes | bytearray) -> bool:
         return self.rules.match(_decode(1, raw[:MAX_LINE]).plain) is not None
 
-    def _first_real(self, buf: bytes, a: int, b: int) -> tuple[int, int] | None:
+    def _first_real(self, buf: bytes | bytearray, a: int, b: int) -> tuple[int, int] | None:
         """(start, end + 1) of the first line in ``buf[a:b]`` (whole lines) a serving rule matches."""
         while a < b:
             at = -1
@@ -240,7 +240,7 @@ class _ServingRuns:
             a = le + 1
         return None
 
-    def _last_real(self, buf: bytes, a: int, b: int) -> int | None:
+    def _last_real(self, buf: bytes | bytearray, a: int, b: int) -> int | None:
         """The start of the last line in ``buf[a:b]`` (whole lines) a serving rule matches."""
         while a < b:
             at = -1
@@ -256,7 +256,7 @@ class _ServingRuns:
             b = ls
         return None
 
-    def chunk(self, out: list[tuple[int, int]], buf: bytes, cut: int, pos: int, base: int, starts: list[int],
+    def chunk(self, out: list[tuple[int, int]], buf: bytes | bytearray, cut: int, pos: int, base: int, starts: list[int],
               total: int) -> None:
         """Add to ``out`` the candidates ``starts`` of ``buf[:cut]`` (file offset ``pos``, line index
         ``base``, ``total`` lines) and the serving lines kept around them."""
