@@ -394,7 +394,10 @@ class LogFollower:
             try:
                 if not targets:
                     raise FileNotFoundError(str(self.path.parent))
-                watch = inotify.DirWatch([str(t[0]) for t in targets])
+                fd = self._fd
+                files = (f"/proc/self/fd/{fd}",) if fd is not None else ()  # the open file, even renamed away
+                dirs = [str(t[0]) for t in targets if t[0] != self.path]
+                watch = inotify.DirWatch(dirs, self._watch_names(), files)
             except OSError:
                 # A target vanished between the check and the watch, or inotify is unavailable:
                 # poll on a short timer for this round.
@@ -483,9 +486,15 @@ class LogFollower:
             if not self.has_more or stop.is_set():
                 return
 
+    def _watch_names(self) -> frozenset[bytes]:
+        """The entry names whose events matter: every part of the path and of where it links to (a
+        missing directory is watched for in its nearest existing ancestor)."""
+        real = Path(os.path.realpath(self.path))
+        return frozenset(os.fsencode(part) for part in (*self.path.parts, *real.parts))
+
     def _watch_targets(self) -> tuple[tuple[Path, int, int], ...]:
         """The directories to watch, with their (dev, inode): a directory replaced under the same name
-        (mv logs logs.old; mkdir logs) must be watched anew."""
+        (mv logs logs.old; mkdir logs) must be watched anew; and the open file's (a new one is watched anew)."""
         parent = self.path.parent
         candidates: list[Path] = []
         if os.path.isdir(parent):
@@ -502,6 +511,8 @@ class LogFollower:
             except OSError:
                 continue
             targets.append((d, st.st_dev, st.st_ino))
+        if self._ident is not None:
+            targets.append((self.path, *self._ident))
         return tuple(targets)
 
     def _close(self) -> None:

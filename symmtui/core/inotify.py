@@ -14,8 +14,10 @@ import ctypes
 import os
 import select
 import shutil
+import struct
 import subprocess
 import threading
+import time
 
 __all__ = ["STOP_CHECK", "DirWatch", "available"]
 
@@ -24,8 +26,13 @@ STOP_CHECK = 0.1
 
 _IN_NONBLOCK = os.O_NONBLOCK
 _IN_CLOEXEC = os.O_CLOEXEC
-# modify, attrib, close_write, moved_from, moved_to, create, delete, delete_self, move_self
-_MASK = 0x002 | 0x004 | 0x008 | 0x040 | 0x080 | 0x100 | 0x200 | 0x400 | 0x800
+# A directory: entries created, deleted, renamed, their attributes changed; itself deleted or moved. Not
+# writes to its files (a busy /tmp would wake us for every other program's writes).
+_DIR_MASK = 0x004 | 0x040 | 0x080 | 0x100 | 0x200 | 0x400 | 0x800
+# A file: written, its attributes changed (permissions), closed after writing, deleted, moved.
+_FILE_MASK = 0x002 | 0x004 | 0x008 | 0x400 | 0x800
+_SELF = 0x400 | 0x800 | 0x4000 | 0x8000  # delete_self, move_self, queue overflow, watch removed
+_EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (then the name, NUL-padded)
 _libc: ctypes.CDLL | None = None
 
 
@@ -66,12 +73,14 @@ def available() -> bool:
 
 
 class DirWatch:
-    """inotify watches on some directories and a wake pipe; ``wait`` blocks until either has news.
+    """inotify watches on some directories (entries come and go), some files (written) and a wake pipe;
+    ``wait`` blocks until one has news.
 
     Raises OSError when inotify is unavailable or a directory cannot be watched (it vanished).
     """
 
-    def __init__(self, dirs: list[str]) -> None:
+    def __init__(self, dirs: list[str], names: frozenset[bytes] | None = None, files: tuple[str, ...] = ()) -> None:
+        self.names = names  # only events about entries of these names wake ``wait`` (None: any event)
         lib = _lib()
         fd = lib.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
         if fd < 0:
@@ -82,10 +91,10 @@ class DirWatch:
         self._r = self._w = -1
         try:
             self._r, self._w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-            for d in dirs:
-                if lib.inotify_add_watch(fd, os.fsencode(d), _MASK) < 0:
+            for path, mask in (*((d, _DIR_MASK) for d in dirs), *((f, _FILE_MASK) for f in files)):
+                if lib.inotify_add_watch(fd, os.fsencode(path), mask) < 0:
                     e = ctypes.get_errno()
-                    raise OSError(e, f"inotify_add_watch {d}: {os.strerror(e)}")
+                    raise OSError(e, f"inotify_add_watch {path}: {os.strerror(e)}")
         except BaseException:
             self.close()
             raise
@@ -95,13 +104,35 @@ class DirWatch:
         self._holder = _holder(fd)
 
     def wait(self, timeout: float) -> bool:
-        """Block up to ``timeout`` seconds; True when a watched directory changed or ``wake`` was called."""
-        ready = self._poll.poll(max(0, int(timeout * 1000)))
-        for fd, _ in ready:
-            with contextlib.suppress(BlockingIOError):
-                while os.read(fd, 65536):
-                    pass
-        return bool(ready)
+        """Block up to ``timeout`` seconds; True when an entry of ``names`` in a watched directory (or the
+        directory itself) changed, or ``wake`` was called. Events about other entries (a busy /tmp) are
+        read and dropped without returning."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ready = self._poll.poll(max(0, int((deadline - time.monotonic()) * 1000)))
+            if not ready:
+                return False
+            woke = False
+            for fd, _ in ready:
+                data = b""
+                with contextlib.suppress(BlockingIOError):
+                    while chunk := os.read(fd, 65536):
+                        data += chunk
+                woke = woke or fd != self.fd or self._relevant(data)
+            if woke:
+                return True
+
+    def _relevant(self, data: bytes) -> bool:
+        if self.names is None:
+            return True
+        pos = 0
+        while pos + _EVENT.size <= len(data):
+            _wd, mask, _cookie, length = _EVENT.unpack_from(data, pos)
+            name = data[pos + _EVENT.size : pos + _EVENT.size + length].rstrip(b"\0")
+            pos += _EVENT.size + length
+            if mask & _SELF or not length or name in self.names:  # (no name: the watched file itself)
+                return True
+        return False
 
     def wake(self) -> None:
         """Make a ``wait`` (now or next) return at once; safe from any thread, also after ``close``."""

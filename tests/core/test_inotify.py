@@ -91,3 +91,11 @@ def test_a_directory_that_cannot_be_watched_is_an_oserror(tmp_path: Path) -> Non
     else:
         raise AssertionError("no error for a missing directory")
     assert os.path.isdir(tmp_path)
+
+
+def test_events_about_other_files_in_the_directory_do_not_wake_the_watch(tmp_path: Path) -> None:
+    with DirWatch([str(tmp_path)], frozenset({b"server.log"})) as watch:
+        (tmp_path / "other.log").write_text("noise\n")
+        assert watch.wait(0.2) is False  # read and dropped
+        (tmp_path / "server.log").write_text("a\n")
+        assert watch.wait(5) is True
