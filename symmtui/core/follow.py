@@ -32,6 +32,8 @@ READ_BYTES = 1 << 20
 """One read (pread) at most: big enough for bytes.split to run at C speed, small enough for memory."""
 BATCH_BYTES = 4 << 20
 """One poll() reads at most this much, so a huge backlog comes in bounded batches (see `has_more`)."""
+BACKFILL_BYTES = 1 << 20
+"""A batch of the history (``backfill``): its lines live as objects until judged, so it stays small."""
 COUNT_LIMIT = 256 << 20
 """Attaching at the tail counts the newlines before it (exact line numbers) up to this many bytes."""
 ATTACH_COUNT_LIMIT = 32 << 20
@@ -441,7 +443,7 @@ class LogFollower:
         skipped = self.skipped
         return Numbering(skipped, self._split.offset - skipped, self.skipped_lines)
 
-    def backfill(self, batch_bytes: int = BATCH_BYTES) -> Iterator[list[LogLine]]:
+    def backfill(self, batch_bytes: int = BACKFILL_BYTES) -> Iterator[list[LogLine]]:
         """The lines the tail start skipped (bytes before it), numbered exactly from 1, in batches.
 
         Reads the generation that was attached even after it is rotated away; stops early if that
