@@ -170,14 +170,14 @@ def programs(trees: list[Tree], tmp: Path, toolong: str | None) -> tuple[list[Pr
     tl_dir = toolong or _install_toolong(tmp)
     if tl_dir is not None:
         out.append(Program("toolong", lambda log: [sys.executable, "-m", "toolong", str(log)],
-                           {"PYTHONPATH": tl_dir}, "C-f", "Case sensitive", "Escape"))
+                           {"PYTHONPATH": tl_dir}, "C-f", "Case sensitive", "Escape", tmp))
     else:
         missing.append("toolong: not installed (pip install --target DIR toolong failed; pass --toolong DIR)")
     if shutil.which("lnav"):
         home = tmp / "lnav-home"
         home.mkdir(exist_ok=True)
         out.append(Program("lnav", lambda log: ["lnav", str(log)], {"HOME": str(home)}, "?",
-                           "A fancy log file viewer", "q"))
+                           "A fancy log file viewer", "q", tmp))
     else:
         missing.append("lnav: not installed (apt-get install lnav)")
     return out, missing
@@ -358,7 +358,7 @@ def rows(table: Table, tmp: Path, *, quick: bool, toolong: str | None) -> None:
     big = big_log(tmp / "big.log")
     mb = big.stat().st_size / 1e6
     paint: dict[str, tuple[list[float], list[float]]] = {p.name: measure_paint(p, big, runs) for p in progs}
-    bare = Program("bare Textual app", lambda _log: [sys.executable, "-c", BARE_APP], {}, "", "", "")
+    bare = Program("bare Textual app", lambda _log: [sys.executable, "-c", BARE_APP], {}, "", "", "", tmp)
     bare_paint = statistics.median(measure_paint(bare, big, runs)[0])
     table.add(f"first paint on a {BIG_LINES // 1000}k-line ({mb:.0f} MB) log, median of {runs}",
               [f"{statistics.median(paint[p.name][0]):.2f} s" for p in mine],
