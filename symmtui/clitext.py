@@ -70,6 +70,8 @@ def verdict_lines(snap: Snapshot, *, diagnose: Callable[[Event], Diagnosis | Non
         cause = snap.cause
         head = cause.headline() if cause is not None else snap.detail
         out.append(f"CRASHED after {after:.1f} s: {head}")
+        if snap.ready_after is not None:
+            out.append(f"  (it had been READY: it crashed {snap.ready_after:.1f} s after READY)")
         if cause is not None:
             out += _first_error(cause, label, max_block)
             d = diagnose(cause)
@@ -98,7 +100,10 @@ def verdict_lines(snap: Snapshot, *, diagnose: Callable[[Event], Diagnosis | Non
             out += [f"    {text}" for text in snap.last_lines]
         return out
     else:
-        return [*out, f"STOPPED after {after:.1f} s: {snap.detail}"]
+        out.append(f"STOPPED after {after:.1f} s: {snap.detail}")
+        if snap.ready_after is not None:
+            out.append(f"  (it had been READY: stopped {snap.ready_after:.1f} s after READY)")
+        return out
     for w in snap.warnings:  # READY and CRASHED
         out.append(f"  warning: {w.headline()}")
         d = diagnose(w)

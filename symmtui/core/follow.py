@@ -355,6 +355,11 @@ class LogFollower:
         """(st_dev, st_ino) of the file being followed, None when none is open."""
         return self._ident
 
+    caught_up = False
+    """Set before the ``on_batch`` call that delivers the end of what the file held when the watch began (an
+    empty file, or none: an empty batch says so once), so that call knows its verdict is not overtaken by
+    older lines still unread (`wait` on a log whose READY was followed by a crash)."""
+
     def poll(self) -> list[LogItem]:
         """Read what is new, without blocking. Never raises for file trouble: that becomes a FileNotice."""
         out: list[LogItem] = []
@@ -483,7 +488,8 @@ class LogFollower:
     def _drain(self, stop: threading.Event, on_batch: Callable[[list[LogItem]], None]) -> None:
         while True:
             items = self.poll()
-            if items:
+            if items or not (self.has_more or self.caught_up):
+                self.caught_up = not self.has_more  # read by on_batch: what existed at the start is all judged
                 on_batch(items)
             if not self.has_more or stop.is_set():
                 return

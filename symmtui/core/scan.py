@@ -26,6 +26,7 @@ SAMPLE = 1 << 20
 MAX_LINE = 1 << 20  # longer lines are judged by their first MiB
 PARALLEL_MIN = 48 << 20  # files this big are prefiltered by several processes (a fork costs a few ms)
 PER_WORKER = 24 << 20  # at least this much of the file per process
+RUN_HEAD = 4  # serving lines kept at the start of each run (see _ServingRuns)
 SAMPLE_PIECES = 8  # the prefilter is tuned on this many pieces spread over the file (its bulk, not its start)
 
 
@@ -191,11 +192,12 @@ def _line_indexes(buf: bytes | bytearray, offs: list[int], cut: int, total: int)
 
 class _ServingRuns:
     """Thins the lines only a "serving" rule may match (every decode line of a serving log) to the
-    first and the last real one of each run of such lines with no other candidate between.
+    first RUN_HEAD and the last real one of each run of such lines with no other candidate between.
 
-    Between two other candidates the event builder's state (dialect, started, the run) does not
-    change, so the first serving line there decides what every later one would (READY, or dropped
-    as SGLang's warm-up request), and a repeated READY changes no phase, error or warning; the last
+    Between two other candidates the event builder's state (dialect, started, the run) changes at most
+    twice: an SGLang warm-up's own prefill and answer (core.dialects), then READY; so the first RUN_HEAD
+    serving lines there decide what every later one would, and a repeated READY changes no phase, error
+    or warning; the last
     one is kept for its timestamp (the log's span, the readiness clock). Each worker thins its own
     range: a run cut by a range border keeps a few more lines, to the same outcome. The lines are
     found with ``find``/``rfind`` from the ends of each gap between other candidates, so the cost
@@ -205,7 +207,7 @@ class _ServingRuns:
     def __init__(self, rules: RuleSet) -> None:
         self.rules = rules
         self.lits = tuple(x.encode("utf-8") for x in rules.literals)
-        self.first = False  # the current run has its first real serving line in the output
+        self.first = 0  # how many of the current run's first real serving lines are in the output
         self.last: tuple[int, int] | None = None  # the run's latest real serving line, emitted when it ends
 
     @classmethod
@@ -266,12 +268,13 @@ class _ServingRuns:
         for s in (*starts, cut):
             if a < s:  # the gap [a, s) holds serving lines and plain ones only
                 lo = a
-                if not first:
-                    f = self._first_real(buf, a, s)
-                    if f is not None:
-                        plan.append((0, f[0]))
-                        first = True
-                        lo = f[1]
+                while first < RUN_HEAD:
+                    f = self._first_real(buf, lo, s)
+                    if f is None:
+                        break
+                    plan.append((0, f[0]))
+                    first += 1
+                    lo = f[1]
                 if first:
                     last = self._last_real(buf, lo, s)
                     if last is not None:
@@ -279,7 +282,7 @@ class _ServingRuns:
             if s == cut:
                 break
             plan.append((2, s))
-            first = False
+            first = 0
             a = buf.find(b"\n", s, cut) + 1
         if not plan:
             return
@@ -288,7 +291,7 @@ class _ServingRuns:
             at = (pos + off, base + idx)
             if kind == 0:
                 out.append(at)
-                self.first = True
+                self.first += 1
             elif kind == 1:
                 self.last = at
             else:
@@ -299,7 +302,7 @@ class _ServingRuns:
         """Any other candidate (or the range's end) ends the run of serving lines."""
         if self.last is not None:
             out.append(self.last)
-        self.first = False
+        self.first = 0
         self.last = None
 
 

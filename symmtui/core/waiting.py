@@ -107,6 +107,12 @@ class _Printer:
         return self.numbering.label(no)
 
 
+def _decided(snap: Snapshot, caught_up: bool) -> bool:
+    """A verdict `wait` can exit on: final, and for READY only once the log's backlog is judged (a log that
+    already holds a crash after its READY is CRASHED; followed live, READY exits at once)."""
+    return snap.state.final and (caught_up or snap.state is not State.READY)
+
+
 def report(bringup: Bringup, updates: queue.Queue[EngineUpdate], out: TextIO,
            clock: Callable[[], float] = time.monotonic, *, port_owner: PortOwner | None = None,
            on_stall: Callable[[], list[str]] | None = None,
@@ -127,7 +133,7 @@ def report(bringup: Bringup, updates: queue.Queue[EngineUpdate], out: TextIO,
                 up = updates.get(timeout=0.5 if final_at is None else 0.05)
             except queue.Empty:
                 snap = bringup.snapshot()
-                if snap.state.final:
+                if _decided(snap, bringup.caught_up):
                     # The update carrying it (and its notices) is on its way: take it, briefly.
                     final_at = clock() if final_at is None else final_at
                     if clock() - final_at >= FINAL_GRACE:
@@ -138,7 +144,7 @@ def report(bringup: Bringup, updates: queue.Queue[EngineUpdate], out: TextIO,
                 printer.progress(snap)
                 continue
             printer.update(up, clock() - t0)
-            if up.snapshot.state.final:
+            if _decided(up.snapshot, up.caught_up):
                 break
         snap = bringup.snapshot()
         if snap.state is State.CRASHED:

@@ -1,10 +1,12 @@
-"""What a verdict notification says: a title and a few lines, built once from the snapshot (log text made safe)."""
+"""What a verdict notification says: a title and a few lines, built once from the snapshot (log text made
+safe for a terminal and redacted: a notification leaves the process)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
 from symmtui.core.readiness import Snapshot, State
+from symmtui.redact import redact
 from symmtui.textsafe import shorten, visible
 
 MAX_LINE = 300  # one line of a notification, at most (a cause headline can be long)
@@ -49,7 +51,8 @@ class VerdictNote:
 
 
 def _safe(text: str) -> str:
-    return shorten(visible(text.replace("\r\n", " ").replace("\n", " ")), MAX_LINE)
+    """One line: secrets masked (before the cut, so no half secret is left), controls shown as text."""
+    return shorten(visible(redact(text).replace("\r\n", " ").replace("\n", " ")), MAX_LINE)
 
 
 def note_of(snap: Snapshot, *, name: str, host: str, log_path: str | None = None,
@@ -82,4 +85,4 @@ def note_of(snap: Snapshot, *, name: str, host: str, log_path: str | None = None
         headline = f"TIMED OUT after {after:.1f} s in {where}"
     lines = (f"next: {action}",) if action else ()
     return VerdictNote(WORDS[state], VERDICT_KEYS[state], headline, lines, _safe(name), _safe(host), after,
-                       phase, cause, action, log_path, launch_id, generation)
+                       phase, cause, action, redact(log_path) if log_path else log_path, launch_id, generation)

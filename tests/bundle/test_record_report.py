@@ -65,9 +65,13 @@ def test_launch_records_a_bundle_and_the_report_hides_planted_secrets(tmp_path: 
     rep = run_cli("report", "--config", str(cfg), "--tail", "20")
     assert rep.returncode == 0, rep.stderr
     md = rep.stdout
+    whole = run_cli("report", "--config", str(cfg), "--tail", "5000").stdout
+    auth = [line for line in whole.splitlines() if "Authorization: [REDACTED]" in line and not line.startswith("|")]
+    assert auth and all("HF_TOKEN" not in line for line in auth), auth  # the redacted header kept its line break
+    assert any("HF_TOKEN=[REDACTED]" in line for line in whole.splitlines())
     for secret in SECRETS:
         assert secret not in md
-    assert md.startswith("## symmtui report: CRASHED: KeyError: 12")
+    assert md.startswith("## symmtui report: CRASHED: `KeyError: 12")
     for section in ("### Root cause", "### Diagnosis and fix", "### Timings", "### Environment",
                     "<details><summary>Log tail"):
         assert section in md
