@@ -330,11 +330,13 @@ def row_flood(table: Table, tmp: Path, runs: int) -> None:
             writer.kill()
             wrote, _ = writer.communicate()
             stamp = [float(ln.split()[1]) for ln in wrote.splitlines() if ln.startswith("READY-WRITTEN")]
-            if "READY" not in out or not stamp:
-                raise SystemExit(f"flood ({tree.label}): no READY:\n{out[-500:]}")
-            res.setdefault(tree.label, []).append(t_exit - stamp[0])
+            if not stamp:
+                raise SystemExit(f"flood ({tree.label}): the writer did not write the ready line")
+            ready = any(line.startswith("READY") for line in out.splitlines())
+            res.setdefault(tree.label, []).append(t_exit - stamp[0] if ready else float("inf"))
             cpu.setdefault(tree.label, []).append(c)
-    vals = [f"{median(res[t.label]):.2f} s after the ready line ({median(cpu[t.label]):.1f} CPU-s)" for t in table.trees]
+    vals = [f"{median(res[t.label]):.2f} s after the ready line ({median(cpu[t.label]):.1f} CPU-s)"
+            if median(res[t.label]) < float("inf") else "no READY within --timeout 60" for t in table.trees]
     mine = median(res[table.trees[0].label])
     table.add(f"50k lines/s writer: ready line written -> `wait` exited, median of {runs}", vals, "-", "<= 3 s",
               mine <= 3.0)
