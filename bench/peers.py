@@ -19,7 +19,8 @@ Rows (issue 23 and the timing rows of issue 22):
   longline a 50 MB single line before the ready line: `wait` verdict and CPU. Bound: a verdict.
   sparse   a 2 GB sparse log (a NUL hole, the ready line at its end): `wait` verdict. Bound: a verdict.
   tui      (bench.peers_tui) the dashboard against toolong and lnav in tmux: idle CPU, first paint and
-           peak RSS on a 1M-line log, a key shown during a 50k lines/s flood.
+           peak RSS on a 1M-line log, a key shown during a 50k lines/s flood (or some of its parts:
+           idle, demo, keys, paint, fsearch).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from bench.longlog import NEW_LAUNCH_CRASH
 from bench.startup import export
 
 REPO = Path(__file__).resolve().parents[1]
-ROWS = ("attach", "scan", "ready", "flood", "longline", "sparse", "tui")
+ROWS = ("attach", "scan", "ready", "flood", "longline", "sparse", "tui")  # tui: or some of peers_tui.PARTS
 
 # Counts the bytes the process read (rchar; the verdict reads a few MB, not the file), then runs the CLI.
 RCHAR = (
@@ -411,8 +412,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=10, help="runs per timed row (default 10)")
     ap.add_argument("--toolong", metavar="DIR", help="a folder holding toolong (pip install --target DIR toolong)")
     args = ap.parse_args(argv)
+    from bench.peers_tui import PARTS
+
     only = [x for x in args.only.split(",") if x]
-    unknown = set(only) - set(ROWS)
+    unknown = set(only) - set(ROWS) - set(PARTS)
     if unknown:
         ap.error(f"unknown rows: {', '.join(sorted(unknown))}")
     runs = 3 if args.quick else args.runs
@@ -447,10 +450,11 @@ def main(argv: list[str] | None = None) -> int:
             row_sparse(table, tmp)
         for f in tmp.glob("*.log"):
             f.unlink()
-        if "tui" in only:
+        parts = set(PARTS) if "tui" in only else set(only) & set(PARTS)
+        if parts:
             from bench import peers_tui
 
-            peers_tui.rows(table, tmp, quick=args.quick, toolong=args.toolong)
+            peers_tui.rows(table, tmp, quick=args.quick, toolong=args.toolong, parts=parts)
         table.print()
         print(f"load average at the end {os.getloadavg()[0]:.1f}")
     finally:
