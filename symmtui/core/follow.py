@@ -387,8 +387,8 @@ class LogFollower:
     ) -> None:
         """Block until `stop` is set, calling `on_batch` with every non-empty poll result.
 
-        Blocks in inotify on the file's directory (or, while it is missing, its nearest existing
-        ancestor): a write after a quiet moment is read at once; while writes keep coming, reads are at
+        Blocks in inotify on the open file (writes) and its directory (or, while it is missing, its
+        nearest existing ancestor: entries coming and going): a write after a quiet moment is read at once; while writes keep coming, reads are at
         least `gather_ms` apart (a flood comes in batches, not a read per write). Every `timeout_ms` it
         polls anyway, as a safety net. Returns at once after ``wake()``, else within
         ``inotify.STOP_CHECK`` of `stop` being set. Nothing wakes an idle follower in between.
