@@ -130,6 +130,11 @@ def error_line(message: str) -> str:
     return shorten(f"symmtui: error: {one}", MAX_ERROR_CHARS)
 
 
+def bundle_line(path: str) -> str:
+    """Where this run's bundle is, printed under its verdict (a ``note``)."""
+    return f"bundle: {path} (symmtui report, symmtui replay)"
+
+
 def note_line(message: str) -> str:
     """``symmtui: message``: a progress or summary line of launch / stop (stderr)."""
     return f"symmtui: {message}"

@@ -22,8 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from symmtui import fsatomic, paths
+from symmtui import fsatomic
 from symmtui.bundle import format as fmt
+from symmtui.bundle import store
 from symmtui.bundle.codec import encode
 from symmtui.core.diagnose import event_json
 from symmtui.errors import UserError
@@ -125,7 +126,7 @@ def redacted(node: Any) -> Any:
 class Recorder:
     """Record one Session into a bundle: ``session.observe(rec.observe)``, ``start()``, ``close()`` on the end.
 
-    ``dest``: write here instead of next to the log (the demo, whose log lives in a temp dir).
+    ``dest``: write here (``--bundle PATH``, the demo's) instead of the store (``symmtui.bundle.store``).
     ``warn``: how a failed write is said (one line); the path written last is :attr:`path`.
     """
 
@@ -393,7 +394,8 @@ class Recorder:
         return list(self._tail)  # type: ignore[arg-type]  # (all lists now)
 
     def encoded(self, *, final: bool = False) -> bytes:
-        """The compressed file, within :data:`format.MAX_FILE_BYTES`: less of the log until it fits, then
+        """The compressed file, within :data:`format.MAX_FILE_BYTES` (and :data:`format.MAX_JSON_BYTES`
+        uncompressed): less of the log until it fits, then
         fewer events, snapshots and GPU rounds (evenly spread, the last of each kept)."""
         share, keep = 1.0, 1.0
         while True:
@@ -403,39 +405,33 @@ class Recorder:
                     doc[key] = _spread(doc[key], keep)
                 doc["gpu"]["rounds"] = _spread(doc["gpu"]["rounds"], keep)
                 doc["trimmed"] = keep
-            data = gzip.compress(json.dumps(doc, separators=(",", ":")).encode("utf-8"), compresslevel=6, mtime=0)
-            if len(data) <= fmt.MAX_FILE_BYTES or keep < 1e-4:
-                return data
+            text = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+            data = gzip.compress(text, compresslevel=6, mtime=0)
+            if (len(data) <= fmt.MAX_FILE_BYTES and len(text) <= fmt.MAX_JSON_BYTES) or keep < 1e-4:
+                return data  # within what read_bundle reads back, compressed and not
             if share >= 1 / 64:
                 share /= 2
             else:
                 share, keep = 0.0, keep / 2
 
-    def target(self) -> Path:
-        """Where this generation's bundle goes: ``dest``, next to its log, or the state dir when neither."""
-        if self.dest is not None:
-            return self.dest
-        log = self._gens.get(self._gen, {}).get("log_path")
-        key = str(log)
-        if key not in self._paths:  # chosen once per log: this run's later writes replace its own file
-            self._paths[key] = fmt.free_path(fmt.bundle_path(log) if log else
-                                             paths.state_dir("bundles") / fmt.fallback_name(self.name, self._wall0))
-        return self._paths[key]
-
     def write(self, *, final: bool = False) -> Path | None:
-        """Write the bundle now (atomically); a failure is one warning, never an exception."""
+        """Write the bundle now (atomically): ``dest``, else this generation's log's file in the store, a
+        new name the first time (``store.place``: no other run shares it); a failure is one warning."""
         try:
             data = self.encoded(final=final)
-            path = self.target()
-            try:
+            if self.dest is not None:
+                path = self.dest
                 fsatomic.write_atomic(path, data, mode=0o600, durable=False)
-            except PermissionError:
-                if self.dest is not None:
-                    raise
-                # a log in a directory we may not write (an attach to /var/log/...): the state dir instead
-                path = paths.state_dir("bundles") / path.name
-                self._paths[str(self._gens.get(self._gen, {}).get("log_path"))] = path
-                fsatomic.write_atomic(path, data, mode=0o600, durable=False)
+            else:
+                gen = self._gens.get(self._gen, {})
+                key = str(gen.get("log_path"))
+                known = self._paths.get(key)
+                if known is None:  # this log's first write: a name of its own, then the store is pruned
+                    started = self._wall0 + float(gen.get("t") or 0.0)
+                    path = self._paths[key] = store.place(data, store.stem(gen.get("log_path"), self.name), started)
+                else:
+                    path = known
+                    fsatomic.write_atomic(path, data, mode=0o600, durable=False)
         except (OSError, UserError) as exc:
             self.error = f"could not write the bundle: {exc}"
             if self.warn is not None:

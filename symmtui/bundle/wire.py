@@ -31,15 +31,22 @@ def record_session(
     command: ServerCommand | None,
     *,
     enabled: bool = True,
-    dest: Path | None = None,
+    dest: str | Path | None = None,
     err: TextIO | None = None,
+    announce: TextIO | None = None,
 ) -> Recorder | None:
     """Observe ``session`` into a bundle (call before the front end attaches); its close writes the last one.
 
-    ``dest``: a fixed file (the demo's, kept outside its temp dir). ``err``: where a failed write is
-    said when the Session can no longer post it (on close); None: through the Session while it runs.
+    ``dest``: a fixed file (``--bundle PATH``; the demo's, kept outside its temp dir); None: the store
+    (``symmtui.bundle.store``). ``err``: where a failed write is said when the Session can no longer post
+    it (on close); None: through the Session while it runs. ``announce``: where the bundle's path is
+    printed when the run ends, under its verdict (``wait``, ``launch``).
     """
     if not enabled:
+        if dest is not None:
+            from symmtui.errors import UserError
+
+            raise UserError("give --bundle PATH or --no-record, not both")
         return None
 
     def env() -> EnvInfo:
@@ -60,29 +67,43 @@ def record_session(
         # the next launch reads its history versions from this same capture: one probe of the interpreter
         read_env = session.supervisor.versions.session_capture(env, command).get
     rec = Recorder(name=session.name, host=session.host, command=command, nvml=session.nvml,
-                   ruleset=session.settings.ruleset, dest=dest, warn=warn, env=read_env)
+                   ruleset=session.settings.ruleset, dest=None if dest is None else Path(dest), warn=warn, env=read_env)
     session.observe(rec.observe)
-    session.on_close.append(rec.close)
+
+    def close() -> None:
+        rec.close()
+        if announce is not None and rec.path is not None:
+            from symmtui import clitext
+
+            clitext.note(clitext.bundle_line(str(rec.path)), announce)
+
+    session.on_close.append(close)
     rec.start()
     return rec
 
 
-def record_nodes(nodes: NodeSet, *, enabled: bool = True, err: TextIO | None = None) -> list[Recorder]:
-    """Record each node of a ``[[nodes]]`` profile into its own bundle, next to that node's log (a node
-    read through ``log_cmd`` has none: the state dir's bundles/). Call before the front end attaches.
+def record_nodes(nodes: NodeSet, *, enabled: bool = True, err: TextIO | None = None,
+                 dest: str | None = None) -> list[Recorder]:
+    """Record each node of a ``[[nodes]]`` profile into its own bundle in the store, named after that node's
+    log (a node read through ``log_cmd`` has none: after the node). Call before the front end attaches.
 
     A node's command is usually ``ssh nodeN ...``: the server's interpreter is on the other host, so the
     environment names symmtui's side only (versions it cannot read are listed in the bundle's notes)."""
+    if dest is not None:
+        from symmtui.errors import UserError
+
+        raise UserError("--bundle PATH names one file: a [[nodes]] profile records one bundle per node "
+                        "(in $XDG_STATE_HOME/symmtui/bundles/)")
     recorders = [record_session(node.session, None, enabled=enabled, err=err) for node in nodes.nodes]
     return [rec for rec in recorders if rec is not None]
 
 
 def demo_bundle_path(story: str) -> Path:
     """Where the demo keeps its bundle: the user's state dir (its own temp dir is removed on quit)."""
-    from symmtui import paths
     from symmtui.bundle.format import SUFFIX
+    from symmtui.bundle.store import store_dir
 
-    return paths.state_dir("bundles") / f"demo-{story}{SUFFIX}"
+    return store_dir() / f"demo-{story}{SUFFIX}"
 
 
 def record_demo(session: Session, demo: Demo, dest: Path) -> Recorder | None:

@@ -162,6 +162,7 @@ class _Block:
     head_rule: Rule | None = None  # what the header line itself says ("warmup error:")
     headless: bool = False  # opened by a frame line: the log starts inside a traceback
     worker: bool = False  # written by a server process whose crash ends the server (see _worker)
+    per_line: bool = False  # every line of it carries the source's prefix (vLLM, torchrun), not the header alone
     state: int = _FRAMES
     exc_key: str | None = None  # the source of its exception line: detail lines come from the same one
     sections: list[_Section] = field(default_factory=lambda: [_Section()])
@@ -455,6 +456,11 @@ class EventBuilder:
         out: list[Event] = []
         stripped = body.strip()
         sec = block.sections[-1]
+        if pre.key is not None and pre.key == block.key:
+            block.per_line = True
+        elif block.per_line and pre.key is None and stripped and block.state != _EXC:
+            block.add(no, text, self._fed)  # the rest of a line a terminal wrapped (kubectl, a narrow pane)
+            return out
         if block.state == _EXC:
             same = pre.key == block.exc_key
             if tb.is_chain(body) and same:

@@ -18,6 +18,7 @@ _EXC_INSIDE = re.compile(
     r"(?<![\w.])(?<!raise )((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)(?::\s*\S.*|\s*$))"
 )
 _DIGITS = re.compile(r"\d")
+_NAMES_AN_ERROR = re.compile(r"(?i)error|exception|timeout|exit|interrupt")
 # A frame line, indented or not (a pasted excerpt loses its indentation): `File "x.py", line 3, in f`.
 _FRAME_LINE = re.compile(r'\s*File "[^"]+", line \d+')
 # A record of its own, not the exception's message continued: a logger's header (`INFO:`, `INFO 10-29 ...`,
@@ -80,9 +81,13 @@ def is_chain(body: str) -> bool:
 
 
 def is_exception_line(body: str) -> bool:
-    """Whether the first unindented line after the frames is the exception (not a logger's next line)."""
+    """Whether the first unindented line after the frames is the exception (not a logger's next line, nor the rest
+    of a frame line a terminal wrapped: an exception's class name is CapWords, or names an error, timeout, exit)."""
     stripped = body.strip()
-    return bool(stripped) and _LEVEL.match(stripped) is None and _EXC_LINE.match(stripped) is not None
+    if not stripped or _LEVEL.match(stripped) is not None or _EXC_LINE.match(stripped) is None:
+        return False
+    name = stripped.split(":", 1)[0].strip().rsplit(".", 1)[-1]
+    return name[:1].isupper() or _NAMES_AN_ERROR.search(name) is not None
 
 
 def exception_inside(text: str) -> str | None:

@@ -49,7 +49,7 @@ def gpus_main(args: argparse.Namespace) -> int:
 
 def _gpus(args: argparse.Namespace) -> int:
     if args.watch and not args.json:  # a table redrawn in place: into a pipe it would never end usefully
-        boundary.require_terminal("gpus --watch", stdin=False,
+        boundary.require_terminal("gpus --watch", streams=("standard output",),
                                   hint="run it in a terminal, or use --watch --json in a pipe (one JSON line per sample)")
     if getattr(args, "source", None):
         from symmtui.gpu.remote import sources_main

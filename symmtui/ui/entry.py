@@ -69,10 +69,10 @@ def run_demo(speed: float, theme: str | None, story: str = "crash", record: bool
 def run_dashboard(config: str | None, log: str | None, url: str | None, theme: str | None,
                   auto_stacks: bool = True, notify: bool = False, log_cmd: LogCommand | None = None,
                   metrics: tuple[int | None, str] = (None, "127.0.0.1"), record: bool = True,
-                  gpus: tuple[str, ...] = ()) -> int:
+                  gpus: tuple[str, ...] = (), bundle: str | None = None) -> int:
     """The no-verb dashboard; ``notify``: notify each verdict (also when the profile has [notify]);
     ``log_cmd``: read the log from this command (``--log-cmd``); ``metrics``: (port, host) of the
-    Prometheus endpoint (port None: none); ``record``: record a bundle next to the log; ``gpus``: the
+    Prometheus endpoint (port None: none); ``record``: record a bundle (to ``bundle``, else the store); ``gpus``: the
     GPU sources (``--gpus``: "nvml" or exporters' URLs; empty: the profile's, else NVML)."""
     from symmtui.bundle.wire import record_session, server_command
     from symmtui.session import open_dashboard
@@ -87,14 +87,14 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
         if several is not None:
             if gpus:
                 raise UserError(f"{several.path} lists [[nodes]]: each node names its own gpus there; drop --gpus")
-            return _run_nodes_dashboard(several, url, chosen, auto_stacks, metrics, notify, record)
+            return _run_nodes_dashboard(several, url, chosen, auto_stacks, metrics, notify, record, bundle)
     session = open_dashboard(config, log, url, log_cmd=log_cmd, gpus=gpus)
     notifier = None
     server = None
     profile = session.supervisor.profile if session.supervisor is not None else None
     try:
         boundary.require_terminal("the dashboard")  # after the profile's and options' own errors
-        record_session(session, server_command(profile), enabled=record)
+        record_session(session, server_command(profile), enabled=record, dest=bundle, announce=sys.stderr)
         server = metricsopts.serve(session, *metrics)  # before the app attaches: it sees every message
         app = SymmApp(session, theme=chosen, auto_stacks=auto_stacks)
         notifier = _notifier(session, app, notify)
@@ -109,7 +109,7 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
 
 def _run_nodes_dashboard(profile: Profile, url: str | None, theme: str, auto_stacks: bool,
                          metrics: tuple[int | None, str] = (None, "127.0.0.1"), notify: bool = False,
-                         record: bool = True) -> int:
+                         record: bool = True, bundle: str | None = None) -> int:
     """The dashboard of a ``[[nodes]]`` profile: every node followed (its running launch, if any), the
     aggregate shown and notified (``notify``, or the profile's [notify]), GPU rows grouped by node, the
     metrics endpoint over every node when asked, one bundle per node (``record``)."""
@@ -123,7 +123,7 @@ def _run_nodes_dashboard(profile: Profile, url: str | None, theme: str, auto_sta
     notifier = None
     try:
         boundary.require_terminal("the dashboard")
-        record_nodes(nodes, enabled=record)
+        record_nodes(nodes, enabled=record, dest=bundle)
         server = metricsopts.serve_nodes(nodes, *metrics)  # before the app attaches: it sees every message
         app = SymmApp(nodes.head.session, theme=theme, auto_stacks=auto_stacks, nodes=nodes)
         if notify or profile.notify is not None:

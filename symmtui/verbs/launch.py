@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from symmtui.launch.profile import Profile
 
 from symmtui import boundary
-from symmtui.bundle import NO_RECORD_HELP
+from symmtui.bundle import BUNDLE_HELP, NO_RECORD_HELP
 
 HELP = "launch the profile's server (stopping the previous one) and wait for it like `symmtui wait`"
 
@@ -29,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="notify each verdict (bell, tmux, desktop, the profile's [notify] webhooks; "
                         "on by default when the profile has [notify])")
     parser.add_argument("--no-record", action="store_true", help=NO_RECORD_HELP)
+    parser.add_argument("--bundle", metavar="PATH", type=boundary.path, help=BUNDLE_HELP)
     parser.add_argument(
         "--strict-preflight", action="store_true",
         help="refuse to launch (exit 3) when the patch check predicts the KeyError crash (default: warn)",
@@ -75,7 +76,7 @@ def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
     notifier = for_headless(session, profile.notify, asked=args.notify, err=err)
     from symmtui.bundle.wire import record_session, server_command
 
-    record_session(session, server_command(profile), enabled=not args.no_record, err=err)
+    record_session(session, server_command(profile), enabled=not args.no_record, dest=args.bundle, err=err, announce=err)
     front = Headless(session, err)
     try:
         result = session.launch(ProgressPrinter(err), preflight=not args.no_preflight,

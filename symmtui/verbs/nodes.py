@@ -57,7 +57,7 @@ def wait(args: argparse.Namespace, profile: Profile) -> int:
     from symmtui.bundle.wire import record_nodes
     from symmtui.notify.nodes import for_headless_nodes
 
-    record_nodes(nodes, enabled=not args.no_record, err=sys.stderr)  # before the front end attaches
+    record_nodes(nodes, enabled=not args.no_record, err=sys.stderr, dest=args.bundle)  # before the front end attaches
     notifier = for_headless_nodes(nodes, profile.notify, asked=args.notify, err=sys.stderr)
     try:
         front = NodesHeadless(nodes)
@@ -87,7 +87,7 @@ def launch(args: argparse.Namespace, profile: Profile) -> int:
 
     err = sys.stderr
     nodes = for_nodes(profile, timeout=args.timeout, stall=args.stall, grace=args.grace)
-    record_nodes(nodes, enabled=not args.no_record, err=err)  # before the front end attaches
+    record_nodes(nodes, enabled=not args.no_record, err=err, dest=args.bundle)  # before the front end attaches
     notifier = for_headless_nodes(nodes, profile.notify, asked=args.notify, err=err)
     front = NodesHeadless(nodes, err)
     try:

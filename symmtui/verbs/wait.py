@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from symmtui import boundary
-from symmtui.bundle import NO_RECORD_HELP
+from symmtui.bundle import BUNDLE_HELP, NO_RECORD_HELP
 
 if TYPE_CHECKING:
     from symmtui.core.logcmd import LogCommand
@@ -49,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="notify each verdict: terminal bell, tmux message, desktop notification, and the "
                         "profile's [notify] webhooks (on by default when the profile has [notify])")
     parser.add_argument("--no-record", action="store_true", help=NO_RECORD_HELP)
+    parser.add_argument("--bundle", metavar="PATH", type=boundary.path, help=BUNDLE_HELP)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -104,10 +105,11 @@ def run(args: argparse.Namespace) -> int:
 
         notifier = for_headless(session, notify, asked=args.notify, err=sys.stderr)
     try:
-        if not args.no_record:  # the recorder's modules likewise
+        if not args.no_record or args.bundle:  # the recorder's modules likewise
             from symmtui.bundle.wire import record_session, server_command
 
-            record_session(session, server_command(profile, args.pid))
+            record_session(session, server_command(profile, args.pid), enabled=not args.no_record,
+                           dest=args.bundle, announce=sys.stderr)
         front = Headless(session)
         session.follow(log_cmd or log, pid=args.pid, new_only=args.new_only)
         stacks = not args.no_stacks and (args.pid is not None or profile is not None)

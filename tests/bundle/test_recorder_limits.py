@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from symmtui.bundle import format as fmt
+from symmtui.bundle import store
 from symmtui.bundle.codec import decode, encode
 from symmtui.bundle.format import read_bundle
 from symmtui.bundle.recorder import Recorder
@@ -138,18 +139,20 @@ def test_an_early_bundle_with_plain_state_names_still_replays(tmp_path: Path, cr
     assert at is not None and at[0].state is State.CRASHED
 
 
-def test_a_relaunch_moves_the_bundle_next_to_the_new_log(tmp_path: Path, crash: Crash) -> None:
+def test_a_relaunch_moves_the_bundle_to_the_new_logs_name(tmp_path: Path, crash: Crash) -> None:
     lines, events, snap = crash
     first, second = tmp_path / "a.log", tmp_path / "b.log"
     first.write_text("x\n")
     second.write_text("y\n")
     rec = Recorder(name="t", host="h", command=None, env=lambda: EnvInfo(taken_at=0.0, symmtui="test"))
     rec.ingest(1.0, EngineBatch(tuple(lines), tuple(events), (), snap, 0, 0, str(first)))
-    assert rec.write() == tmp_path / f"a.log{fmt.SUFFIX}"
+    a = rec.write()
+    assert a is not None and a.parent == store.store_dir() and a.name.startswith(store.stem(first, "") + ".")
     ready = dataclasses.replace(snap, state=State.READY, cause=None)
     rec.ingest(2.0, EngineBatch(tuple(lines[:3]), (), (), ready, 0, 1, str(second), True))
-    assert rec.write(final=True) == tmp_path / f"b.log{fmt.SUFFIX}"
-    earlier, whole = read_bundle(tmp_path / f"a.log{fmt.SUFFIX}"), read_bundle(tmp_path / f"b.log{fmt.SUFFIX}")
+    b = rec.write(final=True)
+    assert b is not None and b.name.startswith(store.stem(second, "") + ".")
+    earlier, whole = read_bundle(a), read_bundle(b)
     assert [g["generation"] for g in earlier.data["generations"]] == [0]
     assert [g["generation"] for g in whole.data["generations"]] == [0, 1]  # the session's whole story
 
@@ -164,8 +167,8 @@ def test_another_runs_bundle_of_the_same_log_is_kept(tmp_path: Path, crash: Cras
         rec.ingest(1.0, EngineBatch(tuple(lines), tuple(events), (), snap, 0, 0, str(log)))
         paths += [rec.write(), rec.write(final=True)]  # a run's second write replaces its own first
     names = [p.name for p in paths if p is not None]
-    assert names == ["server.log" + fmt.SUFFIX] * 2 + [f"server.log.2{fmt.SUFFIX}"] * 2 + [
-        f"server.log.3{fmt.SUFFIX}"] * 2
+    assert len(names) == 6 and names[0::2] == names[1::2] and len(set(names)) == 3, names
+    assert all(n.startswith(store.stem(log, "") + ".") for n in names)  # three runs of one log, three files
     empty = Recorder(name="t", host="h", command=None, dest=tmp_path / f"none{fmt.SUFFIX}",
                      env=lambda: EnvInfo(taken_at=0.0, symmtui="test"))
     empty.start()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
+from symmtui.bundle import store
 from symmtui.bundle.format import SUFFIX
 from tests.launch.helpers import run_cli
 
@@ -59,7 +60,7 @@ def _hostile_bundle(tmp: Path) -> Path:
                    f"</details> after the crash [more](http://evil.example/y) <img src=y onerror=alert(3)>\n")
     run = run_cli("wait", "--log", str(log), "--timeout", "30", "--stall", "0")
     assert run.returncode == 1, run.stdout + run.stderr  # CRASHED
-    (bundle,) = tmp.glob(f"*{SUFFIX}")
+    (bundle,) = store.store_dir().glob(f"*{SUFFIX}")  # the state dir's bundles/ (the test's own)
     return bundle
 
 

@@ -195,3 +195,20 @@ def test_serving_lines_after_the_start_prove_ready_without_the_marker() -> None:
     user = '[2024-12-09 16:10:51] INFO:     10.1.1.33:46322 - "POST /v1/chat/completions HTTP/1.1" 200 OK'  # sgl-project/sglang#2418
     state, r = _state("\n".join([*body, user]))
     assert state is State.READY and "answering requests" in r.snapshot(0.0).detail
+
+
+def test_wait_counts_both_ranks_of_a_joined_line_in_a_real_torchrun_log(tmp_path: Path) -> None:
+    """Four torchrun ranks printing to one pipe on the H200 (tests/corpus/cases/torch-h200-joined-records-4-ranks-run2):
+    TP0's and TP1's 'Init torch distributed begin' landed on one physical line. The log as it stood when TP0 and
+    TP2 had finished initialising (its first lines): TP1 is one of the two still initialising, not missing."""
+    real = ROOT / "tests" / "corpus" / "cases" / "torch-h200-joined-records-4-ranks-run2.log"
+    lines = real.read_text().splitlines()
+    assert "TP0] Init torch distributed begin.[" in lines[4]  # the joined line, as torchrun wrote it
+    cut = next(i for i, ln in enumerate(lines) if ln.endswith("TP2] Init torch distributed ends."))
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(lines[: cut + 1]) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "symmtui", "wait", "--log", str(log), "--timeout", "0.3",
+                           "--stall", "0", "--no-record"], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 124, proc.stdout + proc.stderr
+    ranks = next(ln for ln in proc.stdout.splitlines() if ln.startswith("  ranks: "))
+    assert ranks.startswith("  ranks: 2/4 ranks finished init distributed; TP1, TP3 still init distributed"), ranks

@@ -28,18 +28,18 @@ from typing import Any
 import psutil
 import pytest
 
+from tests import sysparts
 from tests.launch.helpers import free_port
 from tests.launch.procguard import MARK
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = sysparts.CHROMIUM
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 STATES = ("WAITING", "STARTING", "CRASHED", "READY", "STALLED")
 
 pytestmark = [
     pytest.mark.xdist_group("serve-browser"),  # one worker holds the module's one browser session
-    pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
-                       reason=f"no {CHROMIUM}: apt-get install chromium (.ci/run installs it)"),
+    pytest.mark.needs("chromium"),  # skipped with the reason where it is missing; a failure in CI
 ]
 
 # textual-serve's page draws the terminal with xterm.js on a canvas; its Terminal object is kept as

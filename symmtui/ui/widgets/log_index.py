@@ -524,7 +524,7 @@ class LineIndex:
     def _open_fd(self) -> int | None:
         if self._fd is None and self._path is not None:
             try:
-                self._fd = os.open(self._path, os.O_RDONLY)
+                self._fd = os.open(self._path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO swapped in never blocks the UI
             except OSError:
                 return None
         return self._fd
