@@ -20,9 +20,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from symmtui import boundary
 from symmtui.core.ruletypes import Action, Kind, Rule
+from symmtui.errors import InputError
 
 FORMAT = 1  # bump when the cached layout changes
+MAX_BYTES = 8 << 20  # the cache of the shipped catalogue is ~0.2 MB
 
 
 def cache_file(folder: Path) -> Path:
@@ -42,11 +45,12 @@ def load(folder: Path, sources: Sequence[Path], parse: Callable[[], tuple[Rule, 
     except OSError:  # a source vanished: no key to trust; parse (which says what is wrong)
         return parse()
     try:
-        found, rows = marshal.loads(cache.read_bytes())
+        # Read like any file from outside: a FIFO or a huge file there never blocks or fills memory.
+        found, rows = marshal.loads(boundary.read_bytes(cache, what="the catalogue cache", max_bytes=MAX_BYTES))
         if found == key:
             return tuple(_rule(row) for row in rows)
-    except (OSError, EOFError, ValueError, TypeError, KeyError):
-        pass  # no cache yet, or one this code does not read: parse and write it again
+    except (InputError, OSError, EOFError, ValueError, TypeError, KeyError):
+        pass  # no cache yet, not a regular file, or one this code does not read: parse and write it again
     rules = parse()
     _write(cache, marshal.dumps((key, [_row(r) for r in rules])))
     return rules

@@ -104,3 +104,14 @@ def test_the_shipped_catalogue_loads_the_same_cached_or_parsed(tmp_path: Path) -
                            env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")})
         assert r.stdout.strip() == "True", r.stderr
     assert builtin_entries() == parse_builtin()
+
+
+def test_a_fifo_where_the_cache_is_never_blocks(folder: Path) -> None:
+    """The cache is read like any file from outside: a FIFO there is not opened (it would block)."""
+    cache = catcache.cache_file(folder)
+    cache.parent.mkdir(parents=True)
+    os.mkfifo(cache)
+    calls: list[int] = []
+    rules = catcache.load(folder, _sources(folder), _parser(folder, calls))
+    assert calls == [1] and len(rules) > 80
+    assert cache.is_file()  # written anew in its place
