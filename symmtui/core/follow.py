@@ -404,7 +404,7 @@ class LogFollower:
                 fd = self._fd
                 files = (f"/proc/self/fd/{fd}",) if fd is not None else ()  # the open file, even renamed away
                 dirs = [str(t[0]) for t in targets if t[0] != self.path]
-                watch = inotify.DirWatch(dirs, self._watch_names(), files)
+                watch = inotify.open_watch(dirs, self._watch_names(), files)
             except OSError:
                 # A target vanished between the check and the watch, or inotify is unavailable:
                 # poll on a short timer for this round.

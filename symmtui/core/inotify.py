@@ -1,10 +1,15 @@
-"""Linux inotify on directories, through libc (ctypes): block until something changes there, or a wake.
+"""File-change watches for the follower: Linux inotify through libc (ctypes), else watchfiles.
 
-The follower blocks in ``poll()`` on one inotify descriptor and a wake pipe, so an idle follower costs
-nothing but a wake every ``STOP_CHECK`` seconds (it looks at its stop event), and a write is seen at
-once (watchfiles' RustNotify, used before, looked at its stop event and its queue every 5 ms: ~200
-wakes a second while idle, and a write waited 5-10 ms for its step). Events are not parsed: any event
-in a watched directory means "poll the file"; the follower finds out what happened.
+On Linux the follower blocks in ``poll()`` on one inotify descriptor and a wake pipe (``DirWatch``), so an
+idle follower costs nothing but a wake every ``STOP_CHECK`` seconds (it looks at its stop event), and a write
+is seen at once. watchfiles' RustNotify looks at its stop event and its queue every ``step`` ms (5 ms: ~200
+wakes a second while idle, and a write waited 5-10 ms for its step), so it serves where libc has no inotify
+(macOS: FSEvents), with a 50 ms step (``RustWatch``). Events are not parsed: any event in a watched directory
+means "poll the file"; the follower finds out what happened.
+
+The last close of an inotify descriptor waits for the kernel's SRCU grace period (10-20 ms, in a process's
+exit too): ``DirWatch.close`` leaves it to a thread, so it overlaps the verdict's printing and the bundle's
+writing instead of adding to `wait`'s exit (bench.peers, "ready line -> wait exited").
 """
 
 from __future__ import annotations
@@ -13,13 +18,11 @@ import contextlib
 import ctypes
 import os
 import select
-import shutil
 import struct
-import subprocess
 import threading
 import time
 
-__all__ = ["STOP_CHECK", "DirWatch", "available"]
+__all__ = ["STOP_CHECK", "DirWatch", "RustWatch", "available", "open_watch"]
 
 STOP_CHECK = 0.1
 """A blocked ``wait`` looks at its stop condition this often, for a caller that does not ``wake()``."""
@@ -46,22 +49,6 @@ def _lib() -> ctypes.CDLL:
         lib.inotify_add_watch.restype = ctypes.c_int
         _libc = lib
     return _libc
-
-
-def _holder(fd: int) -> subprocess.Popen[bytes] | None:
-    """A ``cat`` that holds a copy of the inotify descriptor until its stdin closes (our close or exit).
-
-    The last close of an inotify descriptor waits for the kernel's SRCU grace period (10-20 ms here,
-    also in a process's exit): with a copy held elsewhere, ours is a plain close and `wait` exits
-    at once; the holder pays it in its own exit. None where there is no ``cat`` (the exit is slower)."""
-    cat = shutil.which("cat")
-    if cat is None:
-        return None
-    try:
-        return subprocess.Popen([cat], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                pass_fds=(fd,))
-    except OSError:
-        return None
 
 
 def available() -> bool:
@@ -101,7 +88,6 @@ class DirWatch:
         self._poll = select.poll()
         self._poll.register(fd, select.POLLIN)
         self._poll.register(self._r, select.POLLIN)
-        self._holder = _holder(fd)
 
     def wait(self, timeout: float) -> bool:
         """Block up to ``timeout`` seconds; True when an entry of ``names`` in a watched directory (or the
@@ -145,19 +131,60 @@ class DirWatch:
                 pass
 
     def close(self) -> None:
+        """Close the watch. The inotify descriptor's last close waits for the kernel's SRCU grace period
+        (10-20 ms): it is closed on a thread of its own, so the caller (a `wait` printing its verdict and
+        writing its bundle) goes on meanwhile, and the process's exit does not wait for it again."""
         with self._lock:
-            for fd in (self.fd, self._r, self._w):
+            for fd in (self._r, self._w):
                 if fd >= 0:
                     os.close(fd)
+            if self.fd >= 0:
+                threading.Thread(target=os.close, args=(self.fd,), name="inotify-close", daemon=True).start()
             self.fd = self._r = self._w = -1
-            holder, self._holder = getattr(self, "_holder", None), None
-        if holder is not None:  # it exits, releasing the descriptor in its own exit; reaped aside
-            assert holder.stdin is not None
-            holder.stdin.close()
-            threading.Thread(target=holder.wait, name="inotify-holder-reaper", daemon=True).start()
 
     def __enter__(self) -> DirWatch:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+RUST_STEP_MS = 50  # RustWatch looks at its queue and its wake this often (a write waits up to this long)
+
+
+class RustWatch:
+    """watchfiles' RustNotify on some directories behind ``DirWatch``'s interface, for a host whose libc has
+    no inotify. Raises OSError when a directory cannot be watched."""
+
+    def __init__(self, dirs: list[str], names: frozenset[bytes] | None = None, files: tuple[str, ...] = ()) -> None:
+        try:
+            from watchfiles._rust_notify import RustNotify  # here: a Linux follower never imports it
+        except ImportError as exc:
+            raise OSError(f"no inotify and no watchfiles: {exc}") from exc
+        self._woken = threading.Event()
+        try:
+            self._notify = RustNotify(list(dirs), False, False, 300, False, True)
+        except (OSError, RuntimeError) as exc:
+            raise OSError(str(exc)) from exc
+
+    def wait(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds; True when something changed in a watched directory, or ``wake``."""
+        result = self._notify.watch(RUST_STEP_MS, RUST_STEP_MS, max(1, int(timeout * 1000)), self._woken)
+        if self._woken.is_set():
+            self._woken.clear()
+            return True
+        return result not in ("timeout", "stop")
+
+    def wake(self) -> None:
+        self._woken.set()
+
+    def close(self) -> None:
+        self._notify.close()
+
+
+def open_watch(dirs: list[str], names: frozenset[bytes] | None = None,
+               files: tuple[str, ...] = ()) -> DirWatch | RustWatch:
+    """A watch on ``dirs`` (and, with inotify, ``files``): inotify where libc has it, else watchfiles."""
+    if available():
+        return DirWatch(dirs, names, files)
+    return RustWatch(dirs, names, files)
