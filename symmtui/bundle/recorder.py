@@ -93,6 +93,14 @@ def phases_json(snap: Snapshot) -> list[dict[str, Any]]:
     return out
 
 
+def _kept_line(t: float, g: int, no: int, offset: int, text: str) -> list[Any]:
+    """A log line as the bundle keeps it: redacted, then cut past MAX_LINE_CHARS (marked)."""
+    text = redact(text)
+    if len(text) > fmt.MAX_LINE_CHARS:
+        text = text[: fmt.MAX_LINE_CHARS] + " […cut]"
+    return [t, g, no, offset, text]
+
+
 def _spread(items: list[Any], keep: float) -> list[Any]:
     """About ``keep`` of ``items``, evenly spread, the last always among them."""
     n = len(items)
@@ -160,7 +168,8 @@ class Recorder:
         self._gen = 0
         self._head: list[list[Any]] = []
         self._head_bytes = 0
-        self._tail: deque[list[Any]] = deque()
+        self._tail: deque[list[Any] | tuple[Any, ...]] = deque()  # tuples: not redacted yet
+        self._tail_sizes: deque[int] = deque()
         self._tail_bytes = 0
         self._omitted = 0
         self._seen = 0
@@ -273,20 +282,19 @@ class Recorder:
             if line.progress:
                 continue  # a provisional carriage-return update: its finished line comes later
             self._seen += 1
-            text = redact(line.text)
-            if len(text) > fmt.MAX_LINE_CHARS:
-                text = text[: fmt.MAX_LINE_CHARS] + " […cut]"
-            rec = [t, g, line.no, line.offset, text]
-            size = len(text) + 24
+            size = min(len(line.text), fmt.MAX_LINE_CHARS) + 24
             if self._head_bytes + size <= fmt.HEAD_BYTES and not self._tail:
-                self._head.append(rec)
+                self._head.append(_kept_line(t, g, line.no, line.offset, line.text))
                 self._head_bytes += size
                 continue
-            self._tail.append(rec)
+            # The tail keeps the line as it came (a tuple): most are dropped again before any write,
+            # so they are redacted when written (``_clean_tail``), not here.
+            self._tail.append((t, g, line.no, line.offset, line.text))
+            self._tail_sizes.append(size)
             self._tail_bytes += size
             while self._tail_bytes > fmt.TAIL_BYTES and len(self._tail) > 1:
-                old = self._tail.popleft()
-                self._tail_bytes -= len(old[4]) + 24
+                self._tail.popleft()
+                self._tail_bytes -= self._tail_sizes.popleft()
                 self._omitted += 1
         for notice in batch.notices:
             if len(self._notices) < fmt.MAX_NOTICES:
@@ -344,7 +352,7 @@ class Recorder:
     def document(self, *, final: bool = False, log_share: float = 1.0) -> dict[str, Any]:
         """The bundle's JSON document now (``log_share`` < 1 keeps less of the log: the size bound)."""
         head = self._head
-        tail = list(self._tail)
+        tail = self._clean_tail()
         omitted = self._omitted
         if log_share < 1.0:
             keep_head = int(len(head) * log_share)
@@ -379,6 +387,11 @@ class Recorder:
             "limits": {"head_bytes": fmt.HEAD_BYTES, "tail_bytes": fmt.TAIL_BYTES,
                        "max_file_bytes": fmt.MAX_FILE_BYTES, "max_gpu_rounds": fmt.MAX_GPU_ROUNDS},
         }
+
+    def _clean_tail(self) -> list[list[Any]]:
+        """The tail's records, each redacted and cut (once: the deque keeps the clean ones)."""
+        self._tail = deque(_kept_line(*rec) if isinstance(rec, tuple) else rec for rec in self._tail)
+        return list(self._tail)  # type: ignore[arg-type]  # (all lists now)
 
     def encoded(self, *, final: bool = False) -> bytes:
         """The compressed file, within :data:`format.MAX_FILE_BYTES` (and :data:`format.MAX_JSON_BYTES`

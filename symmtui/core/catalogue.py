@@ -328,8 +328,8 @@ def parse_builtin() -> tuple[Rule, ...]:
 
 @lru_cache(maxsize=1)
 def builtin_entries() -> tuple[Rule, ...]:
-    """The shipped catalogue: symmtui/catalogue/*.toml in name order, parsed once and cached beside
-    it like bytecode (core/catcache.py)."""
+    """The shipped catalogue: symmtui/catalogue/*.toml in name order, parsed once and cached in the
+    user's cache directory (core/catcache.py)."""
     from symmtui.core import catcache, ruletypes
 
     sources = [*sorted(f for f in SHIPPED.iterdir() if f.name.endswith(".toml")), Path(__file__), Path(ruletypes.__file__)]

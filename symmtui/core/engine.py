@@ -309,6 +309,8 @@ class Bringup:
 
     def _stop_generation(self) -> None:
         self._gen_stop.set()
+        if isinstance(self._follower, LogFollower):
+            self._follower.wake()  # blocked in inotify: look at the stop event now
         threads, self._threads = self._threads, []
         for t in threads:
             t.join(timeout=10)

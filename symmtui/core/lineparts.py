@@ -61,6 +61,7 @@ _VLLM_HEAD = re.compile(
 )
 _TP_TAG = re.compile(r"\bTP(\d+)\b")
 _LOST_SGR = re.compile(r" ?\[\d{1,2}(?:;\d{1,2})*m ?")
+_LEVEL_INITIALS = frozenset("DIWEC")  # DEBUG INFO WARNING ERROR CRITICAL: the vLLM logger header's first letters
 _RANK_TAG = re.compile(r"(?<![A-Za-z])((?:DP|PP|TP|EP|CP|NP)\d+)")
 _NOT_RANKS = frozenset({"APIServer", "EngineCore", "Worker", "VllmWorker"})
 """vLLM process names that are no rank without a tag (the API server; an engine core of one rank)."""
@@ -126,6 +127,35 @@ def split_prefix(plain: str) -> Prefix:
     return pre
 
 
+_BRACKETS: dict[str, tuple[float | None, str | None, str | None, int | None, str | None]] = {}
+_MAX_BRACKETS = 4096
+
+
+def _bracket(m: re.Match[str]) -> tuple[float | None, str | None, str | None, int | None, str | None]:
+    """(ts, dialect, key, rank, label) of an SGLang-shaped "[YYYY-MM-DD HH:MM:SS TP3] " prefix, cached by its text
+    (a flood repeats each rank's prefix, its stamp too, many times a second)."""
+    text = m.group(0)
+    got = _BRACKETS.get(text)
+    if got is not None:
+        return got
+    ts = _timegm(m)
+    tags = m.group(8).strip()
+    dialect = key = label = None
+    rank = None
+    if not text.rstrip().endswith("Z]") and text[11] == " ":
+        dialect = "sglang"  # SGLang's own "[YYYY-MM-DD HH:MM:SS]" stamp (vLLM writes "INFO MM-DD ...")
+    if tags:
+        key = tags
+        t = _TP_TAG.search(tags)
+        rank = int(t.group(1)) if t else None
+        dialect = "sglang"
+        label = rank_tags(tags) or None
+    if len(_BRACKETS) >= _MAX_BRACKETS:
+        _BRACKETS.clear()
+    got = _BRACKETS[text] = (ts, dialect, key, rank, label)
+    return got
+
+
 def _split(plain: str) -> Prefix:
     key: str | None = None
     rank: int | None = None
@@ -137,71 +167,70 @@ def _split(plain: str) -> Prefix:
     pos = 0
     if plain[:1] == ">" and plain[1:2] in (" ", ""):  # a log pasted as a Markdown quote (an issue's "> " lines)
         pos = len(plain[:2])
-    m = _LOST_SGR.match(plain, pos)
+    m = _LOST_SGR.match(plain, pos) if plain[pos : pos + 1] in (" ", "[") else None
     if m is not None:  # Ray's colour codes pasted with their escape byte lost: " [36m(RayWorkerVllm pid=5085) [0m "
         pos = m.end()
     outer = True  # only container layers (stamps, compose names, journald) so far: more of them may follow
     for _ in range(6):
-        m = _SGLANG.match(plain, pos)
-        if m is not None:
-            ts = _timegm(m)
-            tags = m.group(8).strip()
-            if not m.group(0).rstrip().endswith("Z]") and m.group(0)[11] == " ":
-                dialect = "sglang"  # SGLang's own "[YYYY-MM-DD HH:MM:SS]" stamp (vLLM writes "INFO MM-DD ...")
-            if tags:
-                key = tags
+        c = plain[pos : pos + 1]  # each shape starts with its own kind of character: try only those that may
+        if c == "[":
+            m = _SGLANG.match(plain, pos)
+            if m is not None:
+                bts, bdialect, bkey, brank, blabel = _bracket(m)
+                ts = bts if bts is not None else ts
+                dialect = bdialect or dialect
+                if bkey is not None:
+                    key, rank, label = bkey, brank if brank is not None else rank, blabel or label
+                pos = m.end()
+                outer = False
+                continue
+            m = _TORCHRUN.match(plain, pos)
+            if m is not None:
+                rank = int(m.group(1))
+                key = f"rank{rank}"
+                label = label or f"rank {rank}"
+                pos = m.end()
+                outer = False
+                continue
+        elif c == "(":
+            m = _VLLM_PROC.match(plain, pos)
+            if m is not None:
+                name, tagtext, nrank, pid = m.group(1), m.group(2), m.group(3), int(m.group(4))
+                tags = rank_tags(tagtext) or rank_tags(name.replace("_", " "))
                 t = _TP_TAG.search(tags)
-                rank = int(t.group(1)) if t else rank
-                dialect = "sglang"
-                label = rank_tags(tags) or label
-            pos = m.end()
-            outer = False
-            continue
-        m = _TORCHRUN.match(plain, pos)
-        if m is not None:
-            rank = int(m.group(1))
-            key = f"rank{rank}"
-            label = label or f"rank {rank}"
-            pos = m.end()
-            outer = False
-            continue
-        m = _VLLM_PROC.match(plain, pos)
-        if m is not None:
-            name, tagtext, nrank, pid = m.group(1), m.group(2), m.group(3), int(m.group(4))
-            tags = rank_tags(tagtext) or rank_tags(name.replace("_", " "))
-            t = _TP_TAG.search(tags)
-            if t is not None:
-                rank = int(t.group(1))
-            elif nrank is not None:
-                rank = int(nrank)
-            key = f"pid{pid}"
-            proc = name + tagtext.replace(" ", "_")
-            if tags:
-                label = tags
-            elif nrank is not None:
-                label = f"rank {nrank}"
-            elif name not in _NOT_RANKS and not name.startswith("EngineCore"):
-                label = f"{name} pid {pid}" + (f" @{m.group(5)}" if m.group(5) else "")
-            dialect = "vllm"
-            pos = m.end()
+                if t is not None:
+                    rank = int(t.group(1))
+                elif nrank is not None:
+                    rank = int(nrank)
+                key = f"pid{pid}"
+                proc = name + tagtext.replace(" ", "_")
+                if tags:
+                    label = tags
+                elif nrank is not None:
+                    label = f"rank {nrank}"
+                elif name not in _NOT_RANKS and not name.startswith("EngineCore"):
+                    label = f"{name} pid {pid}" + (f" @{m.group(5)}" if m.group(5) else "")
+                dialect = "vllm"
+                pos = m.end()
+                h = _VLLM_HEAD.match(plain, pos)
+                if h is not None:
+                    pos = h.end()
+                outer = False
+                continue
+        elif c in _LEVEL_INITIALS:
             h = _VLLM_HEAD.match(plain, pos)
             if h is not None:
+                dialect = "vllm"
                 pos = h.end()
-            outer = False
-            continue
-        h = _VLLM_HEAD.match(plain, pos)
-        if h is not None:
-            dialect = "vllm"
-            pos = h.end()
-            outer = False
-            continue
-        if outer:
-            m = _ISO.match(plain, pos) or _PIPES.match(plain, pos)
+                outer = False
+                continue
+        if outer and c:
+            m = _ISO.match(plain, pos) or _PIPES.match(plain, pos) if c.isdigit() else None
             if m is not None:
                 ts = _timegm(m) if ts is None else ts
                 pos = m.end()
                 continue
-            m = _COMPOSE.match(plain, pos) or _JOURNAL.match(plain, pos)
+            m = _COMPOSE.match(plain, pos) or _JOURNAL.match(plain, pos) if c.isalpha() else None
             if m is not None:
                 pos = m.end()
                 continue

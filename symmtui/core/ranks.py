@@ -132,13 +132,7 @@ class RankBoard:
         _key, label, pid = record_source(plain)
         if label is None:
             return None
-        rank = self._ranks.get(label)
-        if rank is None:
-            rank = self._ranks[label] = _Rank(label, pid)
-        elif pid is not None:
-            rank.pid = pid
-        rank.last_line = now
-        rank.lines += 1
+        rank = self._bump(label, pid, now, 1)
         if phase == PHASE_READY:
             phase = None
         if phase is not None:
@@ -148,6 +142,16 @@ class RankBoard:
         if ends is not None:
             rank.finished = ends
         return label
+
+    def _bump(self, label: str, pid: int | None, now: float, n: int) -> _Rank:
+        rank = self._ranks.get(label)
+        if rank is None:
+            rank = self._ranks[label] = _Rank(label, pid)
+        elif pid is not None:
+            rank.pid = pid
+        rank.last_line = now
+        rank.lines += n
+        return rank
 
     def states(self) -> tuple[RankState, ...]:
         return tuple(sorted((r.state() for r in self._ranks.values()), key=lambda r: sort_key(r.label)))

@@ -28,7 +28,6 @@ SETTLE_QUIET = 0.2  # after a crash, wait for the log to be quiet this long (oth
 SETTLE_MAX = 1.0  # ... but no longer than this
 MAX_BLOCK_PRINT = 60
 FINAL_GRACE = 0.5  # the state is final but its update has not come: wait this long for it
-LINE_COUNT_WAIT = 2.0  # attached partway into a huge log: wait this long for its lines to be counted
 
 
 @dataclass(frozen=True)
@@ -104,9 +103,8 @@ class _Printer:
         return diagnose(ev, port_owner=self.port_owner)
 
     def label(self, no: int) -> str:
-        """``line N`` in the file's own numbering (``line ~N`` if the lines before an attach point
-        could not be counted in time)."""
-        return self.numbering.label(no, LINE_COUNT_WAIT)
+        """``line N`` in the file's own numbering (``line ~N`` past an attach point too far in to count)."""
+        return self.numbering.label(no)
 
 
 def _decided(snap: Snapshot, caught_up: bool) -> bool:
@@ -150,23 +148,47 @@ def report(bringup: Bringup, updates: queue.Queue[EngineUpdate], out: TextIO,
                 break
         snap = bringup.snapshot()
         if snap.state is State.CRASHED:
-            # Let the other ranks' copies of the same error arrive (they are written within ms).
-            start = last = clock()
-            while clock() - start < SETTLE_MAX and clock() - last < SETTLE_QUIET:
-                try:
-                    up = updates.get(timeout=SETTLE_QUIET / 2)
-                except queue.Empty:
-                    continue
-                if up.lines or up.events:
-                    last = clock()
+            _settle(bringup, updates, clock)
             snap = bringup.snapshot()
     finally:
         bringup.stop()
+    if snap.state is State.CRASHED:
+        snap = bringup.snapshot()  # with the lines the follower had in hand when it stopped
     printer.numbering = bringup.numbering()
     printer.ranks = bringup.ranks()
     printer.progress(snap)
     printer.verdict(snap)
     return WaitResult(snap.state, EXIT_CODES.get(snap.state, EXIT_CRASHED), snap)
+
+
+def _settle(bringup: Bringup, updates: queue.Queue[EngineUpdate], clock: Callable[[], float]) -> None:
+    """After a crash, let the other ranks' copies of the same error arrive (written within ms).
+
+    A log file nobody has written to for SETTLE_QUIET holds them already: wait only until the follower
+    has read it to its end (``report`` then stops the engine, which judges what it read). Otherwise
+    wait for the log to be quiet for SETTLE_QUIET, at most SETTLE_MAX."""
+    start = last = clock()
+    path = bringup.log_path
+    if path is not None and bringup.log_command is None:
+        try:
+            idle = time.time() - os.stat(path).st_mtime >= SETTLE_QUIET
+        except OSError:
+            idle = False
+        while idle and clock() - start < SETTLE_MAX:
+            read = bringup.numbering()
+            try:
+                if read.skipped + read.read_bytes >= os.stat(path).st_size:
+                    return
+            except OSError:
+                return
+            time.sleep(0.005)
+    while clock() - start < SETTLE_MAX and clock() - last < SETTLE_QUIET:
+        try:
+            up = updates.get(timeout=SETTLE_QUIET / 2)
+        except queue.Empty:
+            continue
+        if up.lines or up.events:
+            last = clock()
 
 
 def wait_for(

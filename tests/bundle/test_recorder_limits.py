@@ -174,3 +174,38 @@ def test_another_runs_bundle_of_the_same_log_is_kept(tmp_path: Path, crash: Cras
     empty.start()
     empty.close()  # a run that showed nothing (no terminal, a usage error) leaves no file
     assert not (tmp_path / f"none{fmt.SUFFIX}").exists()
+
+
+def test_only_the_lines_kept_are_redacted_and_every_kept_one_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                crash: Crash) -> None:
+    """A flood of lines costs no redaction for those dropped from the tail; a secret in a kept line of
+    the head or the tail is masked in the file."""
+    from symmtui.bundle import recorder
+
+    _lines, _events, snap = crash
+    monkeypatch.setattr(fmt, "HEAD_BYTES", 2000)
+    monkeypatch.setattr(fmt, "TAIL_BYTES", 3000)
+    calls: list[str] = []
+    real = recorder.redact
+
+    def counting(text: str) -> str:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(recorder, "redact", counting)
+    secret = "Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123456789"
+    flood = [LogLine(i + 1, i * 100, f"[TP0] step {i} {secret if i in (3, 19_990) else ''}",
+                     f"[TP0] step {i}") for i in range(20_000)]
+    rec = _recorder(tmp_path / "b.json.gz")
+    for i in range(0, len(flood), 1000):
+        rec.ingest(i * 0.001, EngineBatch(tuple(flood[i:i + 1000]), (), (), snap, 0, 0, None))
+    line_calls = sum(1 for c in calls if c.startswith("[TP0] step"))
+    assert line_calls < 200  # the head's lines only, nothing of the rest of the 20,000
+    path = rec.write(final=True)
+    assert path is not None
+    bundle = read_bundle(path)
+    texts = [r[4] for r in bundle.lines]
+    assert any("step 3 " in t for t in texts) and any("step 19990 " in t for t in texts)
+    assert not any("abcdefghijklmnopqrstuvwxyz0123456789" in t for t in texts)
+    kept = len(texts)
+    assert sum(1 for c in calls if c.startswith("[TP0] step")) <= kept
