@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Callable, Iterable
 from functools import partial, wraps
 from pathlib import Path
@@ -40,16 +41,19 @@ from symmtui.ui.bridge import (
 )
 from symmtui.ui.messages import RelaunchDone, StopProgress
 from symmtui.ui.screens.confirm import ConfirmScreen
+from symmtui.ui.screens.help import HelpRow, HelpScreen, help_rows
 from symmtui.ui.screens.patch import PatchChanged, PatchScreen
+from symmtui.ui.screens.plots import PlotsScreen
+from symmtui.ui.screens.processes import ProcessScreen
 from symmtui.ui.screens.relaunch import RelaunchScreen
 from symmtui.ui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes, register_themes
 from symmtui.ui.widgets.diagnosis import DiagnosisView
-from symmtui.ui.widgets.fmt import mmss
 from symmtui.ui.widgets.footer import DashboardFooter
-from symmtui.ui.widgets.gauge import Activity, ReadinessGauge, shown_elapsed
+from symmtui.ui.widgets.gauge import Activity, ReadinessGauge, ready_words
 from symmtui.ui.widgets.gpu_panel import GpuPanel
 from symmtui.ui.widgets.header import StatusHeader
 from symmtui.ui.widgets.log_view import LogView
+from symmtui.ui.widgets.plots import phase_marks
 from symmtui.ui.widgets.stacks import StacksView
 from symmtui.ui.widgets.topology import TopologyView
 
@@ -89,19 +93,38 @@ class SymmApp(App[int]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("p", "patch", "Patch"),
-        Binding("r", "relaunch", "Relaunch"),
-        Binding("f", "log('toggle_follow')", "Follow"),
-        Binding("slash", "log('search')", "Find", key_display="/"),
-        Binding("e", "log('toggle_errors')", "Errors"),
-        Binding("n", "log('next_error')", "Next"),
-        Binding("N", "log('previous_error')", "Prev", key_display="N"),
-        Binding("s", "stacks", "Stacks"),
+        Binding("p", "patch", "Patch", tooltip="The fix of the diagnosis: the SM120 patch or a profile change"),
+        Binding("r", "relaunch", "Relaunch", tooltip="Stop the server, wait for GPU memory and port, launch again"),
+        Binding("f", "log('toggle_follow')", "Follow", tooltip="Follow the end of the log, or pause"),
+        Binding("slash", "log('search')", "Find", key_display="/", tooltip="Search the log; then n / N"),
+        Binding("e", "log('toggle_errors')", "Errors", tooltip="Show only crash and warning lines"),
+        Binding("n", "log('next')", "Next", tooltip="Next search match (a search is on), else the next error"),
+        Binding("N", "log('previous')", "Prev", key_display="N",
+                tooltip="Previous search match (a search is on), else the previous error"),
+        Binding("right_square_bracket", "log('next_error')", "Next error", key_display="]", show=False,
+                tooltip="The next error, always"),
+        Binding("left_square_bracket", "log('previous_error')", "Previous error", key_display="[", show=False,
+                tooltip="The previous error, always"),
+        Binding("i", "log('filter_in')", "Filter in", show=False, tooltip="Show only lines matching a regex"),
+        Binding("x", "log('filter_out')", "Filter out", show=False, tooltip="Hide lines matching a regex"),
+        Binding("X", "log('clear_filters')", "Clear filters", key_display="X", show=False,
+                tooltip="Remove the regex filters"),
+        Binding("w", "log('toggle_wrap')", "Wrap", show=False, tooltip="Soft-wrap long log lines, or cut them"),
+        Binding("z", "log('toggle_fold')", "Fold", show=False, tooltip="Fold other ranks' copies of a traceback"),
+        Binding("g", "log('go_to')", "Go to", show=False, tooltip="Go to a line, a log time or a phase"),
+        Binding("colon", "log('command')", "Command", key_display=":", show=False,
+                tooltip="lnav-style: filter-in RE, filter-out RE, clear-filters, goto WHERE"),
+        Binding("s", "stacks", "Stacks", tooltip="Dump every process of the server now (py-spy)"),
+        Binding("P", "processes", "Procs", key_display="P", show=False, tooltip="The processes on the GPUs; k / K signal one"),
+        Binding("G", "plots", "Plots", key_display="G", show=False, tooltip="GPU memory and utilisation, the last 10 minutes"),
         Binding("o", "next_node", "Node"),  # a [[nodes]] profile only: whose log, diagnosis and stacks
-        Binding("q", "quit", "Quit"),
-        Binding("t", "next_theme", "Theme"),  # last: in 80 columns the footer cuts the theme key, not q
+        Binding("q", "quit", "Quit", tooltip="Quit (the servers keep running)"),
+        Binding("question_mark,f1", "help", "Keys", key_display="?", tooltip="Every key and what it does now"),
+        Binding("t", "next_theme", "Theme", tooltip="The next theme"),  # last: 80 columns cut it, not q or ?
         Binding("tab", "focus_next", "Focus", show=False),
     ]
+    NARROW_KEYS = frozenset({"p", "r", "f", "slash", "e", "n", "s", "q", "question_mark"})
+    """The keys the footer shows under 110 columns; ? lists the rest."""
 
     def __init__(self, session: Session, *, theme: str | None = None, tick: float = 1.0,
                  auto_stacks: bool = True, nodes: NodeSet | None = None) -> None:
@@ -158,7 +181,7 @@ class SymmApp(App[int]):
                     log.border_title = f"Log · {node.spec.name} (o)"
                     log.display = node.spec.name == self.shown
                     yield log
-        yield DashboardFooter(id="footer")
+        yield DashboardFooter(id="footer", narrow_keys=self.NARROW_KEYS)
 
     @_while_composed
     def on_resize(self, event: events.Resize) -> None:
@@ -276,7 +299,8 @@ class SymmApp(App[int]):
         eta, runs = self.shown_session.eta_for(snap)
         timings = self.shown_session.timings
         gauge.show(snap, eta=eta, eta_runs=runs,
-                   timings=timings.lines() if timings is not None and snap.state is State.READY else None)
+                   timings=timings.lines() if timings is not None and snap.state is State.READY else None,
+                   log_times=self.log_view.log_times())
         if self.nodes_verdict is not None:  # the aggregate over the shown node's own state
             gauge.show_nodes(self.nodes_verdict)
         detail = ""
@@ -285,7 +309,7 @@ class SymmApp(App[int]):
         elif snap.state is State.STARTING:
             detail = snap.phase or ""
         elif snap.state is State.READY:
-            detail = f"in {mmss(shown_elapsed(snap))}"
+            detail = ready_words(snap)
         elif snap.detail:
             detail = snap.detail
         if self.nodes_verdict is not None:
@@ -293,6 +317,9 @@ class SymmApp(App[int]):
         else:
             self.query_one(StatusHeader).show(snap.state, detail)
         self.query_one(GpuPanel).show_stall(snap.state is State.STALLED)
+        self.query_one(StacksView).show_state(snap.state)
+        if isinstance(self.screen, PlotsScreen):
+            self.screen.marks = self._phase_marks()
         key = (snap.errors, snap.warnings, self.patch_applied)
         if key != self._diag_key:
             self._diag_key = key
@@ -372,7 +399,46 @@ class SymmApp(App[int]):
 
     @_while_composed
     def on_gpu_sample_posted(self, message: GpuSamplePosted) -> None:
-        self.query_one(GpuPanel).show(message.sample.snapshot, message.sample.our_pids)
+        panel = self.query_one(GpuPanel)
+        panel.show(message.sample.snapshot, message.sample.our_pids)
+        screen = self.screen
+        if isinstance(screen, ProcessScreen):
+            screen.show(message.sample.snapshot, message.sample.our_pids)
+        elif isinstance(screen, PlotsScreen):
+            screen.show(panel.history, self._phase_marks())
+
+    def _phase_marks(self) -> list[tuple[float, str]]:
+        return phase_marks(self.last_snapshot, time.monotonic(), time.time())
+
+    def action_processes(self) -> None:
+        """P: the processes on the GPUs (k / K signal the selected one, after a yes)."""
+        panel = self.query_one(GpuPanel)
+        self.push_screen(ProcessScreen(panel.snapshot, panel.our_pids))
+
+    def action_plots(self) -> None:
+        """G: every GPU's memory and utilisation over the last 10 minutes, the phases marked."""
+        self.push_screen(PlotsScreen(self.query_one(GpuPanel).history, self._phase_marks()))
+
+    def action_help(self) -> None:
+        """? / F1: every key and what it does now."""
+        extra = [HelpRow("dialogs", "y  n", "in a dialog: y or Enter answers yes, n or Escape no")]
+        self.push_screen(HelpScreen(help_rows(self.screen, note=self.key_note, extra=extra)))
+
+    def key_note(self, action: str) -> str | None:
+        """Why a key does nothing now (the help screen says it), or None."""
+        if action == "relaunch":
+            return self.session.can_relaunch
+        if action == "log('next')" and self.log_view.search_text:
+            return f"a search is on: the matches of /{self.log_view.search_text}/"
+        return None
+
+    def action_export(self) -> None:
+        """Write the lines the log pane shows (filters applied) to the state directory."""
+        from symmtui.paths import state_dir
+
+        name = Path(self._log_paths.get(self.shown) or "log").name
+        path = state_dir("exports") / f"{name}.{time.strftime('%Y%m%d-%H%M%S')}.txt"
+        self.log_view.export(path)
 
     @_while_composed
     def on_topology_posted(self, message: TopologyPosted) -> None:
@@ -403,8 +469,8 @@ class SymmApp(App[int]):
         """Dashboard keys are inactive while a modal is open (the modal has its own)."""
         if action == "next_node" and self.nodes is None:
             return False  # not in the footer: one server, one log
-        if action in {"patch", "relaunch", "log", "next_theme", "stacks", "next_node"} and isinstance(
-                self.screen, ModalScreen):
+        if action in {"patch", "relaunch", "log", "next_theme", "stacks", "next_node", "processes", "plots",
+                      "help"} and isinstance(self.screen, ModalScreen):
             return False
         return True
 
@@ -601,6 +667,13 @@ class SymmApp(App[int]):
         yield SystemCommand("Apply SM120 patch", "Check, show the diff, apply or revert (p)", self.action_patch)
         yield SystemCommand("Relaunch", "Stop the server, wait for GPU memory and port, launch again (r)",
                             self.action_relaunch)
+        yield SystemCommand("Stacks", "Dump every process of the server now (s)", self.action_stacks)
+        yield SystemCommand("Process view", "The processes on the GPUs; k / K signal one (P)", self.action_processes)
+        yield SystemCommand("GPU plots", "Memory and utilisation, the last 10 minutes, phases marked (G)",
+                            self.action_plots)
+        yield SystemCommand("Keys", "Every key and what it does now (? or F1)", self.action_help)
+        yield SystemCommand("Export the log lines shown", "The pane's lines, filters applied, to the state "
+                            "directory", self.action_export)
         yield SystemCommand("Next theme", "Cycle the symmtui themes (t)", self.action_next_theme)
         if self.nodes is not None:
             yield SystemCommand("Next node", "Show the next node's log, diagnosis and stacks (o)",
