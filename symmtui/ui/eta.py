@@ -36,11 +36,6 @@ class LiveEta:
     total: int
     unit: str
 
-    def why(self) -> str:
-        """``at 2.1 shards/s``."""
-        unit = self.unit or "steps"
-        return f"at {self.rate:.1f} {unit}/s"
-
 
 class RateMeter:
     """The progress of the current phase over time (a/b counts against the engine's clock)."""

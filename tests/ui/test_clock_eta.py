@@ -26,7 +26,7 @@ def test_the_eta_without_history_is_the_live_shard_rate() -> None:
     meter.feed(snap)  # no new shard: the rate is measured between the steps
     live = live_eta(snap, meter)
     assert live is not None and round(live.rate, 2) == 2.1 and round(live.rest) == 22
-    assert about(live.rest) == "about 22 s" and live.why() == "at 2.1 shards/s"
+    assert about(live.rest) == "about 22 s" and live.unit == "shards"
     assert combined(None, live) == live.rest
     assert combined(100.0, live) == 100.0 and combined(10.0, live) == live.rest  # history refines, never below
     assert about(250) == "about 4 min" and about(3900) == "about 1 h 05 min"
@@ -64,3 +64,26 @@ def test_an_attach_to_a_running_launch_counts_from_its_first_line() -> None:
     assert clock.elapsed(snap, times, 1003.0) == 303.0
     # a launch we watch from its start: the engine's own elapsed time
     assert clock.elapsed(replace(snap, elapsed=400.0), times, 1003.0) == 400.0
+
+
+async def test_the_gauge_shows_the_live_eta_without_history() -> None:
+    from textual.app import App, ComposeResult
+
+    from symmtui.ui.widgets.gauge import ReadinessGauge
+    from tests.ui.kit import settle, text
+
+    class GaugeApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield ReadinessGauge(id="gauge")
+
+    app = GaugeApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        gauge = app.query_one(ReadinessGauge)
+        for t, done in ((2.0, 16), (6.0, 24), (12.0, 37)):
+            gauge.show(loading(done, t))
+        await settle(pilot)
+        shown = text(app)
+        assert "37/83 shards 2.1/s" in shown and "ETA about 22 s" in shown and "no history" not in shown
+        gauge.show(loading(37, 12.5), eta=100.0, eta_runs=3)  # history: its ETA, never below the live rest
+        await settle(pilot)
+        assert "ETA 01:40 (from 3 earlier launches)" in text(app)

@@ -143,24 +143,23 @@ class ReadinessGauge(Vertical):
         )
         bar = self.query_one("#gauge-bar", Static)
         live = state in (State.STARTING, State.WAITING, State.STALLED)
+        self.meter.feed(snapshot)
+        rate = live_eta(snapshot, self.meter)
         if snapshot.progress_counts is not None and live:
             done, total = snapshot.progress_counts
             unit = PROGRESS_UNITS.get(snapshot.phase or "", "")
-            label = f" {done}/{total} {unit}".rstrip()
+            label = f" {done}/{total} {unit}".rstrip() + (f" {rate.rate:.1f}/s" if rate is not None else "")
             width = max(8, (bar.size.width or 40) - len(label) - 1)
             set_content(bar, Content.assemble(progress_bar(done, total, width), label))
             bar.display = True
         else:
             bar.display = False
         eta_parts: list[Content | str | tuple[str, str]] = []
-        self.meter.feed(snapshot)
-        rate = live_eta(snapshot, self.meter)
-        shown_eta = combined(eta if live else None, rate)
+        shown_eta = combined(eta if live else None, rate)  # the live rate shows on the bar's line
         if live and shown_eta is not None:
-            why = [f"from {eta_runs} earlier launch{'es' if eta_runs != 1 else ''}"] if eta is not None and eta_runs else []
-            why += [rate.why()] if rate is not None else []
+            runs = f" (from {eta_runs} earlier launch{'es' if eta_runs != 1 else ''})" if eta is not None and eta_runs else ""
             eta_parts += [("ETA ", "$muted"), (about(shown_eta) if eta is None else mmss(shown_eta), "bold"),
-                          (f" ({'; '.join(why)})" if why else "", "$muted")]
+                          (runs, "$muted")]
         elif live:
             eta_parts += [("ETA ", "$muted"), ("no history yet", "$muted")]
         remaining = snapshot.remaining_timeout
