@@ -91,9 +91,16 @@ def test_headless_verbs_name_the_command_not_the_key(tmp_path: Path, capsys: pyt
     assert main(["scan", "--json", str(log)]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "symmtui.scan/1"
-    assert main(["wait", "--no-record", "--timeout", "30", "--log", str(log)]) == 1
+    assert main(["wait", "--timeout", "30", "--log", str(log)]) == 1  # recording its bundle (the state dir)
     wait_text = capsys.readouterr().out
-    for out in (scan_text, wait_text, json.dumps(doc)):
+    from symmtui.bundle import store
+
+    bundle = store.newest()
+    assert bundle is not None
+    assert main(["report", str(bundle)]) == 0
+    report_text = capsys.readouterr().out
+    assert "- **Fix:** " in report_text
+    for out in (scan_text, wait_text, json.dumps(doc), report_text):
         assert "press p" not in out
         assert "run `symmtui patch apply` to apply the SM120 patch, then relaunch" in out
 
