@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -164,10 +165,12 @@ def test_user_shell_with_the_servers_environment_is_not_signalled(tmp_path: Path
     pids: list[int] = []
     try:
         out = b""
-        while out.count(b"\n") < 3:  # the shell's pids and both sleepers' "up", in any order
+        # the shell's three pids and both sleepers' "up", in any order: three writers share the pty, so their
+        # words can run together ("22665upup"); read numbers and "up"s, not lines
+        while len(re.findall(rb"\d+", out)) < 3 or out.count(b"up") < 2:
             assert select.select([master], [], [], 30)[0], f"the user shell did not start: {out!r}"
             out += os.read(master, 1024)
-        pids = [int(x) for x in out.split() if x != b"up"]
+        pids = [int(x) for x in re.findall(rb"\d+", out)]
         assert pids[0] == shell.pid
         for pid in pids:
             assert psutil.Process(pid).environ().get("SYMMTUI_LAUNCH_ID") == rec.launch_id
