@@ -40,7 +40,8 @@ def wait_latency(trials: int, tmp: Path) -> tuple[list[float], list[float]]:
                 argv.append("--no-record")
             import subprocess
 
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=eng._env())
+            state = tmp / f"state{k}"  # the bundle goes to the state dir's store: this run's own
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env={**eng._env(), "XDG_STATE_HOME": str(state)})
             assert proc.stdout is not None
             while "loading weights" not in proc.stdout.readline():
                 if proc.poll() is not None:
@@ -53,7 +54,7 @@ def wait_latency(trials: int, tmp: Path) -> tuple[list[float], list[float]]:
                 pass
             proc.wait()
             out.append(time.monotonic() - t_write)
-            if record and not log.with_name(log.name + ".symmtui-bundle.json.gz").is_file():
+            if record and not list(state.glob("symmtui/bundles/*.symmtui-bundle.json.gz")):
                 raise SystemExit("no bundle was written")
     return rec, off
 

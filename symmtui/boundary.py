@@ -8,13 +8,14 @@ file is opened non-blocking and read up to a cap, numbers are range-checked, str
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import math
 import os
 import re
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -39,8 +40,70 @@ DEBUG_ENV = "SYMMTUI_DEBUG"  # set: an internal error shows its traceback instea
 _QUOTED = re.compile("'([^']{" + str(MAX_SHOWN + 1) + ",})'")
 
 
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean wait?)`` for a near miss among ``choices``, else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one ``symmtui: error: ...`` line (exit 2), not usage + message."""
+    """argparse whose usage errors are one ``symmtui: error: ...`` line (exit 2), not usage + message.
+
+    The line names what is wrong as the user typed it: an unknown option names itself (``symmtui --lgo foo``:
+    ``--lgo``, not the value argparse then took for a verb), a near miss gets "did you mean", and the help
+    it points to is the verb's own (``symmtui wait --lgo``: ``symmtui wait --help``).
+    """
+
+    _argv: list[str] | None = None
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            first = extras[0]
+            argv = self._argv or []
+            verb_name = getattr(ns, "verb", None)
+            before_verb = verb_name in argv and first in argv and argv.index(first) < argv.index(verb_name)
+            verb = None if before_verb else self._verb_parser(verb_name)
+            where = verb if verb is not None else self
+            if first.startswith("-") and first != "-":
+                name = first.split("=", 1)[0]
+                what = f"unknown option {shown(name)}"
+                hint = _did_you_mean(name, where._option_string_actions)
+            else:
+                what, hint = f"unexpected argument {shown(first)}", ""
+            where.error(f"{what}{'' if verb is None else f' for `{where.prog}`'}{hint}")
+        return ns
+
+    def _verb_parser(self, verb: object) -> Parser | None:
+        """The sub-parser of ``verb`` (None: no verb, the dashboard's options)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and isinstance(verb, str):
+                found = action.choices.get(verb)
+                return found if isinstance(found, Parser) else None
+        return None
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if isinstance(action, argparse._SubParsersAction) and value not in (action.choices or {}):
+            # `symmtui --lgo foo`: the unknown option was skipped and its value taken for a verb; name the option
+            for token in self._argv or ():
+                if token == value:
+                    break
+                name = token.split("=", 1)[0]
+                if token.startswith("--") and name not in self._option_string_actions:
+                    raise argparse.ArgumentError(
+                        None, f"unknown option {shown(name)}" + _did_you_mean(name, self._option_string_actions))
+            verbs = list(action.choices or {})
+            hint = _did_you_mean(str(value), verbs) or f" (the verbs: {', '.join(verbs)})"
+            raise argparse.ArgumentError(None, f"unknown verb {shown(str(value))}{hint}")
+        super()._check_value(action, value)
 
     def error(self, message: str) -> NoReturn:
         # argparse quotes the offending value (an invalid choice): a long one is cut, not echoed
@@ -246,34 +309,66 @@ def regular_file(path: str | os.PathLike[str], *, what: str, missing_ok: bool = 
     return p
 
 
-def read_bytes(path: str | os.PathLike[str], *, what: str, max_bytes: int) -> bytes:
-    """A regular file's bytes, read without blocking (a FIFO never hangs) and at most ``max_bytes``."""
-    p = regular_file(path, what=what)
-    assert p is not None
+_OPEN_FLAGS = os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def open_regular(path: str | os.PathLike[str], *, what: str, flags: int = os.O_RDONLY,
+                 hint: str = "give a regular file") -> int:
+    """Open a regular file without blocking and return its fd: stat first (a FIFO or a device is never
+    opened), open ``O_NONBLOCK`` (one swapped in since the stat cannot block the open either: a FIFO
+    opened for writing with no reader is ENXIO), fstat again. Anything else is an InputError; a missing
+    file too, unless ``flags`` has ``O_CREAT``."""
+    p = Path(path)
+    regular_file(p, what=what, missing_ok=bool(flags & os.O_CREAT), hint=hint)
     try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        fd = os.open(p, flags | _OPEN_FLAGS, 0o600)
+    except FileNotFoundError:
+        raise InputError(f"{what} {shown(str(p))}: no such file; {hint}") from None
     except OSError as exc:
-        raise InputError(f"cannot read {what} {shown(str(p))} ({exc.strerror}); check its permissions") from None
+        if exc.errno == errno.ENXIO:
+            raise InputError(f"{what} {shown(str(p))} is a FIFO (named pipe), not a regular file; {hint}") from None
+        verb = "write" if flags & (os.O_WRONLY | os.O_RDWR) else "read"
+        raise InputError(f"cannot {verb} {what} {shown(str(p))} ({exc.strerror}); check its permissions") from None
+    kind = _kind(os.fstat(fd).st_mode)  # it may have been swapped since the stat
+    if kind is not None:
+        os.close(fd)
+        raise InputError(f"{what} {shown(str(p))} is {kind}, not a regular file; {hint}")
+    return fd
+
+
+def read_bytes(path: str | os.PathLike[str], *, what: str, max_bytes: int, last: bool = False,
+               hint: str = "give a regular file") -> bytes:
+    """A regular file's bytes, read without blocking (a FIFO never hangs) and at most ``max_bytes``:
+    a larger file is an InputError, or with ``last`` its last ``max_bytes`` from a line start (an
+    append-only file such as the launch history)."""
+    fd = open_regular(path, what=what, hint=hint)
+    cut = False
     try:
-        kind = _kind(os.fstat(fd).st_mode)  # it may have been swapped since the stat
-        if kind is not None:
-            raise InputError(f"{what} {shown(str(p))} is {kind}, not a regular file")
+        if last:
+            size = os.fstat(fd).st_size
+            cut = size > max_bytes
+            if cut:
+                os.lseek(fd, size - max_bytes, os.SEEK_SET)
         chunks: list[bytes] = []
         total = 0
-        while total <= max_bytes:
-            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+        limit = max_bytes if last else max_bytes + 1
+        while total < limit:
+            chunk = os.read(fd, min(1 << 20, limit - total))
             if not chunk:
                 break
             chunks.append(chunk)
             total += len(chunk)
     except OSError as exc:
-        raise InputError(f"cannot read {what} {shown(str(p))} ({exc.strerror})") from None
+        raise InputError(f"cannot read {what} {shown(str(path))} ({exc.strerror})") from None
     finally:
         os.close(fd)
     if total > max_bytes:
-        raise InputError(f"{what} {shown(str(p))} is larger than {max_bytes >> 10} KiB; "
+        raise InputError(f"{what} {shown(str(path))} is larger than {max_bytes >> 10} KiB; "
                          "is it the right file?")
-    return b"".join(chunks)
+    data = b"".join(chunks)
+    if cut:
+        data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
+    return data
 
 
 def read_text(path: str | os.PathLike[str], *, what: str, max_bytes: int = MAX_CONFIG_BYTES) -> str:
@@ -300,16 +395,24 @@ def parse_toml(text: str) -> dict[str, Any]:
 # ---------------------------------------------------------------- directories and the terminal
 
 
-def require_terminal(what: str, *, stdin: bool = True,
+TEXTUAL_STREAMS = ("standard input", "standard error")
+"""What a Textual app needs to be a terminal: it reads keys from standard input and draws on standard
+error (its Linux driver writes to ``sys.__stderr__``), so ``symmtui --log x >file`` works and
+``2>file`` does not."""
+
+
+def require_terminal(what: str, *, streams: tuple[str, ...] = TEXTUAL_STREAMS,
                      hint: str = "run it in a terminal, or use `symmtui wait` / `symmtui scan` in scripts") -> None:
-    """Refuse to start a full-screen ``what`` when stdin (if ``stdin``) or stdout is not a terminal.
+    """Refuse to start a full-screen ``what`` when one of ``streams`` ("standard input", "standard output",
+    "standard error": the process's own, as the interpreter started) is not a terminal.
 
     Under `symmtui serve` (textual-serve sets TEXTUAL_DRIVER to Textual's web driver) the app talks to
     the browser over its pipes: no terminal is needed there."""
     if os.environ.get("TEXTUAL_DRIVER", "").startswith("textual.drivers.web_driver:"):
         return
-    streams = (("standard input", sys.stdin),) if stdin else ()
-    for name, stream in (*streams, ("standard output", sys.stdout)):
+    by_name = {"standard input": sys.__stdin__, "standard output": sys.__stdout__, "standard error": sys.__stderr__}
+    for name in streams:
+        stream = by_name[name]
         try:
             ok = stream is not None and stream.isatty()
         except (OSError, ValueError):

@@ -127,6 +127,18 @@ def _notify(profile: Profile | None, asked: bool, *, on_screen: bool = False) ->
     return Notify(config, on_screen) if asked or config is not None else None
 
 
+def _record(enabled: bool, bundle: str | Path | None, *, several: bool = False, pid: int | None = None,
+            announce: bool = True) -> Record | None:
+    """The recorder plug-in the options ask for: a bundle per node in the store, the head's in ``bundle``
+    (``--bundle PATH``) when given; None with ``--no-record``."""
+    if bundle is not None and not enabled:
+        raise UserError("give --bundle PATH or --no-record, not both")
+    if bundle is not None and several:
+        raise UserError("--bundle PATH names one file: a [[nodes]] profile records one bundle per node "
+                        "(in $XDG_STATE_HOME/symmtui/bundles/)")
+    return Record(dest=Path(bundle) if bundle is not None else None, pid=pid, announce=announce) if enabled else None
+
+
 def _metrics(port: int | None, host: str, linger: float = 0.0) -> Metrics | None:
     return Metrics(port, host, linger) if port is not None else None
 
@@ -146,7 +158,8 @@ def watch_spec(source: Path | LogCommand | None = None, *, url: str | None = Non
 
 def wait_spec(*, log: Path | None, log_cmd: LogCommand | None, url: str | None, pid: int | None,
               config: str | None, limits: Limits, new_only: bool, stacks: bool, notify: bool,
-              record_bundle: bool, metrics_port: int | None, metrics_host: str, metrics_linger: float) -> SessionSpec:
+              record_bundle: bool, metrics_port: int | None, metrics_host: str, metrics_linger: float,
+              bundle: str | Path | None = None) -> SessionSpec:
     """`symmtui wait`: follow a log (file or command), a URL, a pid, or a profile's (every node's) log."""
     profile = None
     if config is not None:
@@ -160,7 +173,7 @@ def wait_spec(*, log: Path | None, log_cmd: LogCommand | None, url: str | None, 
             raise UserError(f"{profile.path} lists [[nodes]]: each node names its own log; "
                             "drop --log/--log-cmd/--pid (or watch one node with symmtui wait --log FILE)")
         nodes = _nodes(profile, url=_url(url if url is not None else profile.url), follow=True, new_only=new_only)
-        return _profile_spec(profile, nodes, limits, record=Record() if record_bundle else None, **plug)
+        return _profile_spec(profile, nodes, limits, record=_record(record_bundle, bundle, several=True), **plug)
     if profile is not None and log is None and log_cmd is None:
         log_cmd = profile.log_cmd
         log = profile.log_path if log_cmd is None else None
@@ -173,7 +186,7 @@ def wait_spec(*, log: Path | None, log_cmd: LogCommand | None, url: str | None, 
     if log is not None:
         boundary.regular_file(log, what="--log", missing_ok=True, hint="give the server's log file (it may not exist yet)")
     source: Path | LogCommand | None = log_cmd if log_cmd is not None else log
-    rec = Record(pid=pid) if record_bundle else None
+    rec = _record(record_bundle, bundle, pid=pid)
     stacks_gpus = stacks and (pid is not None or profile is not None)
     if profile is not None:
         node = NodePlan(hostname(), source, url=_url(url), pid=pid, profile=profile, new_only=new_only)
@@ -183,20 +196,20 @@ def wait_spec(*, log: Path | None, log_cmd: LogCommand | None, url: str | None, 
 
 
 def launch_spec(profile: Profile, *, limits: Limits, grace: float | None, notify: bool,
-                record_bundle: bool) -> SessionSpec:
+                record_bundle: bool, bundle: str | Path | None = None) -> SessionSpec:
     """`symmtui launch`: the profile's server (every node's), launched by the verb itself (nothing followed first)."""
     if profile.attach_only and not profile.nodes:
         raise UserError(f"cannot launch: {profile.attach_reason}")
     if profile.nodes:
         nodes = _nodes(profile, url=_url(profile.url), follow=False)
         return _profile_spec(profile, nodes, limits, grace=grace, notify=_notify(profile, notify),
-                             record=Record() if record_bundle else None)
+                             record=_record(record_bundle, bundle, several=True))
 
     from symmtui.gpu.facts import open_nvml  # the launcher waits for the GPUs' memory
 
     node = NodePlan(hostname(), profile.log_cmd, url=_url(profile.url), profile=profile, follow=False)
     return _profile_spec(profile, (node,), limits, nvml=open_nvml(), grace=grace, notify=_notify(profile, notify),
-                         record=Record() if record_bundle else None)
+                         record=_record(record_bundle, bundle))
 
 
 def stop_spec(profile: Profile, *, grace: float | None, gpu_timeout: float, port_timeout: float,
@@ -259,7 +272,7 @@ def nodes_source(profile: Profile, *, nvml: Nvml | None = None, timeout: float =
 def dashboard_spec(config: str | None, log: str | None, url: str | None, *, log_cmd: LogCommand | None = None,
                    gpus: Sequence[str] = (), auto_stacks: bool = True, notify: bool = False,
                    metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
-                   record_bundle: bool = True) -> SessionSpec:
+                   record_bundle: bool = True, bundle: str | Path | None = None) -> SessionSpec:
     """`symmtui [--config FILE] [--log PATH | --log-cmd CMD] [--url URL] [--gpus SPEC]...`: a profile's
     server (its running launch, or its log; every node of a ``[[nodes]]`` profile), or an attach,
     followed from the last lines; its GPUs from ``gpus`` (else the profile's ``server.gpus``, else NVML)."""
@@ -286,14 +299,14 @@ def dashboard_spec(config: str | None, log: str | None, url: str | None, *, log_
         nodes = _nodes(profile, url=_url(url if url is not None else profile.url), follow=True,
                        tail_lines=ATTACH_TAIL_LINES)
         return _profile_spec(profile, nodes, Limits(), nvml=nvml, gpus=nodes_source(profile, nvml=nvml),
-                             record=Record() if record_bundle else None, **kw)
+                             record=_record(record_bundle, bundle, several=True), **kw)
     nvml = Nvml()
     source = gpu_sources(gpus or (profile.gpus if profile is not None else ()), nvml)
     if profile is None:
         followed: Path | LogCommand | None = log_cmd if log_cmd is not None else Path(log) if log else None
         return watch_spec(followed, url=url, name=f"attach `{log_cmd.text}`" if log_cmd is not None else None,
                           tail_lines=ATTACH_TAIL_LINES if log_cmd is None else None, nvml=nvml, gpus=source,
-                          patch=PatchTarget(), record=Record() if record_bundle else None, **kw)
+                          patch=PatchTarget(), record=_record(record_bundle, bundle), **kw)
     record = running(profile)
     if log_cmd is None and log is None:
         log_cmd = profile.log_cmd
@@ -305,7 +318,7 @@ def dashboard_spec(config: str | None, log: str | None, url: str | None, *, log_
     node = NodePlan(hostname(), followed, url=_url(url if url is not None else profile.url),
                     pid=record.pid if record is not None else None, profile=profile, tail_lines=tail, record=record)
     return _profile_spec(profile, (node,), Limits(), nvml=nvml, gpus=source,
-                         record=Record() if record_bundle else None, **kw)
+                         record=_record(record_bundle, bundle), **kw)
 
 
 def demo_spec(speed: float, story: str = "crash", *, nodes: int = 1, record_bundle: bool = True,

@@ -33,6 +33,14 @@ VERBS: dict[str, str] = {
     "serve": "symmtui.verbs.serve",
 }
 DASHBOARD = "symmtui.verbs.dashboard"
+EXAMPLES = """\
+each verb's options: symmtui VERB --help; every verb: docs/verbs.md; the dashboard: docs/dashboard.md
+
+examples:
+  symmtui demo                        the dashboard on a simulated 8-GPU server (no GPU, no SGLang)
+  symmtui wait --log server.log --url http://127.0.0.1:30000/health
+                                      block until the server is ready: exit 0 ready, 1 crashed, 124 timed out
+  symmtui scan server.log             a finished log's phases, errors, diagnosis and verdict"""
 
 def _load(name: str) -> ModuleType:
     return importlib.import_module(name)
@@ -61,6 +69,8 @@ def build_parser(*, every_verb: bool = False) -> argparse.ArgumentParser:
     parser = boundary.Parser(
         prog="symmtui",
         description="Dashboard and headless verbs for bringing up SGLang / vLLM servers.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"symmtui {__version__}")
     _load(DASHBOARD).add_arguments(parser)

@@ -1,7 +1,8 @@
 """The command-line text conventions of every verb: one writer, every string through the sanitiser.
 
 Conventions (every verb):
-- ``[  12.3s] phase``: a timestamped progress line (``stamp``; ``phase_line``); ``mm:ss`` times (``mmss``).
+- ``[  12.3s] phase``: a timestamped progress line (``stamp``; ``phase_line``); ``mm:ss`` times (``mmss``),
+  durations ``7m10s`` (``duration``).
 - a verdict block (``session.printer`` makes it of these pieces): ``READY after 12.3 s`` / ``CRASHED after
   ...: headline`` / ``TIMED OUT after ...`` / ``STALLED ...``, then indented detail lines ``  cause: ...``,
   ``  next:  ...``, ``  also:  ...`` (``detail``).
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from typing import TextIO
 
@@ -44,6 +46,40 @@ def mmss(seconds: float | None) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
 
 
+def duration(seconds: float | None) -> str:
+    """``7.0 s``, ``7m10s``, ``1h02m``: a duration as `scan` and the READY words say it; '?' when unknown."""
+    if seconds is None:
+        return "?"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+    return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
+
+
+_PRESS = re.compile(r"\bpress (\S+) to ([^(;]*?) ?\((?:or )?(`[^`]+`)\)")  # "press KEY to DO (or `COMMAND`)"
+
+
+def headless(action: str) -> str:
+    """A catalogue action as a headless verb says it: the dashboard's key replaced by the command the text
+    names (``press p to apply the SM120 patch (or `symmtui patch apply`), then relaunch`` -> ``run `symmtui
+    patch apply` to apply the SM120 patch, then relaunch``). The one place this form is made: the
+    catalogue's texts say both, "press KEY to DO (or `COMMAND`)" or "press KEY to DO (`COMMAND`)"."""
+    if "press " not in action:
+        return action
+    return _PRESS.sub(lambda m: f"run {m.group(3)} to {m.group(2)}", action)
+
+
+def headless_json(doc: object, key: str = "") -> object:
+    """``doc`` with every diagnosis's ``action`` and its fix's ``text`` in their headless form (``scan --json``)."""
+    if isinstance(doc, dict):
+        said = ("action",) if key != "fix" else ("action", "text")
+        return {k: headless(v) if k in said and isinstance(v, str) else headless_json(v, k) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [headless_json(v, key) for v in doc]
+    return doc
+
+
 def detail(label: str, text: str, indent: str = "  ") -> str:
     """``  cause: ...`` / ``  next:  ...`` / ``  also:  ...``: a verdict's detail line, labels aligned."""
     return f"{indent}{(label + ':').ljust(DETAIL_WIDTH)}{text}"
@@ -59,6 +95,11 @@ def error_line(message: str) -> str:
     """``symmtui: error: message`` on one line, at most MAX_ERROR_CHARS, nothing a terminal obeys."""
     one = visible(message.replace("\r\n", " ").replace("\n", " "))
     return shorten(f"symmtui: error: {one}", MAX_ERROR_CHARS)
+
+
+def bundle_line(path: str) -> str:
+    """Where this run's bundle is, printed under its verdict (a ``note``)."""
+    return f"bundle: {path} (symmtui report, symmtui replay)"
 
 
 def note_line(message: str) -> str:

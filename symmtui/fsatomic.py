@@ -76,17 +76,21 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o600, owner: tuple[int
     commit(stage(path, data, mode=mode, owner=owner, durable=durable), path, durable=durable)
 
 
+MAX_STATE_BYTES = 4 << 20  # a state file read back (a launch record, a patch manifest: a few KiB)
+
+
 def read_json(path: Path) -> Any:
     """The JSON document a state file holds (never null); None when there is no such file yet.
 
-    OSError when it cannot be read and ValueError when it is not JSON text: the caller words both
-    for its own file (what it is, what to do).
+    Read through the CLI boundary (a FIFO or a device is never opened, the size is capped). OSError
+    when it cannot be read and ValueError when it is not JSON text or not a regular file (an
+    InputError): the caller words both for its own file (what it is, what to do).
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    from symmtui import boundary
+
+    if boundary.regular_file(path, what="the state file", missing_ok=True, hint="remove it") is None:
         return None
-    data = json.loads(text)
+    data = json.loads(boundary.read_bytes(path, what="the state file", max_bytes=MAX_STATE_BYTES, hint="remove it"))
     if data is None:
         raise ValueError("the document is JSON null")
     return data

@@ -1,4 +1,4 @@
-"""Where symmtui keeps its files: XDG state and config directories, created user-only."""
+"""Where symmtui keeps its files: XDG state, cache and config directories, created user-only."""
 
 from __future__ import annotations
 
@@ -50,6 +50,11 @@ def state_dir(*parts: str) -> Path:
         except OSError as exc:
             raise InputError(f"cannot use the state directory {shown(str(path))} ({exc.strerror}); {_FIX}") from None
     return path
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/symmtui`` (not created here: what is kept there can be remade)."""
+    return _xdg("XDG_CACHE_HOME", ".cache") / "symmtui"
 
 
 def config_dir() -> Path:

@@ -1,4 +1,4 @@
-"""The one redaction of secrets (tokens, keys, passwords) for everything symmtui writes to share: bundles, reports.
+"""The one redaction of secrets (tokens, keys, passwords) for everything that leaves the process: bundles, reports, notifications.
 
 Three entry points over one set of rules, so a bundle, its report and the environment capture hide
 the same things the same way:
@@ -6,14 +6,17 @@ the same things the same way:
 - :func:`redact` for free text (log lines, command text, values): known token shapes (Hugging Face
   ``hf_...``, OpenAI-style ``sk-...``, GitHub ``ghp_...``/``github_pat_...``, Slack ``xox?-...``, AWS
   access key ids, JWTs), ``Authorization:``/``Bearer`` credentials, passwords in URLs
-  (``https://user:PASS@host``), and the value of any ``name=value`` / ``name: value`` / ``--name value``
-  whose name ends in a secret word (token, key, secret, password, passwd, credential(s), auth).
+  (``https://user:PASS@host``, ``redis://:PASS@host``), and the value of any ``name=value`` /
+  ``name: value`` / ``--name value`` / ``"name": "value"`` (also ``\"name\": \"value\"``) whose name ends in a
+  secret word (token, key, secret, password, passwd, credential(s), auth); a quoted value to its
+  closing quote, spaces and all. Nothing is ever masked across a line break: the line count stays.
 - :func:`redact_env` for one environment variable: a secret-named variable's value is replaced whole.
 - :func:`redact_argv` for a command's words: the word after a secret-named flag is replaced whole.
 
 What is replaced becomes :data:`MASK`. Values that carry nothing (``None``, ``null``, ``false``,
 ``true``, empty) are left as they are so a report still says "no api key was set", and so are plain
-numbers after a secret-looking name in free text (``#new-token: 7`` is a count).
+numbers after a secret-looking name in free text (``#new-token: 7`` is a count; a flag's or a quoted
+value is masked even when it is digits).
 """
 
 from __future__ import annotations
@@ -38,20 +41,30 @@ _SHAPES = re.compile(
     r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"  # AWS access key id
     r"|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # a JWT
 )
-# "Authorization: Bearer abc", "authorization=Basic abc"; and "Bearer abc" on its own.
-_AUTH_HEADER = re.compile(r"(?i)(\b(?:proxy-)?authorization\b['\"]?\s*[:=]\s*['\"]?)([^\s'\",;]+(?:\s+[^\s'\",;]+)?)")
-_BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})")
-_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(@)", re.IGNORECASE)
-# name=value, name: value, name='value', "name": "value" (JSON), --name value, --name=value: found from the
-# secret word at the end of the name (the name's start is looked up backwards, see _assign).
+# Separators and values never cross a line ([ \t], not \s): redaction never joins two lines. A quote may
+# come escaped (\" inside a JSON string that holds JSON).
+# "Authorization: Bearer abc", "authorization=Basic abc", \"Authorization\": \"Bearer abc\"; and "Bearer abc".
+_AUTH_HEADER = re.compile(
+    r"(?i)(\b(?:proxy-)?authorization\b\\?['\"]?[ \t]*[:=][ \t]*\\?['\"]?)([^\s'\",;\\]+(?:[ \t]+[^\s'\",;\\]+)?)")
+_BEARER = re.compile(r"(?i)(\bbearer[ \t]+)([A-Za-z0-9._~+/=-]{8,})")
+# scheme://user:PASS@host, also with no user (redis://:PASS@host); the password runs to the last @ of the word.
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)([^\s/]+)(@)", re.IGNORECASE)
+# name=value, name: value, name='value with spaces', "name": "value" (JSON), \"name\": \"value\" (JSON in
+# a JSON string), --name value, --name=value: found from the secret word at the end of the name (the
+# name's start is looked up backwards, see _assign). A quoted value is masked to its closing quote.
 _ASSIGN = re.compile(
     r"""(?ix)
     (?P<word>token|key|secret|password|passwd|credentials?|auth)
-    (?P<sep>['"]?\s*[=:]\s*|\s+(?=\S))        # = or : (a JSON key's closing quote first), or a space (flags)
-    (?P<q>['"]?)
-    (?P<value>[^\s'",;)}\]]+)
+    (?P<sep>\\?['"]?[ \t]*[=:][ \t]*|[ \t]+(?=\S))   # = or : (a JSON key's closing quote first), or a space (flags)
+    (?:
+        \\"(?P<escaped>(?:(?!\\")[^\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029])*)   # \"value\" (to the next \")
+      | "(?P<double>(?:[^"\\\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|\\[^\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029])*)  # "value" (backslash escapes)
+      | '(?P<single>(?:[^'\\\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|\\[^\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029])*)  # 'value'
+      | (?P<bare>[^\s'",;)}\]\\]+)
+    )
     """
 )
+_VALUES = ("escaped", "double", "single", "bare")
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _WORDS = ("token", "key", "secret", "passw", "credential", "auth")
 _SHAPE_HINTS = ("hf_", "sk-", "gh", "xox", "akia", "asia", "eyj")
@@ -72,12 +85,16 @@ def _assign(match: re.Match[str]) -> str:
     while begin > 0 and text[begin - 1] in _NAME_CHARS:
         begin -= 1
     name = text[begin: match.end("word")]
-    sep, value = match.group("sep"), match.group("value")
-    if not _SECRET_NAME.search(name) or _keep(value) or _counts(value) or value.startswith(MASK[:-1]):
+    group = next(g for g in _VALUES if match.group(g) is not None)
+    sep, value = match.group("sep"), match.group(group)
+    counted = group == "bare" and not name.startswith("-") and _counts(value)  # a count in prose, not a flag's value
+    if not _SECRET_NAME.search(name) or _keep(value) or counted or value.startswith(MASK[:-1]):
         return match.group(0)
     if not sep.strip() and not name.startswith("-"):
         return match.group(0)  # "key value" in prose is not an assignment; "--api-key value" is
-    return f"{match.group('word')}{sep}{match.group('q')}{MASK}"
+    start, end = match.span(group)
+    whole = match.group(0)
+    return whole[: start - match.start()] + MASK + whole[end - match.start():]
 
 
 def redact(text: str) -> str:

@@ -61,6 +61,15 @@ def shorten(text: str, limit: int) -> str:
     return f"{text[:head]}...[{len(text) - head - tail} characters left out]...{text[len(text) - tail:]}"
 
 
+MAX_LABEL = 200  # characters of one outside name (an exporter's label) kept
+
+
+def outside(text: str, limit: int = MAX_LABEL) -> str:
+    """A name from outside (an exporter's label, a server's field) as it may be kept and shown: one line,
+    every control visible, at most about ``limit`` characters."""
+    return shorten(visible(text), limit)
+
+
 MAX_SHOWN = 80  # characters of a user's value quoted back in an error
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import sysparts
+
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 # Bytecode is cached (in the gitignored __pycache__ dirs) even where the environment says not to
@@ -82,14 +84,25 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """A run must leave the source tree as it found it: `wait`, `launch` and the dashboard record a bundle
-    next to the log they judge, so a test that judges a fixture log in place writes into tests/."""
+    """A run must leave the source tree as it found it: bundles go to the (per-test) state dir, but a
+    `--bundle` beside a fixture log, or a bundle copied there, would stay in tests/."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return
     strays = sorted(_bundles_in_tests() - _BUNDLES_BEFORE)
     if strays:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         print("\nbundles written into the source tree (judge a copy of the fixture log):", *strays, sep="\n  ")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "needs(*parts): system parts the test uses (sshd, chromium, tmux, script): "
+                            "skipped with the reason where one is missing, a failure under CI=true (tests/sysparts.py)")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``@pytest.mark.needs(...)``: the one rule for a missing system part, before any fixture starts it."""
+    for mark in item.iter_markers("needs"):
+        sysparts.require(*mark.args)
 
 
 def pytest_runtest_teardown(item: pytest.Item) -> None:

@@ -160,7 +160,11 @@ def test_read_json_says_none_only_when_there_is_no_file(tmp_path: Path) -> None:
             fsatomic.read_json(path)
     path.unlink()
     path.mkdir()  # a directory where the file should be: unreadable, not "none yet"
-    with pytest.raises(OSError):
+    with pytest.raises(ValueError, match="is a directory, not a regular file"):
+        fsatomic.read_json(path)
+    path.rmdir()
+    os.mkfifo(path)  # a FIFO: refused without being opened (an open would block)
+    with pytest.raises(ValueError, match="is a FIFO"):
         fsatomic.read_json(path)
 
 

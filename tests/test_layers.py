@@ -10,10 +10,12 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "symmtui"
 
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in (
-    "__init__ errors textsafe redact fsatomic catalogue",  # the ground: no symmtui imports but these
+    "__init__ errors textsafe redact catalogue",  # the ground: no symmtui imports but these
     "paths clitext",  # state dirs; the command line's text conventions and writer
     "boundary proc",  # the CLI boundary (argparse types, file readers); /proc, process trees, ports
-    "core gpu patch",  # the engine; NVML and exporters; the SM120 patch
+    "fsatomic",  # atomic writes; the state files read back through the boundary
+    "core",  # the engine (its HTTP GET too: the exporter source uses it)
+    "gpu patch",  # NVML and exporters; the SM120 patch
     "stacks launch",  # py-spy dumps; profiles, the supervisor, the history
     "demo",  # the simulated server and its profiles
     "session",  # the Session of 1..N nodes, its spec, mailbox, printer, metrics

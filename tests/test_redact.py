@@ -1,8 +1,13 @@
-"""The one redaction: token shapes, auth headers, URL passwords, secret-named assignments, env and argv."""
+"""The one redaction: token shapes, auth headers, URL passwords, secret-named assignments, env and argv;
+hypothesis properties for the shapes that leaked and for line breaks."""
 
 from __future__ import annotations
 
+import string
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from symmtui.redact import MASK, redact, redact_argv, redact_env
 
@@ -69,3 +74,65 @@ def test_argv_flag_values_are_masked() -> None:
     assert out[6:8] == ("--tp", "8")
     assert out[8:11] == ("--token", "--port", "30000")  # a flag with no value masks nothing after it
     assert HF not in " ".join(out)
+
+
+# ---- properties: generated secrets in the shapes that leaked, and line breaks ------------------------
+
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_PIECE = string.ascii_letters + string.digits + "!$%^*+-_.~:@#"
+piece = st.text(_PIECE, min_size=8, max_size=20)
+words = st.lists(piece, min_size=1, max_size=5)
+url_password = st.text(_PIECE, min_size=8, max_size=30)
+bearer = st.text(string.ascii_letters + string.digits + "._~+/=-", min_size=8, max_size=40)
+hf = st.text(string.ascii_letters + string.digits, min_size=16, max_size=40).map(lambda t: "hf_" + t)
+
+# (template, strategy for the secret, pieces the secret is made of): {} is where the secret goes
+SHAPES = {
+    "json value with spaces": ('{{"password": "{}", "user": "bob"}}', words.map(" ".join)),
+    "json value, escaped key": ('{{"body": "{{\\"api_key\\": \\"{}\\"}}"}}', words.map(" ".join)),
+    "single-quoted value": ("ServerArgs(api_key='{}', tp_size=8)", words.map(" ".join)),
+    "url with no user": ("connecting to redis://:{}@cache.internal:6379/0", url_password),
+    "url with a user": ("proxy https://alice:{}@proxy.example:3128 used", url_password),
+    "authorization header": ("POST /generate HTTP/1.1 Authorization: Bearer {}", bearer),
+    "escaped authorization": ('{{"headers": "{{\\"Authorization\\": \\"Bearer {}\\"}}"}}', bearer),
+    "hf token": ("huggingface_hub: token {} is invalid", hf),
+    "flag": ("--api-key {} --port 30000", piece),
+}
+
+
+def _survivors(secret: str, out: str, context: str) -> list[str]:
+    """Pieces of ``secret`` (8+ characters, split on spaces) still in ``out`` that the context itself lacks."""
+    return [p for p in secret.split(" ") if len(p) >= 8 and p in out and p not in context]
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.sampled_from(sorted(SHAPES)), data=st.data())
+def test_no_piece_of_a_generated_secret_survives_and_the_lines_stay(shape: str, data: st.DataObject) -> None:
+    template, secrets = SHAPES[shape]
+    secret = data.draw(secrets)
+    line = template.format(secret)
+    text = f"[2026-01-01 10:00:00] before\n{line}\n{line}\r\nafter the secret\n"
+    out = redact(text)
+    context = template.format("") + MASK
+    assert secret not in out
+    assert _survivors(secret, out, context) == []
+    assert out.splitlines()[0] == "[2026-01-01 10:00:00] before" and out.splitlines()[-1] == "after the secret"
+    assert [c for c in out if c in LINE_BREAKS] == [c for c in text if c in LINE_BREAKS]
+
+
+@settings(max_examples=40, deadline=None)
+@given(password=url_password, suffix=st.sampled_from(["REDIS_URL", "CACHE_DSN", "EXTRA"]))
+def test_an_sglang_variable_holding_a_url_password_is_masked(password: str, suffix: str) -> None:
+    out = redact_env(f"SGLANG_{suffix}", f"redis://:{password}@10.0.0.5:6379")
+    assert password not in out and _survivors(password, out, "redis://:@10.0.0.5:6379" + MASK) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list(string.printable + LINE_BREAKS + "\"'\\")) | st.characters(),
+               max_size=300),
+       st.sampled_from(["", "Authorization: Bearer ", "password: \"", "api_key='", "\\\"token\\\": \\\"",
+                        "redis://:", "--hf-token "]))
+def test_redaction_never_removes_or_adds_a_line_break(text: str, lead: str) -> None:
+    for sample in (text, lead + text, text + lead + text):
+        out = redact(sample)
+        assert [c for c in out if c in LINE_BREAKS] == [c for c in sample if c in LINE_BREAKS], sample

@@ -6,11 +6,16 @@ become lists and come back as tuples, ``frozenset`` is ``{"@fs": [...]}``, the e
 (never a name taken from the file), so a hand-edited bundle cannot make symmtui construct anything
 else; a field a class does not have is ValueError. Fields declared ``compare=False`` (an event's
 catalogue entry) are not kept: they come back as their default.
+
+Reading a file back is bounded whatever it holds: :func:`gunzip` stops at its cap (a gzip bomb costs
+the cap, not what it would expand to), :func:`check_depth` refuses JSON nested deeper than any
+bundle symmtui writes, and :func:`decode` stops at :data:`MAX_DEPTH`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
@@ -35,6 +40,8 @@ def _known(name: str) -> type[Any] | None:
         CLASSES[name] = Topology
     return CLASSES.get(name)
 MAX_DEPTH = 32
+MAX_JSON_DEPTH = 48  # a bundle document's deepest list or object (the records' own nesting is under 16)
+GUNZIP_STEP = 1 << 20  # output per decompress call: memory is the cap plus this
 _FIELDS: dict[type[Any], tuple[str, ...]] = {}  # a kept class -> the fields kept (compare=True), in order
 
 
@@ -117,3 +124,40 @@ def decode_as(data: Any, cls: type[Any]) -> Any:
     if not isinstance(value, cls):
         raise ValueError(f"expected {cls.__name__}, got {type(value).__name__}")
     return value
+
+
+class TooLarge(ValueError):
+    """More data than the cap allows (decompressed, or nested)."""
+
+
+def gunzip(data: bytes, cap: int) -> bytes:
+    """``data`` (one or more gzip members) decompressed, in steps of :data:`GUNZIP_STEP`; TooLarge as soon
+    as the output passes ``cap``, so memory and time stay bounded by the cap. zlib.error / EOFError for
+    a damaged or cut stream, as :func:`gzip.decompress` gives."""
+    out = bytearray()
+    rest = data
+    while rest:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        while True:
+            chunk = d.decompress(rest, min(GUNZIP_STEP, cap + 1 - len(out)))
+            out += chunk
+            if len(out) > cap:
+                raise TooLarge(f"over {cap >> 20} MiB uncompressed")
+            rest = d.unconsumed_tail
+            if d.eof or (not chunk and not rest):
+                break
+        if not d.eof:
+            raise EOFError("the gzip stream ends before its end marker")
+        rest = d.unused_data.lstrip(b"\x00")  # the next member, if any (gzip allows trailing zeros)
+    return bytes(out)
+
+
+def check_depth(data: Any, limit: int = MAX_JSON_DEPTH) -> None:
+    """TooLarge when lists and objects in ``data`` nest deeper than ``limit`` (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(data, 0)] if isinstance(data, dict | list) else []
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
+        if depth >= limit:
+            raise TooLarge(f"nested deeper than {limit} levels")
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))

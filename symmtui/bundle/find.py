@@ -1,30 +1,43 @@
-"""Which bundle a verb means: the path given, or the newest next to a launch profile's logs."""
+"""Which bundle a verb means: the path given, the newest of a launch profile's logs, or the newest of all."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from symmtui.bundle.format import SUFFIX, BundleError, bundle_path, newest_bundle
+from symmtui.bundle import store
+from symmtui.bundle.format import SUFFIX, BundleError
+
+MAX_LOGS = 10_000  # a profile's log_dir holds one log per launch: the newest this many are looked at
 
 
 def find_bundle(given: str | None, config: str | None) -> Path:
-    """``given`` when set (one of the two), else the profile's: its ``log``'s bundle or its ``log_dir``'s newest."""
+    """``given`` when set (one of the two); with ``config`` the newest bundle of that profile's ``log`` or
+    of the logs in its ``log_dir``; with neither the newest bundle in the store."""
     if given is not None and config is not None:
         raise BundleError("give a bundle or --config FILE, not both")
     if given is not None:
         return Path(given)
+    where = store.store_dir()
+    if config is None:
+        found = store.newest(where)
+        if found is None:
+            raise BundleError(f"no bundle ({SUFFIX}) in {where} yet: `symmtui wait` or `launch` records one "
+                              "(unless --no-record), or give the bundle's path")
+        return found
     from symmtui.launch.profile import load_profile
 
     profile = load_profile(config)
+    logs: list[Path] = []
     if profile.log is not None:
-        first = bundle_path(profile.log)  # this log's bundles: LOG.symmtui-bundle.json.gz, LOG.2..., the newest
-        newest = newest_bundle(first.parent, first.name[: -len(SUFFIX)])
-        if newest is not None:
-            return newest
+        logs.append(Path(profile.log))
     elif profile.log_dir is not None:
-        found = newest_bundle(profile.log_dir)
-        if found is not None:
-            return found
-    where = profile.log if profile.log is not None else profile.log_dir
-    raise BundleError(f"no bundle ({SUFFIX}) next to the profile's logs in {where}: launch or wait with "
-                      "this profile first (they record one), or give the bundle's path")
+        try:
+            logs = sorted(Path(profile.log_dir).glob("*.log"), reverse=True)[:MAX_LOGS]
+        except OSError:
+            logs = []
+    found = store.newest(where, {store.stem(log, "") for log in logs})
+    if found is None:
+        source = profile.log if profile.log is not None else profile.log_dir
+        raise BundleError(f"no bundle in {where} of the profile's logs ({source}): launch or wait with this "
+                          "profile first (they record one), or give the bundle's path")
+    return found

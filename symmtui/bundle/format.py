@@ -1,22 +1,21 @@
-"""The bundle file: its name next to a log, its limits, and reading one back (``Bundle``).
+"""The bundle file: its suffix, its limits, and reading one back (``Bundle``).
 
-One gzip-compressed JSON document, ``<log>.symmtui-bundle.json.gz`` (mode 0600), written atomically.
+One gzip-compressed JSON document, ``*.symmtui-bundle.json.gz`` (mode 0600), written atomically; where
+(the state dir's ``bundles/``) and under which name: ``symmtui.bundle.store``.
 The keys and limits are documented in docs/bundle.md; :data:`VERSION` changes when they do.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
-import re
-import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from symmtui import boundary
+from symmtui.bundle import codec
 from symmtui.errors import UserError
 from symmtui.launch.envinfo import EnvInfo
 
@@ -34,41 +33,13 @@ MAX_GPU_ROUNDS = 1800  # GPU sampling rounds kept: past it, every other is dropp
 MAX_NOTICES = 200
 MAX_FILE_BYTES = 8 << 20  # the compressed file; a bigger one is rebuilt with less of the log
 MAX_READ_BYTES = 64 << 20  # a bundle we read back (compressed) ...
-MAX_JSON_BYTES = 256 << 20  # ... and uncompressed
+MAX_JSON_BYTES = 64 << 20  # ... and uncompressed (the recorder writes none larger)
 
 
 class BundleError(UserError):
     """A file that is not a bundle symmtui can read (exit 2)."""
 
     exit_code = 2
-
-
-def bundle_path(log_path: str | os.PathLike[str]) -> Path:
-    """Where the bundle of a log goes: next to the file the log path names (a ``latest.log`` link resolved)."""
-    real = Path(os.path.realpath(log_path))
-    return real.with_name(real.name + SUFFIX)
-
-
-MAX_SIBLINGS = 99  # LOG.2 ... LOG.99: another run's bundle of the same log is never overwritten before that
-
-
-def free_path(path: Path) -> Path:
-    """``path``, or the first ``NAME.N.symmtui-bundle.json.gz`` beside it that does not exist yet (the last
-    one past :data:`MAX_SIBLINGS`): a run never overwrites the bundle another run wrote of the same log."""
-    if not path.exists():
-        return path
-    stem = path.name[: -len(SUFFIX)]
-    for n in range(2, MAX_SIBLINGS + 1):
-        candidate = path.with_name(f"{stem}.{n}{SUFFIX}")
-        if not candidate.exists():
-            return candidate
-    return path.with_name(f"{stem}.{MAX_SIBLINGS}{SUFFIX}")
-
-
-def fallback_name(name: str, started: float) -> str:
-    """A bundle's file name when there is no log beside which to write it (a URL-only wait, a read-only dir)."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "session"
-    return f"{safe[:60]}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(started))}{SUFFIX}"
 
 
 @dataclass(frozen=True)
@@ -114,10 +85,13 @@ def read_bundle(path: str | os.PathLike[str]) -> Bundle:
     p = Path(path)
     raw = boundary.read_bytes(p, what="the bundle", max_bytes=MAX_READ_BYTES)
     try:
-        text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+        text = codec.gunzip(raw, MAX_JSON_BYTES) if raw[:2] == b"\x1f\x8b" else raw
         if len(text) > MAX_JSON_BYTES:
-            raise BundleError(f"{p}: the bundle is over {MAX_JSON_BYTES >> 20} MiB uncompressed; not read")
+            raise codec.TooLarge(f"over {MAX_JSON_BYTES >> 20} MiB uncompressed")
         data = json.loads(text)
+        codec.check_depth(data)
+    except codec.TooLarge as exc:
+        raise BundleError(f"{p}: the bundle is {exc}; not read (symmtui writes none so large)") from None
     except (OSError, EOFError, zlib.error, ValueError, RecursionError) as exc:
         raise BundleError(f"{p} is not a symmtui bundle ({type(exc).__name__}); "
                           f"give a {SUFFIX} file written by symmtui") from None
@@ -133,14 +107,3 @@ def read_bundle(path: str | os.PathLike[str]) -> Bundle:
     except ValueError as exc:
         raise BundleError(f"{p}: damaged bundle ({exc})") from None
     return Bundle(p, data, env)
-
-
-def newest_bundle(directory: Path, log_name: str | None = None) -> Path | None:
-    """The most recently written bundle in ``directory`` (a profile's log dir), of ``log_name`` only when
-    given (its ``.N`` siblings included); None when there is none."""
-    try:
-        found = [p for p in directory.iterdir() if p.name.endswith(SUFFIX) and p.is_file()
-                 and (log_name is None or p.name.startswith(log_name + "."))]
-    except OSError:
-        return None
-    return max(found, key=lambda p: p.stat().st_mtime_ns, default=None)

@@ -25,8 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from symmtui import fsatomic, paths
+from symmtui import fsatomic
 from symmtui.bundle import format as fmt
+from symmtui.bundle import store
 from symmtui.bundle.codec import encode
 from symmtui.core.diagnose import event_json
 from symmtui.errors import UserError
@@ -89,6 +90,14 @@ def phases_json(snap: Snapshot) -> list[dict[str, Any]]:
     return out
 
 
+def _kept_line(t: float, g: int, no: int, offset: int, text: str) -> list[Any]:
+    """A log line as the bundle keeps it: redacted, then cut past MAX_LINE_CHARS (marked)."""
+    text = redact(text)
+    if len(text) > fmt.MAX_LINE_CHARS:
+        text = text[: fmt.MAX_LINE_CHARS] + " […cut]"
+    return [t, g, no, offset, text]
+
+
 def _spread(items: list[Any], keep: float) -> list[Any]:
     """About ``keep`` of ``items``, evenly spread, the last always among them."""
     n = len(items)
@@ -114,7 +123,7 @@ def redacted(node: Any) -> Any:
 class Recorder:
     """Record one Session into a bundle: ``session.observe(rec.observe)``, ``start()``, ``close()`` on the end.
 
-    ``dest``: write here instead of next to the log (the demo, whose log lives in a temp dir).
+    ``dest``: write here (``--bundle PATH``, the demo's) instead of the store (``symmtui.bundle.store``).
     ``warn``: how a failed write is said (one line); the path written last is :attr:`path`.
     """
 
@@ -156,7 +165,8 @@ class Recorder:
         self._gen = 0
         self._head: list[list[Any]] = []
         self._head_bytes = 0
-        self._tail: deque[list[Any]] = deque()
+        self._tail: deque[list[Any] | tuple[Any, ...]] = deque()  # tuples: not redacted yet
+        self._tail_sizes: deque[int] = deque()
         self._tail_bytes = 0
         self._omitted = 0
         self._seen = 0
@@ -283,20 +293,19 @@ class Recorder:
             if line.progress:
                 continue  # a provisional carriage-return update: its finished line comes later
             self._seen += 1
-            text = redact(line.text)
-            if len(text) > fmt.MAX_LINE_CHARS:
-                text = text[: fmt.MAX_LINE_CHARS] + " […cut]"
-            rec = [t, g, line.no, line.offset, text]
-            size = len(text) + 24
+            size = min(len(line.text), fmt.MAX_LINE_CHARS) + 24
             if self._head_bytes + size <= fmt.HEAD_BYTES and not self._tail:
-                self._head.append(rec)
+                self._head.append(_kept_line(t, g, line.no, line.offset, line.text))
                 self._head_bytes += size
                 continue
-            self._tail.append(rec)
+            # The tail keeps the line as it came (a tuple): most are dropped again before any write,
+            # so they are redacted when written (``_clean_tail``), not here.
+            self._tail.append((t, g, line.no, line.offset, line.text))
+            self._tail_sizes.append(size)
             self._tail_bytes += size
             while self._tail_bytes > fmt.TAIL_BYTES and len(self._tail) > 1:
-                old = self._tail.popleft()
-                self._tail_bytes -= len(old[4]) + 24
+                self._tail.popleft()
+                self._tail_bytes -= self._tail_sizes.popleft()
                 self._omitted += 1
         for notice in batch.notices:
             if len(self._notices) < fmt.MAX_NOTICES:
@@ -355,7 +364,7 @@ class Recorder:
     def document(self, *, final: bool = False, log_share: float = 1.0) -> dict[str, Any]:
         """The bundle's JSON document now (``log_share`` < 1 keeps less of the log: the size bound)."""
         head = self._head
-        tail = list(self._tail)
+        tail = self._clean_tail()
         omitted = self._omitted
         if log_share < 1.0:
             keep_head = int(len(head) * log_share)
@@ -391,8 +400,14 @@ class Recorder:
                        "max_file_bytes": fmt.MAX_FILE_BYTES, "max_gpu_rounds": fmt.MAX_GPU_ROUNDS},
         }
 
+    def _clean_tail(self) -> list[list[Any]]:
+        """The tail's records, each redacted and cut (once: the deque keeps the clean ones)."""
+        self._tail = deque(_kept_line(*rec) if isinstance(rec, tuple) else rec for rec in self._tail)
+        return list(self._tail)  # type: ignore[arg-type]  # (all lists now)
+
     def encoded(self, *, final: bool = False) -> bytes:
-        """The compressed file, within :data:`format.MAX_FILE_BYTES`: less of the log until it fits, then
+        """The compressed file, within :data:`format.MAX_FILE_BYTES` (and :data:`format.MAX_JSON_BYTES`
+        uncompressed): less of the log until it fits, then
         fewer events, snapshots and GPU rounds (evenly spread, the last of each kept)."""
         share, keep = 1.0, 1.0
         while True:
@@ -402,39 +417,33 @@ class Recorder:
                     doc[key] = _spread(doc[key], keep)
                 doc["gpu"]["rounds"] = _spread(doc["gpu"]["rounds"], keep)
                 doc["trimmed"] = keep
-            data = gzip.compress(json.dumps(doc, separators=(",", ":")).encode("utf-8"), compresslevel=6, mtime=0)
-            if len(data) <= fmt.MAX_FILE_BYTES or keep < 1e-4:
-                return data
+            text = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+            data = gzip.compress(text, compresslevel=6, mtime=0)
+            if (len(data) <= fmt.MAX_FILE_BYTES and len(text) <= fmt.MAX_JSON_BYTES) or keep < 1e-4:
+                return data  # within what read_bundle reads back, compressed and not
             if share >= 1 / 64:
                 share /= 2
             else:
                 share, keep = 0.0, keep / 2
 
-    def target(self) -> Path:
-        """Where this generation's bundle goes: ``dest``, next to its log, or the state dir when neither."""
-        if self.dest is not None:
-            return self.dest
-        log = self._gens.get(self._gen, {}).get("log_path")
-        key = str(log)
-        if key not in self._paths:  # chosen once per log: this run's later writes replace its own file
-            self._paths[key] = fmt.free_path(fmt.bundle_path(log) if log else
-                                             paths.state_dir("bundles") / fmt.fallback_name(self.name, self._wall0))
-        return self._paths[key]
-
     def write(self, *, final: bool = False) -> Path | None:
-        """Write the bundle now (atomically); a failure is one warning, never an exception."""
+        """Write the bundle now (atomically): ``dest``, else this generation's log's file in the store, a
+        new name the first time (``store.place``: no other run shares it); a failure is one warning."""
         try:
             data = self.encoded(final=final)
-            path = self.target()
-            try:
+            if self.dest is not None:
+                path = self.dest
                 fsatomic.write_atomic(path, data, mode=0o600, durable=False)
-            except PermissionError:
-                if self.dest is not None:
-                    raise
-                # a log in a directory we may not write (an attach to /var/log/...): the state dir instead
-                path = paths.state_dir("bundles") / path.name
-                self._paths[str(self._gens.get(self._gen, {}).get("log_path"))] = path
-                fsatomic.write_atomic(path, data, mode=0o600, durable=False)
+            else:
+                gen = self._gens.get(self._gen, {})
+                key = str(gen.get("log_path"))
+                known = self._paths.get(key)
+                if known is None:  # this log's first write: a name of its own, then the store is pruned
+                    started = self._wall0 + float(gen.get("t") or 0.0)
+                    path = self._paths[key] = store.place(data, store.stem(gen.get("log_path"), self.name), started)
+                else:
+                    path = known
+                    fsatomic.write_atomic(path, data, mode=0o600, durable=False)
         except (OSError, UserError) as exc:
             self.error = f"could not write the bundle: {exc}"
             if self.warn is not None:

@@ -291,8 +291,11 @@ class ReplaySession:
     def take_stacks(self, node: str | None = None, *, native: bool = False, auto: bool = False) -> StacksTaken:
         return StacksTaken(None, READ_ONLY, auto, node=self.host)
 
-    def line_label(self, node: str | None, no: int, timeout: float = 0.0) -> str:
+    def line_label(self, node: str | None, no: int) -> str:
         return f"line {no}"
+
+    def read_through(self, node: str | None, quiet: float) -> bool | None:
+        return None  # no file behind a recording
 
     def notify(self, text: str, severity: str = "information") -> None:
         self._send(Notice(text, severity))

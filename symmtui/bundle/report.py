@@ -3,6 +3,10 @@ diagnosis and fix, phase timings, environment, and the log's tail in a collapsed
 
 Everything comes from the bundle (already redacted when written) and the whole text passes
 ``symmtui.redact.redact`` once more: a bundle written by hand or by an older symmtui prints no secret.
+Text from the log, the server or the bundle is always quoted as code (an inline span with a fence
+longer than any backtick run inside it, or a fenced block likewise): no HTML, link or ``</details>`` in a
+log line is live in the rendered issue. Prose from the catalogue has HTML and link brackets escaped. A
+bundle whose fields have the wrong types (a hand edit) is one BundleError line.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import re
 import time
 from typing import Any
 
-from symmtui.bundle.format import Bundle
+from symmtui.bundle.format import Bundle, BundleError
+from symmtui.clitext import headless
 from symmtui.redact import redact
 
 EXCERPT_BEFORE = 8
@@ -40,12 +45,19 @@ def _cell(text: Any) -> str:
 
 
 def _code(text: Any) -> str:
-    """Inline code that holds any backticks of ``text`` (a longer backtick run around it)."""
-    s = _cell(text)
+    """Inline code that holds any backticks of ``text`` (a longer backtick run around it); one line."""
+    s = _cell(text) or "–"
     longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
     tick = "`" * (longest + 1)
-    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    pad = " " if s.startswith("`") or s.endswith("`") or (s.startswith(" ") and s.endswith(" ")) else ""
     return f"{tick}{pad}{s}{pad}{tick}"
+
+
+def _prose(text: Any) -> str:
+    """Catalogue prose (its own `code` spans kept): no live HTML (``<``, ``>``, ``&`` as entities) and no
+    link or image syntax (brackets escaped); one line."""
+    s = _cell(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return s.replace("[", "\\[").replace("]", "\\]")
 
 
 def _fence(lines: list[str], lang: str = "text") -> list[str]:
@@ -82,12 +94,12 @@ def _cut_block(block: list[str]) -> list[str]:
 
 
 def _verdict_line(v: dict[str, Any]) -> str:
-    head = f"**{_state(v.get('state'))}** after {_seconds(v.get('elapsed'))}"
+    head = f"**{_prose(_state(v.get('state')))}** after {_seconds(v.get('elapsed'))}"
     cause = v.get("cause") or {}
     if cause.get("headline") and v.get("state") != "ready":
-        head += f": `{cause['headline']}`"
+        head += f": {_code(cause['headline'])}"
     elif v.get("detail") and v.get("state") != "ready":
-        head += f": {v['detail']}"
+        head += f": {_code(v['detail'])}"
     return head
 
 
@@ -99,9 +111,9 @@ def _cause_section(bundle: Bundle, v: dict[str, Any], earlier: bool) -> list[str
     ranks = cause.get("ranks") or []
     where = f"line {cause.get('line')}" if cause.get("line") else "no log line"
     spread = f", {len(ranks)} ranks" if len(ranks) > 1 else ""
-    out.append(f"`{cause.get('headline') or cause.get('summary')}` ({where}{spread}, launch "
-               f"{int(v.get('generation', 0)) + 1})")
-    excerpt, found = _excerpt(bundle, int(v.get("generation", 0)), int(cause.get("line") or 0))
+    out.append(f"{_code(cause.get('headline') or cause.get('summary'))} ({where}{spread}, launch "
+               f"{int(v.get('generation') or 0) + 1})")
+    excerpt, found = _excerpt(bundle, int(v.get("generation") or 0), int(cause.get("line") or 0))
     if found:
         out += ["", "The log around it:", "", *_fence(excerpt)]
     block = [str(b) for b in cause.get("block") or []]
@@ -112,16 +124,17 @@ def _cause_section(bundle: Bundle, v: dict[str, Any], earlier: bool) -> list[str
     if not diag:
         out.append("No catalogue entry names this error (symmtui's catalogue: docs/catalogue.md).")
         return out
-    out.append(f"- **Cause:** {diag.get('cause')}")
-    out.append(f"- **Fix:** {diag.get('action')}")
+    out.append(f"- **Cause:** {_prose(diag.get('cause'))}")
+    action = diag.get("action")
+    out.append(f"- **Fix:** {_prose(headless(action) if isinstance(action, str) else action)}")
     fix = diag.get("fix") or {}
-    typed = [f"{k} `{fix[k]}`" for k in ("flag", "env", "value", "package", "version", "path") if fix.get(k)]
+    typed = [f"{k} {_code(fix[k])}" for k in ("flag", "env", "value", "package", "version", "path") if fix.get(k)]
     if fix.get("type"):
-        out.append(f"- **Fix type:** {fix['type']}" + (f" ({', '.join(typed)})" if typed else ""))
+        out.append(f"- **Fix type:** {_code(fix['type'])}" + (f" ({', '.join(typed)})" if typed else ""))
     if diag.get("id"):
-        out.append(f"- **Catalogue entry:** `{diag['id']}`")
+        out.append(f"- **Catalogue entry:** {_code(diag['id'])}")
     if diag.get("source"):
-        out.append("- **Known from:** " + ", ".join(str(s) for s in diag["source"]))
+        out.append("- **Known from:** " + ", ".join(_code(s) for s in diag["source"]))
     return out
 
 
@@ -132,12 +145,12 @@ def _timings(bundle: Bundle) -> list[str]:
         return [*out, "No verdict was reached while symmtui watched; no phase finished."]
     out += ["| launch | phase | starts at | took |", "|---|---|---|---|"]
     for v in verdicts:
-        label = f"{int(v.get('generation', 0)) + 1} ({_state(v.get('state'))})"
+        label = f"{int(v.get('generation') or 0) + 1} ({_prose(_state(v.get('state')))})"
         phases = v.get("phases") or []
         if not phases:
             out.append(f"| {label} | (no phase seen) | – | – |")
         for p in phases:
-            out.append(f"| {label} | {_cell(p.get('name'))} | {_seconds(p.get('start'))} | "
+            out.append(f"| {label} | {_code(p.get('name'))} | {_seconds(p.get('start'))} | "
                        f"{_seconds(p.get('duration')) if p.get('duration') is not None else 'open'} |")
     return out
 
@@ -148,10 +161,57 @@ def _environment(bundle: Bundle) -> list[str]:
     if env is None:
         return [*out, "Not captured (the run ended before the capture finished)."]
     out += ["| | |", "|---|---|"]
-    out += [f"| {_cell(k)} | {_code(v)} |" for k, v in env.rows()]
+    out += [f"| {_prose(k)} | {_code(v)} |" for k, v in env.rows()]
     if env.notes:
-        out += ["", *[f"- {n}" for n in env.notes]]
+        out += ["", *[f"- {_prose(n)}" for n in env.notes]]
     return out
+
+
+def check(bundle: Bundle) -> None:
+    """Every field the report reads has its type (absent is fine); else one BundleError line naming it."""
+    where = str(bundle.path)
+
+    def need(value: Any, kinds: tuple[type, ...], name: str) -> None:
+        if value is not None and (not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)):
+            wanted = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+            raise BundleError(f"{where}: damaged bundle ({name} is {_KIND_NAMES.get(type(value), type(value).__name__)}, "
+                              f"not {wanted}); give a bundle as symmtui wrote it")
+
+    data = bundle.data
+    text: tuple[type, ...] = (str,)
+    number: tuple[type, ...] = (int, float)
+    obj: tuple[type, ...] = (dict,)
+    seq: tuple[type, ...] = (list,)
+    for key, kinds in (("name", text), ("host", text), ("started_at", number), ("log", obj)):
+        need(data.get(key), kinds, key)
+    log = data.get("log") or {}
+    for key in ("lines_seen", "omitted_lines"):
+        need(log.get(key), (int,), f"log.{key}")
+    for i, row in enumerate(bundle.lines):
+        need(row, seq, f"log line {i + 1}")
+        for j, kinds in ((1, (int,)), (2, (int,)), (4, text)):
+            need(row[j] if len(row) > j else None, kinds, f"log line {i + 1}[{j}]")
+    for i, v in enumerate(bundle.verdicts):
+        at = f"verdicts[{i}]"
+        need(v, obj, at)
+        for key, kinds in (("state", text), ("generation", (int,)), ("elapsed", number), ("detail", text),
+                           ("cause", obj), ("phases", seq)):
+            need(v.get(key), kinds, f"{at}.{key}")
+        for j, phase in enumerate(v.get("phases") or []):
+            need(phase, obj, f"{at}.phases[{j}]")
+            for key, kinds in (("name", text), ("start", number), ("duration", number)):
+                need(phase.get(key), kinds, f"{at}.phases[{j}].{key}")
+        cause = v.get("cause") or {}
+        for key, kinds in (("headline", text), ("summary", text), ("line", (int,)), ("ranks", seq),
+                           ("block", seq), ("diagnosis", obj)):
+            need(cause.get(key), kinds, f"{at}.cause.{key}")
+        diag = cause.get("diagnosis") or {}
+        for key, kinds in (("cause", text), ("action", text), ("fix", obj), ("id", text), ("source", seq)):
+            need(diag.get(key), kinds, f"{at}.cause.diagnosis.{key}")
+
+
+_KIND_NAMES = {str: "a string", int: "an integer", float: "a number", dict: "an object", list: "a list",
+               bool: "a boolean"}
 
 
 def _tail(bundle: Bundle, count: int) -> list[str]:
@@ -170,19 +230,20 @@ def markdown(bundle: Bundle, *, tail: int = DEFAULT_TAIL) -> str:
     """The report, one string (ends with a newline), secrets redacted."""
     data = bundle.data
     final = bundle.final
-    title = _state(final.get("state")) if final else "NO VERDICT"
+    check(bundle)
+    title = _prose(_state(final.get("state"))) if final else "NO VERDICT"
     out = [f"## symmtui report: {title}"]
     if final and final.get("state") != "ready" and (final.get("cause") or {}).get("headline"):
-        out[0] += f": {final['cause']['headline']}"
-    out += ["", f"- **Server:** {data.get('name') or 'unknown'} on `{data.get('host') or 'unknown'}`",
+        out[0] += f": {_code(final['cause']['headline'])}"
+    out += ["", f"- **Server:** {_code(data.get('name') or 'unknown')} on {_code(data.get('host') or 'unknown')}",
             f"- **Recorded:** {_wall(data.get('started_at'))} by symmtui "
-            f"{bundle.environment.symmtui if bundle.environment else 'unknown'} "
+            f"{_code(bundle.environment.symmtui) if bundle.environment else 'unknown'} "
             f"({'complete' if data.get('final') else 'written at a verdict; the run went on'})"]
     verdicts = bundle.verdicts
     if not verdicts:
         out.append("- **Verdict:** none: the run ended before READY, CRASHED, STALLED or TIMED OUT")
     for v in verdicts:
-        out.append(f"- **Launch {int(v.get('generation', 0)) + 1}:** {_verdict_line(v)}")
+        out.append(f"- **Launch {int(v.get('generation') or 0) + 1}:** {_verdict_line(v)}")
     with_cause = [v for v in verdicts if v.get("cause")]
     if final is not None and final.get("cause"):
         out += _cause_section(bundle, final, earlier=False)
@@ -191,5 +252,5 @@ def markdown(bundle: Bundle, *, tail: int = DEFAULT_TAIL) -> str:
     out += _timings(bundle)
     out += _environment(bundle)
     out += _tail(bundle, tail)
-    out += ["", f"<sub>symmtui report from {bundle.path.name}</sub>"]
+    out += ["", f"<sub>symmtui report from {_code(bundle.path.name)}</sub>"]
     return redact("\n".join(out)) + "\n"

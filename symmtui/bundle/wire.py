@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
-from symmtui import paths
+from symmtui import clitext
 from symmtui.bundle.format import SUFFIX
 from symmtui.bundle.recorder import Recorder
+from symmtui.bundle.store import store_dir
 from symmtui.launch.envinfo import EnvInfo, ServerCommand, capture
 from symmtui.launch.profile import Profile
 from symmtui.session.core import Session
@@ -38,10 +41,25 @@ def _only(node: str, head: bool, observe: Callable[[SessionMessage], None]) -> C
     return hear
 
 
+def _warn(session: Session, text: str) -> None:
+    if session.closed:  # nobody takes a Session's notices any more: say it on stderr
+        clitext.note(f"warning: {text}", sys.stderr)
+    else:
+        session.notify(text, "warning")
+
+
+def _close(rec: Recorder, announce: bool) -> None:
+    rec.close()
+    if announce and rec.path is not None:
+        clitext.note(clitext.bundle_line(str(rec.path)), sys.stderr)
+
+
 def record(session: Session, spec: Record) -> list[Recorder]:
-    """Record each node of ``session`` into its own bundle, next to that node's log (``spec.dest`` for the
-    head: the demo's, kept outside its temp dir; a node read through a log command has no log: the state
-    dir's bundles/); each recorder writes at its node's verdicts and a last time on close.
+    """Record each node of ``session`` into its own bundle in the store (``symmtui.bundle.store``: named
+    after that node's log, or the node where it has none) or, for the head, ``spec.dest`` (``--bundle PATH``;
+    the demo's, kept outside its temp dir); each recorder writes at its node's verdicts and a last time on
+    close, and with ``spec.announce`` says where on stderr once the Session has closed (under the verdict).
+    A failed write is a warning through the Session, or on stderr once it has closed.
 
     A node's command is usually ``ssh nodeN ...``: its interpreter is on another host, so its environment
     names symmtui's side only (the versions it cannot read are listed in the bundle's notes)."""
@@ -58,10 +76,9 @@ def record(session: Session, spec: Record) -> list[Recorder]:
 
         rec = Recorder(name=session.name, host=name if session.named else session.host, command=command,
                        nvml=nvml, ruleset=session.spec.settings.ruleset, dest=spec.dest if i == 0 else None,
-                       warn=lambda text: session.notify(text, "warning"),
-                       env=session.shared_capture(env, command) if i == 0 else env)
+                       warn=partial(_warn, session), env=session.shared_capture(env, command) if i == 0 else env)
         session.observe(_only(name, i == 0, rec.observe), name=f"bundle-{name}")
-        session.on_close(rec.close)
+        session.on_close(partial(_close, rec, spec.announce))
         rec.start()
         recorders.append(rec)
     return recorders
@@ -69,4 +86,4 @@ def record(session: Session, spec: Record) -> list[Recorder]:
 
 def demo_bundle_path(story: str) -> Path:
     """Where the demo keeps its bundle: the user's state dir (its own temp dir is removed on quit)."""
-    return paths.state_dir("bundles") / f"demo-{story}{SUFFIX}"
+    return store_dir() / f"demo-{story}{SUFFIX}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -26,6 +25,8 @@ INTENTS = ("patch", "relaunch", "stop")
 # Kinds a catalogue entry may have (Kind values).
 KINDS = tuple(k.value for k in Kind)
 MAX_FILE_BYTES = 1 << 20
+MAX_USER_ENTRIES = 1000  # entries of one user file
+MAX_USER_PATTERNS = 64  # patterns (and context patterns) of one user entry
 SHIPPED = Path(__file__).resolve().parent.parent / "catalogue"
 """The folder of the package symmtui.catalogue: the shipped files."""
 # Placeholders every cause/action template may use, besides the named groups of its patterns.
@@ -75,16 +76,35 @@ def _strs(where: str, key: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _regex(where: str, key: str, pattern: str) -> re.Pattern[str]:
+def _regex(where: str, key: str, pattern: str, *, user: bool) -> re.Pattern[str]:
+    """A pattern compiled; a user's must also pass ``--ready``'s check (no repeated repeat: exponential
+    time on one line). The shipped ones are reviewed instead (``(?:\\w+\\.)*`` is safe behind its dot)."""
+    from symmtui.boundary import regex_problem
+
     if not pattern:
         raise _fail(where, key, "empty pattern (it would match every line)")
     try:
         rx = re.compile(pattern)
     except (re.error, RecursionError, OverflowError) as exc:
         raise _fail(where, key, f"bad regular expression {pattern[:80]!r}: {exc}") from None
+    problem = regex_problem(pattern) if user else None
+    if problem is not None:
+        raise _fail(where, key, problem)
     if rx.search("") is not None:
         raise _fail(where, key, f"pattern {pattern[:80]!r} matches every line (an empty match): make it specific")
     return rx
+
+
+def _user_caps(where: str, patterns: Sequence[str], contexts: Sequence[str]) -> None:
+    """A user entry's patterns: at most MAX_USER_PATTERNS of each list, each as long as ``--ready`` may be."""
+    from symmtui.boundary import MAX_VALUE_CHARS
+
+    for key, items in (("patterns", patterns), ("context", contexts)):
+        if len(items) > MAX_USER_PATTERNS:
+            raise _fail(where, key, f"{len(items)} patterns; at most {MAX_USER_PATTERNS} in one entry")
+        for i, pat in enumerate(items):
+            if len(pat) > MAX_VALUE_CHARS:
+                raise _fail(where, f"{key}[{i}]", f"a pattern of {len(pat)} characters (at most {MAX_VALUE_CHARS}, as for --ready)")
 
 
 _GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
@@ -147,15 +167,17 @@ def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "", c
     groups: set[str] = set()
     combined = _combine(patterns)
     contexts = _strs(where, "context", raw.get("context"))
+    if user:
+        _user_caps(where, patterns, contexts)
     context = _combine(contexts) if contexts else None
     if check_patterns:
         for i, pat in enumerate(patterns):
-            groups.update(_regex(where, f"patterns[{i}]", pat).groupindex)
-        _regex(where, "patterns", combined)  # two patterns naming the same group do not combine
+            groups.update(_regex(where, f"patterns[{i}]", pat, user=user).groupindex)
+        _regex(where, "patterns", combined, user=user)  # two patterns naming the same group do not combine
         for i, pat in enumerate(contexts):
-            _regex(where, f"context[{i}]", pat)
+            _regex(where, f"context[{i}]", pat, user=user)
         if context is not None:
-            _regex(where, "context", context)
+            _regex(where, "context", context, user=user)
     roles = _strs(where, "roles", raw.get("roles"))
     for role in roles:
         if role not in ROLES:
@@ -306,8 +328,8 @@ def parse_builtin() -> tuple[Rule, ...]:
 
 @lru_cache(maxsize=1)
 def builtin_entries() -> tuple[Rule, ...]:
-    """The shipped catalogue: symmtui/catalogue/*.toml in name order, parsed once and cached beside
-    it like bytecode (core/catcache.py)."""
+    """The shipped catalogue: symmtui/catalogue/*.toml in name order, parsed once and cached in the
+    user's cache directory (core/catcache.py)."""
     from symmtui.core import catcache, ruletypes
 
     sources = [*sorted(f for f in SHIPPED.iterdir() if f.name.endswith(".toml")), Path(__file__), Path(ruletypes.__file__)]
@@ -322,25 +344,21 @@ def user_file() -> Path:
 
 
 def load_file(path: Path) -> tuple[Rule, ...]:
-    """The entries of a user's catalogue file; a file that is not there gives none."""
-    try:
-        with open(path, "rb") as fh:
-            if not os.path.isfile(path):
-                raise _fail(str(path), "file", "is not a regular file")
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
+    """The entries of a user's catalogue file; a file that is not there gives none. Read through the CLI
+    boundary: a FIFO or a device is refused without being opened, the size is capped (one line, exit 2)."""
+    from symmtui import boundary
+
+    hint = "make it a TOML file of [[entry]] tables (docs/catalogue.md) or remove it"
+    if not path.parent.is_dir():
+        return ()  # no config folder (or a file where it should be): no user entries
+    found = boundary.regular_file(path, what="the user catalogue", missing_ok=True, hint=hint)
+    if found is None:
         return ()
-    except NotADirectoryError:
-        return ()
-    except OSError as exc:
-        raise _fail(str(path), "file", f"cannot read it ({exc.strerror or exc})") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise _fail(str(path), "file", f"is larger than {MAX_FILE_BYTES >> 10} KiB")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _fail(str(path), "file", f"is not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    return parse_text(text, str(path), user=True)
+    text = boundary.read_text(found, what="the user catalogue", max_bytes=MAX_FILE_BYTES)
+    rules = parse_text(text, str(path), user=True)
+    if len(rules) > MAX_USER_ENTRIES:
+        raise _fail(str(path), "entry", f"{len(rules)} entries; at most {MAX_USER_ENTRIES} (each is tried on every line)")
+    return rules
 
 
 def user_entries(profile_entries: Sequence[Rule] = ()) -> tuple[Rule, ...]:

@@ -1,16 +1,17 @@
-"""The shipped catalogue's parsed entries, kept beside it like bytecode (``__pycache__``).
+"""The shipped catalogue's parsed entries, cached in the user's cache directory (``$XDG_CACHE_HOME/symmtui``).
 
 A start reads them back with ``marshal`` (~1 ms) instead of parsing the TOML files and deriving each
-entry's literals (~10 ms). The cache names what it was made from, as a ``.pyc`` does: the size and
-modification time of every catalogue file and of the loader's code (core/catalogue.py, core/rules.py),
-and the Python version; any difference, or a file it cannot read, means parsing again. Like bytecode
-it is written only where the package folder is writable, ``sys.dont_write_bytecode`` is unset and no
-``PYTHONPYCACHEPREFIX`` sends bytecode elsewhere, by
-one atomic rename.
+entry's literals (~15 ms). The cache names what it was made from, as a ``.pyc`` does: the path, size
+and modification time of every catalogue file and of the loader's code, and the Python version; any
+difference, or a file it cannot read, means parsing again. One file per catalogue folder (two
+installs do not overwrite each other's), written by one atomic rename; an unwritable cache
+directory means parsing at every start. Unlike bytecode it does not depend on
+``PYTHONDONTWRITEBYTECODE`` (which these machines set) or on the package folder being writable.
 """
 
 from __future__ import annotations
 
+import binascii
 import dataclasses
 import marshal
 import os
@@ -19,14 +20,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from symmtui import boundary
 from symmtui.core.ruletypes import Action, Kind, Rule
+from symmtui.errors import InputError
 
 FORMAT = 1  # bump when the cached layout changes
+MAX_BYTES = 8 << 20  # the cache of the shipped catalogue is ~0.2 MB
 
 
 def cache_file(folder: Path) -> Path:
     """Where the cache of the catalogue in ``folder`` lives."""
-    return folder / "__pycache__" / f"catalogue.{sys.implementation.cache_tag}.marshal"
+    from symmtui.paths import cache_dir
+
+    tag = binascii.crc32(os.fsencode(os.path.abspath(folder)))
+    return cache_dir() / f"catalogue-{tag:08x}.{sys.implementation.cache_tag}.marshal"
 
 
 def load(folder: Path, sources: Sequence[Path], parse: Callable[[], tuple[Rule, ...]]) -> tuple[Rule, ...]:
@@ -38,14 +45,14 @@ def load(folder: Path, sources: Sequence[Path], parse: Callable[[], tuple[Rule, 
     except OSError:  # a source vanished: no key to trust; parse (which says what is wrong)
         return parse()
     try:
-        found, rows = marshal.loads(cache.read_bytes())
+        # Read like any file from outside: a FIFO or a huge file there never blocks or fills memory.
+        found, rows = marshal.loads(boundary.read_bytes(cache, what="the catalogue cache", max_bytes=MAX_BYTES))
         if found == key:
             return tuple(_rule(row) for row in rows)
-    except (OSError, EOFError, ValueError, TypeError, KeyError):
-        pass  # no cache yet, or one this code does not read: parse and write it again
+    except (InputError, OSError, EOFError, ValueError, TypeError, KeyError):
+        pass  # no cache yet, not a regular file, or one this code does not read: parse and write it again
     rules = parse()
-    if not sys.dont_write_bytecode and not sys.pycache_prefix:  # bytecode elsewhere: write nothing here
-        _write(cache, marshal.dumps((key, [_row(r) for r in rules])))
+    _write(cache, marshal.dumps((key, [_row(r) for r in rules])))
     return rules
 
 
@@ -78,7 +85,7 @@ def _write(cache: Path, data: bytes) -> None:
     from symmtui.fsatomic import write_atomic
 
     try:
-        cache.parent.mkdir(exist_ok=True)
-        write_atomic(cache, data, mode=0o644, durable=False)  # a lost cache costs one parse
+        cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomic(cache, data, mode=0o600, durable=False)  # a lost cache costs one parse
     except OSError:
-        pass  # a read-only install: every start parses, as without bytecode
+        pass  # no usable cache directory (HOME=/dev/null, read-only): every start parses

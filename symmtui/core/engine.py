@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from symmtui.core.events import PROCESS_EXIT, Event, EventBuilder
 from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
-from symmtui.core.lineparts import container_body
+from symmtui.core.lineparts import record_source, split_records
 from symmtui.core.ranks import RankBoard, RankSummary
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
 from symmtui.core.rules import Kind, RuleSet
@@ -40,6 +40,8 @@ MIN_TICK = 0.005  # ... or when a timeout or stall falls due (never a busy loop)
 MAX_PENDING_LINES = 100_000  # lines kept for a slow on_update; older ones are dropped (counted)
 QUIET_FLUSH = 2.0  # an open traceback with no new line for this long is closed as it is
 MAX_REPLAY_EVENTS = 50_000
+# journald's short stamp starts with a month: a line that may carry a rank behind a collector's prefix
+_MONTHS = frozenset({"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"})
 PID_SETTLE = 0.5  # after the process is gone, wait this long at most for its last log lines
 
 
@@ -55,6 +57,9 @@ class EngineUpdate:
     generation: int = 0
     ranks: RankSummary | None = None
     """Who is behind, for a log whose lines name their rank (None otherwise): core.ranks."""
+    caught_up: bool = True
+    """Everything the log held when it was opened has been judged: a READY now is not overtaken by an older
+    line still unread (a crash after READY in a finished log). A log command is always caught up."""
 
 
 @dataclass
@@ -143,6 +148,7 @@ class Bringup:
         self._last_emit = 0.0
         self._last_state = State.WAITING
         self._dispatcher: threading.Thread | None = None
+        self._caught_up = not isinstance(self.source, Path)  # a log command streams: always caught up (see EngineUpdate)
 
     # ------------------------------------------------------------------ public
     def start(self) -> None:
@@ -202,6 +208,7 @@ class Bringup:
             self._builder = EventBuilder(self.ruleset, thin_serving=True)
             self._ranks.reset()
             self._pending = _Pending()
+            self._caught_up = not isinstance(self.source, Path)
             self._replay = []
             self._last_line_at = None
             self._generation += 1
@@ -244,6 +251,12 @@ class Bringup:
         with self._lock:
             follower = self._follower
         return follower.numbering() if follower is not None else self._numbering
+
+    @property
+    def caught_up(self) -> bool:
+        """Whether what the log held when it was opened has all been judged (see EngineUpdate.caught_up)."""
+        with self._lock:
+            return self._caught_up
 
     @property
     def generation(self) -> int:
@@ -292,6 +305,8 @@ class Bringup:
 
     def _stop_generation(self) -> None:
         self._gen_stop.set()
+        if isinstance(self._follower, LogFollower):
+            self._follower.wake()  # blocked in inotify: look at the stop event now
         threads, self._threads = self._threads, []
         for t in threads:
             t.join(timeout=10)
@@ -306,7 +321,7 @@ class Bringup:
     def _follow_loop(self, follower: LogFollower | CommandFollower, stop: threading.Event, gen: int,
                      first: threading.Event) -> None:
         def on_batch(items: list[LogLine | FileNotice]) -> None:
-            self._on_items(items, gen)
+            self._on_items(items, gen, getattr(follower, "caught_up", True))
             first.set()
 
         follower.watch(stop, on_batch)
@@ -345,10 +360,13 @@ class Bringup:
             self._urgent = True
             self._wake.notify_all()
 
-    def _on_items(self, items: Iterable[LogLine | FileNotice], gen: int) -> None:
+    def _on_items(self, items: Iterable[LogLine | FileNotice], gen: int, caught_up: bool = True) -> None:
         with self._lock:
             if gen != self._generation:
                 return
+            if caught_up and not self._caught_up:
+                self._urgent = True  # a verdict held back until the backlog was judged may go out now
+            self._caught_up = caught_up
             now = self._clock()
             pend = self._pending
             before = self._readiness.state
@@ -392,19 +410,19 @@ class Bringup:
             run.clear()
 
     def _feed_ranks(self, run: list[LogLine], events: list[Event], now: float) -> None:
-        """Each line's rank (if it names one) gets its last line time, and the phase its event names."""
-        marks = {ev.line_no: ev for ev in events if ev.phase or ev.ends}
+        """Each record's rank (if it names one) gets its last line time, and the phase its event names (a
+        physical line holding two ranks' records counts for both)."""
+        marks = {(ev.line_no, ev.source): ev for ev in events if ev.phase or ev.ends}
         board = self._ranks
         for ln in run:
-            ev = marks.get(ln.no)
-            if ev is not None and "new_run" in ev.roles:
-                board.reset()  # a new launch appended to the same log
             plain = ln.plain
-            if plain[:1] not in "[(":
-                plain = container_body(plain)  # `docker compose logs`, `kubectl logs --timestamps`, journald
-                if plain is ln.plain or plain[:1] not in "[(":
-                    continue
-            board.feed(plain, now, ev.phase if ev else None, ev.ends if ev else None)
+            if plain[:1] not in "[(" and " | " not in plain[:80] and not plain[:4].isdigit() and plain[:3] not in _MONTHS:
+                continue  # no record prefix (a traceback's frame, an unprefixed writer): no rank
+            for rec in split_records(plain):
+                ev = marks.get((ln.no, record_source(rec)[0])) if marks else None
+                if ev is not None and "new_run" in ev.roles:
+                    board.reset()  # a new launch appended to the same log
+                board.feed(rec, now, ev.phase if ev else None, ev.ends if ev else None)
 
     def ranks(self) -> RankSummary | None:
         """Who is behind now (None for a log without rank prefixes)."""
@@ -417,7 +435,7 @@ class Bringup:
                 and not self._readiness.state.final:
             stopped = self.exit_reason(None)  # error lines a server prints while being stopped on purpose
             if stopped is not None:
-                self._readiness.mark_stopped(now, stopped)
+                self._readiness.mark_stopped(now, stopped, ended=True)
         self._readiness.feed(ev, now)
         replay = self._replay
         if ev.kind is Kind.PROGRESS and replay and replay[-1].kind is Kind.PROGRESS:
@@ -473,7 +491,7 @@ class Bringup:
                     self._feed_event(ev, now)
                 before = self._readiness.state
                 if stopped is not None:  # ended on purpose (symmtui stop): not a crash
-                    self._readiness.mark_stopped(now, stopped)
+                    self._readiness.mark_stopped(now, stopped, ended=True)
                 else:
                     self._readiness.feed_process(False, code, now)
                     snap = self._readiness.snapshot(now)
@@ -505,7 +523,7 @@ class Bringup:
                     pend, self._pending = self._pending, _Pending()
                     update = EngineUpdate(tuple(pend.lines), tuple(pend.events), tuple(pend.notices),
                                           self._readiness.snapshot(now), pend.dropped, self._generation,
-                                          self._ranks.summary(now) if self._ranks else None)
+                                          self._ranks.summary(now) if self._ranks else None, self._caught_up)
                     self._urgent = False
                     self._last_emit = now
                     self._last_state = state

@@ -1,4 +1,15 @@
-"""Lines to events: rule matches, Traceback blocks grouped per rank, and the same error from N ranks merged."""
+"""Records to events: rule matches, tracebacks assembled per writing process (from a header or a first frame to the
+exception and its detail lines, chains kept as one), the same error from N ranks merged, each occurrence's span kept.
+
+A physical line holds one record, or several where concurrent writers joined them (``core.lineparts``). Each
+record names its source (the prefix's key: "TP3", "rank3", "pid123"; None when unprefixed). A traceback is
+assembled per source: its lines are the source's own, or unprefixed lines that follow (SGLang logs a traceback
+as one record whose first line alone carries the prefix). Its event is emitted at the exception line and
+re-emitted (the same key: readers replace it) as detail lines (NCCL's ``Last error:``, CUDA's "might be
+asynchronously reported", a hard-wrapped message) and chained tracebacks arrive; the diagnosis comes from the
+most specific of its exceptions and details (a specific catalogue entry over a generic one; the innermost
+exception of a chain over its wrappers).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +21,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from symmtui.core import tracebacks as tb
 from symmtui.core.decode import strip_ansi
+from symmtui.core.dialects import dialect as dialect_of
 from symmtui.core.lineparts import Prefix as Prefix
 from symmtui.core.lineparts import split_prefix as split_prefix
+from symmtui.core.lineparts import split_records
 from symmtui.core.rules import (
     PHASE_HTTP,
     PHASE_ORDER,
@@ -34,23 +47,31 @@ and database, ~5 ms) costs more than judging a short log line by line (a `wait` 
 RETUNE_BYTES = 1 << 20  # the byte prefilter is tuned again on the first batch this big
 MAX_BLOCK_LINES = 400  # a traceback longer than this is closed as incomplete
 STALE_AFTER_LINES = 300  # an open traceback that got no line for this many lines is closed as incomplete
+MAX_SPANS = 64  # occurrences of one event whose line spans are kept (its count goes on)
 TRACEBACK = "traceback"  # the rule id of traceback events (the catalogue entry for the header line)
+BARE_EXCEPTION = "exception"  # the rule id of a record that is only an exception line
 PROCESS_EXIT = "process_exit"  # the rule id of the event the readiness machine makes when the process ends
 _TB_HEAD = tb.HEADER
 # The phases before the HTTP server starts: seeing one means the log's start is there.
 _BEFORE_HTTP = frozenset(PHASE_ORDER[: PHASE_ORDER.index(PHASE_HTTP)])
+# Processes whose crash does not end a serving server: vLLM's API server answers requests (a request's
+# traceback is the request's), and so does an unprefixed writer (uvicorn, the launcher).
+_FRONT_PROCS = frozenset({"APIServer"})
 
 
 @dataclass(frozen=True)
 class Event:
-    """Something a log line (or a block of lines) means.
+    """Something a log record (or a traceback of several lines) means.
 
     ``diagnosis`` is the id of the catalogue entry that names it (``entry``), ``facts`` the values its
-    pattern captured (e.g. ``cap``), ``roles`` the entry's roles ("wrapper", "fatal", "new_run").
-    ``key`` identifies the event across updates: the same traceback or warning from another rank is
-    re-emitted as an updated Event with the same key, a larger ``count`` and more ``ranks``; consumers
-    replace the older one. ``ts`` is the log's own timestamp (epoch seconds, naive times read as UTC)
-    when the line carries one. ``ends`` names the phase a phase-end marker closes.
+    pattern captured (e.g. ``cap``), ``roles`` the entry's roles ("wrapper", "fatal", "new_run", "generic") and
+    the builder's ("fatal" for a worker process's traceback: it ends a server even after READY).
+    ``key`` identifies the event across updates: the same traceback or warning from another rank, or the same
+    traceback grown by detail lines, is re-emitted as an updated Event with the same key (a larger ``count``
+    and more ``ranks`` for another occurrence); consumers replace the older one. ``spans`` holds the first
+    and last line of each occurrence (at most MAX_SPANS), ``source`` the writing process of the first
+    (the prefix key, None when unprefixed). ``ts`` is the log's own timestamp (epoch seconds, naive times read
+    as UTC) when the line carries one. ``ends`` names the phase a phase-end marker closes.
     """
 
     kind: Kind
@@ -70,6 +91,8 @@ class Event:
     roles: frozenset[str] = frozenset()
     facts: tuple[tuple[str, str], ...] = ()
     entry: Rule | None = field(default=None, compare=False, repr=False)
+    source: str | None = None
+    spans: tuple[tuple[int, int], ...] = ()
 
     def where(self) -> str:
         """``"8 ranks"``, ``"rank 3"``, ``"3 times"`` or ``""``: how widely this event was seen."""
@@ -104,6 +127,25 @@ def _clip(s: str, n: int = MAX_SUMMARY) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _worker(pre: Prefix) -> bool:
+    """Whether the record comes from a server process whose crash ends the server (a rank, an engine core, a
+    worker), not from a front process (vLLM's API server) or an unprefixed writer."""
+    return pre.key is not None and pre.proc not in _FRONT_PROCS
+
+
+_FRAMES, _EXC, _CHAIN = 0, 1, 2  # a block collects frames; its exception came (details may follow); a chain marker came
+
+
+@dataclass
+class _Section:
+    """One traceback of a chain: its innermost frame, its exception line and the lines continuing it."""
+
+    frame: str | None = None
+    frames: int = 0
+    exc: str | None = None
+    details: list[str] = field(default_factory=list)
+
+
 @dataclass
 class _Block:
     key: str | None
@@ -111,25 +153,39 @@ class _Block:
     start_no: int
     ts: float | None
     head: str
-    lines: list[str] = field(default_factory=list)
-    frame: str | None = None
-    frames: int = 0
+    lines: list[str]
+    serial: int
+    end_no: int = 0
     last_fed: int = 0
     prefix: str | None = None  # the shape of an unknown prefix learned from the header line
     lead: str | None = None  # exception text printed before the header on its line
     head_rule: Rule | None = None  # what the header line itself says ("warmup error:")
     headless: bool = False  # opened by a frame line: the log starts inside a traceback
+    worker: bool = False  # written by a server process whose crash ends the server (see _worker)
+    per_line: bool = False  # every line of it carries the source's prefix (vLLM, torchrun), not the header alone
+    state: int = _FRAMES
+    exc_key: str | None = None  # the source of its exception line: detail lines come from the same one
+    sections: list[_Section] = field(default_factory=lambda: [_Section()])
+    emitted: str | None = None  # the merged key its event went under (later versions replace it)
+
+    @property
+    def frames(self) -> int:
+        return sum(s.frames for s in self.sections)
+
+    def add(self, no: int, text: str, fed: int) -> None:
+        self.lines.append(text)
+        self.end_no = no
+        self.last_fed = fed
 
 
 class EventBuilder:
-    """Feed lines in order, get events. Traceback blocks are collected per rank prefix and merged.
+    """Feed lines in order, get events. Tracebacks are assembled per source and merged across ranks.
 
     ``thin_serving`` (the live engine): of a run of lines a "serving" rule matches (every decode
-    batch and 200 OK line of a serving log) with nothing else matched between, only the first is
-    judged and can make an event. The builder's state does not change within such a run, so the
-    first one decides what every later one would (READY, or SGLang's warm-up request); the later
-    ones are neither matched nor marked. ``feed_many`` finds that first line with a few ``find``
-    calls per gap between other candidates, so a decode burst costs no Python per line.
+    batch and 200 OK line of a serving log) with nothing else matched between, only the first whose
+    judgement could still change anything is judged and can make an event; the later ones are neither
+    matched nor marked. ``feed_many`` finds those lines with a few ``find`` calls per gap between other
+    candidates, so a decode burst costs no Python per line.
     """
 
     def __init__(self, ruleset: RuleSet | None = None, *, thin_serving: bool = False) -> None:
@@ -138,13 +194,16 @@ class EventBuilder:
         self.dialect: str | None = None
         self._open: list[_Block] = []
         self._merged: dict[str, Event] = {}
+        self._spans: dict[str, dict[int, tuple[int, int]]] = {}
+        self._serial = 0
         self._fed = 0
         self._scanner: litscan.LineFinder | None = None
         self._scanner_sample = 0
-        # "Scheduler hit an exception:" with the traceback on the next line: held for one line
+        # "Scheduler hit an exception:" with the traceback on the next line: held for one record
         self._pending: tuple[int, str, str, RuleMatch] | None = None
         self._started = False  # a bring-up phase of this run was seen (the log's start is there)
-        self._serving_run = False  # a serving line was judged and nothing else matched since
+        self._warmed = False  # the engine's own warm-up request was answered (core.dialects)
+        self._serving_run = False  # a serving line was judged, nothing else matched since, and another can change nothing
         serving = RuleSet(r for r in self.ruleset.rules if "serving" in r.roles) if thin_serving else None
         # Serving lines are found by their literals in feed_many; a serving rule without one: judged one by one.
         self._serving_lits: tuple[str, ...] = ()
@@ -164,11 +223,13 @@ class EventBuilder:
         self.dialect = None
         self._open.clear()
         self._merged.clear()
+        self._spans.clear()
         self._fed = 0
         self._scanner = None
         self._scanner_sample = 0
         self._pending = None
         self._started = False
+        self._warmed = False
         self._serving_run = False
 
     def feed(self, line: LineLike) -> list[Event]:
@@ -256,22 +317,17 @@ class EventBuilder:
         return self._scanner
 
     def feed_plain(self, no: int, plain: str, text: str | None = None) -> list[Event]:
-        """Like ``feed`` for a line given as its number and ANSI-free text."""
-        self._fed += 1
-        if not self._open and self._pending is None:
-            if _TB_HEAD not in plain:
-                m = self.ruleset.match(plain)
-                if m is None:
-                    return []
-                if self.thin_serving and "serving" in m.rule.roles:
-                    if self._serving_run:
-                        return []  # decided by the run's first serving line
-                    self._serving_run = True
-                else:
-                    self._serving_run = False
-                return self._on_match(no, plain, text if text is not None else plain, m)
-        self._serving_run = False
-        return self._feed_slow(no, plain, text if text is not None else plain)
+        """Like ``feed`` for a line given as its number and ANSI-free text (one physical line: its records)."""
+        shown = text if text is not None else plain
+        if "[" not in plain[1:] and "(" not in plain[1:]:
+            return self._feed_record(no, plain, shown)
+        records = split_records(plain)
+        if len(records) == 1:
+            return self._feed_record(no, plain, shown)
+        out: list[Event] = []
+        for rec in records:
+            out.extend(self._feed_record(no, rec, rec))
+        return out
 
     def flush(self) -> list[Event]:
         """Close every open traceback (end of file, or the process is gone)."""
@@ -281,10 +337,52 @@ class EventBuilder:
             self._pending = None
             out.extend(self._on_match(no, plain, text, m, defer=False))
         for block in list(self._open):
-            out.extend(self._close(block, None))
+            out.extend(self._close(block))
         return out
 
-    # ------------------------------------------------------------------ internals
+    # ------------------------------------------------------------------ one record
+    def _feed_record(self, no: int, plain: str, text: str) -> list[Event]:
+        self._fed += 1
+        if not self._open and self._pending is None and _TB_HEAD not in plain and 'File "' not in plain:
+            m = self.ruleset.match(plain)
+            if m is None:
+                return self._bare(no, plain, text)
+            if self.thin_serving and "serving" in m.rule.roles:
+                if self._serving_run:
+                    return []  # decided by the run's first serving line
+                warmup = self._warmup_line(m.rule)  # (asked first: judging it may end the warm-up)
+                out = self._on_match(no, plain, text, m)
+                self._serving_run = bool(out) or not warmup
+                return out
+            self._serving_run = False
+            return self._on_match(no, plain, text, m)
+        self._serving_run = False
+        return self._feed_slow(no, plain, text)
+
+    def _warmup_line(self, rule: Rule) -> bool:
+        """In a log whose start is there, before the engine's own warm-up request was answered, a line of this
+        serving entry is the warm-up's (core.dialects)."""
+        return self._started and not self._warmed and rule.id in dialect_of(self.dialect).warmup_entries
+
+    def _bare(self, no: int, plain: str, text: str) -> list[Event]:
+        """A record that matched no rule: an event if it is nothing but an exception line (a worker's last
+        words ``ValueError: Current node has no GPU available``, or the end of a traceback the excerpt cut)."""
+        if "rror" not in plain and "xception" not in plain and "ailure" not in plain:
+            return []
+        pre = split_prefix(plain)
+        body = pre.body.strip()
+        if not tb.is_bare_exception(body):
+            return []
+        cm = self.ruleset.classify(body, plain)
+        roles = (cm.rule.roles if cm is not None else frozenset({"generic"})) | {"bare"}
+        if _worker(pre):
+            roles |= {"fatal"}
+        summary = _clip(body)
+        ev = Event(Kind.CRASH, BARE_EXCEPTION, summary, no, text, ranks=_ranks(pre), key=f"exception:{summary}",
+                   ts=pre.ts, roles=roles, diagnosis=cm.rule.id if cm is not None else None, facts=_facts(cm),
+                   entry=cm.rule if cm is not None else None, source=pre.key)
+        return [self._merge(ev, self._next_serial(), (no, no))]
+
     def _feed_slow(self, no: int, plain: str, text: str) -> list[Event]:
         out: list[Event] = []
         pre = split_prefix(plain)
@@ -295,89 +393,165 @@ class EventBuilder:
             if _TB_HEAD in body and body.lstrip().startswith(_TB_HEAD):
                 # the announced traceback: one block from the announcing line, with its rank
                 hpre = split_prefix(hplain)
-                self._open.append(
-                    _Block(hpre.key, hpre.rank, hno, hpre.ts, hpre.body, [htext, text], last_fed=self._fed,
-                           head_rule=hm.rule)
-                )
+                block = self._open_block(hpre, hno, hpre.body, htext, head_rule=hm.rule)
+                block.add(no, text, self._fed)
                 return out
             out.extend(self._on_match(hno, hplain, htext, hm, defer=False))
-            if not self._open:
-                if _TB_HEAD not in plain:
-                    m = self.ruleset.match(plain)
-                    if m is not None:
-                        out.extend(self._on_match(no, plain, text, m))
-                    return out
         at = tb.header_at(mask_quoted(body)) if _TB_HEAD in body else -1
         if at >= 0:
-            if pre.dialect:
-                self.dialect = pre.dialect
-            existing = self._block_for(pre.key) if pre.key is not None else None
-            if existing is not None and existing.frames == 0 and not existing.headless:
-                existing.lines.append(text)  # a repeated header ("Traceback" after "hit an exception")
-                existing.last_fed = self._fed
-                return out
-            if existing is not None:
-                out.extend(self._close(existing, None))
-            before = body[:at]
-            head_rule = None
-            if before.strip():
-                head_m = self.ruleset.match(plain)
-                head_rule = head_m.rule if head_m is not None and head_m.rule.id != TRACEBACK else None
-                if head_rule is not None and head_rule.dialect:
-                    self.dialect = head_rule.dialect
-            lead = tb.lead_message(before)
-            raw_before = plain[: len(plain) - len(body) + at]
-            prefix = tb.shape(raw_before) if raw_before.strip() and lead is None else None
-            self._open.append(_Block(pre.key, pre.rank, no, pre.ts, body, [text], last_fed=self._fed,
-                                     prefix=prefix, lead=lead, head_rule=head_rule))
+            out.extend(self._header(no, plain, text, pre, at))
             return out
-        block = self._target(pre)
-        if block is None:
+        target = self._target(pre, body)
+        if target is None:
             out.extend(self._expire())
-            m = self.ruleset.match(plain)
-            if m is not None:
-                out.extend(self._on_match(no, plain, text, m))
+            if tb.is_frame(pre.body):  # a frame with no header before it: the log starts inside a traceback
+                loc = tb.frame_location(pre.body)
+                new = self._open_block(pre, no, "", text, headless=True)
+                new.sections[0].frame, new.sections[0].frames = loc, 1
+                return out
+            out.extend(self._judge(no, plain, text))
             return out
-        if block.prefix is not None:
-            n = len(block.prefix)
-            if tb.shape(plain[:n]) == block.prefix:
+        if target.prefix is not None:
+            n = len(target.prefix)
+            if tb.shape(plain[:n]) == target.prefix:
                 body = plain[n:]
             else:
-                block.prefix = None
-        block.last_fed = self._fed
+                target.prefix = None
+        out.extend(self._grow(target, no, plain, text, pre, body))
+        return out
+
+    def _header(self, no: int, plain: str, text: str, pre: Prefix, at: int) -> list[Event]:
+        """A ``Traceback (most recent call last):`` record: a chain's next traceback, a repeated header, or a new block."""
+        out: list[Event] = []
+        body = pre.body
+        if pre.dialect:
+            self.dialect = pre.dialect
+        existing = self._block_for(pre.key) if pre.key is not None else self._chained()
+        if existing is not None and existing.state == _CHAIN:
+            existing.sections.append(_Section())
+            existing.state = _FRAMES
+            existing.add(no, text, self._fed)
+            return out
+        if existing is not None and existing.frames == 0 and not existing.headless and existing.state == _FRAMES:
+            existing.add(no, text, self._fed)  # a repeated header ("Traceback" after "hit an exception")
+            return out
+        if existing is not None:
+            out.extend(self._close(existing))
+        before = body[:at]
+        head_rule = None
+        if before.strip():
+            head_m = self.ruleset.match(plain)
+            head_rule = head_m.rule if head_m is not None and head_m.rule.id != TRACEBACK else None
+            if head_rule is not None and head_rule.dialect:
+                self.dialect = head_rule.dialect
+        lead = tb.lead_message(before)
+        raw_before = plain[: len(plain) - len(body) + at]
+        block = self._open_block(pre, no, body, text, head_rule=head_rule)
+        block.lead = lead
+        block.prefix = tb.shape(raw_before) if raw_before.strip() and lead is None and pre.key is None else None
+        return out
+
+    def _grow(self, block: _Block, no: int, plain: str, text: str, pre: Prefix, body: str) -> list[Event]:
+        """The next record of an open block's source."""
+        out: list[Event] = []
         stripped = body.strip()
+        sec = block.sections[-1]
+        if pre.key is not None and pre.key == block.key:
+            block.per_line = True
+        elif block.per_line and pre.key is None and stripped and block.state != _EXC:
+            block.add(no, text, self._fed)  # the rest of a line a terminal wrapped (kubectl, a narrow pane)
+            return out
+        if block.state == _EXC:
+            same = pre.key == block.exc_key
+            if tb.is_chain(body) and same:
+                block.state = _CHAIN
+                block.add(no, text, self._fed)
+                return out
+            if same and tb.is_detail(body) and not self._own_record(plain):
+                sec.details.append(stripped)
+                block.add(no, text, self._fed)
+                out.append(self._emit(block))
+                if len(sec.details) >= tb.MAX_DETAIL_LINES:
+                    out.extend(self._close(block))
+                return out
+            out.extend(self._close(block))
+            if stripped:
+                out.extend(self._judge(no, plain, text))
+            return out
         if not stripped:
+            block.last_fed = self._fed
             return out  # blank lines inside a traceback carry nothing
-        if tb.is_continuation(body):
-            block.lines.append(text)
-            loc = tb.frame_location(body)
+        if block.state == _CHAIN:
+            out.extend(self._close(block))  # a chain marker with no traceback after it
+            out.extend(self._judge(no, plain, text))
+            return out
+        if tb.is_chain(body):
+            block.state = _CHAIN  # the exception line was cut: the chain goes on
+            block.add(no, text, self._fed)
+            return out
+        after_frame = bool(block.lines) and tb.is_frame(_body_of(block.lines[-1], block))
+        if tb.is_continuation(body) or tb.is_frame(body) or tb.is_elision(body) or (
+                after_frame and not tb.is_exception_line(stripped)):
+            # a frame, its source line (indented, or not: a pasted excerpt loses indentation), carets, "..."
+            block.add(no, text, self._fed)
+            loc = tb.frame_location(body) if tb.is_frame(body) else None
             if loc is not None:
-                block.frames += 1
-                block.frame = loc
+                sec.frames += 1
+                sec.frame = loc
             if len(block.lines) > MAX_BLOCK_LINES:
-                out.extend(self._close(block, None))
+                out.extend(self._close(block))
             return out
         if block.frames == 0:
             # Not a traceback after all (a header line quoted in a message): close it and judge this
             # line on its own.
-            out.extend(self._close(block, None, quoted=True))
-            m = self.ruleset.match(plain)
-            if m is not None:
-                out.extend(self._on_match(no, plain, text, m))
+            out.extend(self._close(block, quoted=True))
+            out.extend(self._judge(no, plain, text))
             return out
         exc = stripped if tb.is_exception_line(stripped) else tb.exception_inside(stripped)
         if exc is None:
             # The exception line is missing (cut, or another process's line came first): close the
             # block with what it has and judge this line on its own.
-            out.extend(self._close(block, None))
-            m = self.ruleset.match(plain)
-            if m is not None:
-                out.extend(self._on_match(no, plain, text, m))
+            out.extend(self._close(block))
+            out.extend(self._judge(no, plain, text))
             return out
-        block.lines.append(text)
-        out.extend(self._close(block, exc))
+        sec.exc = exc
+        block.state = _EXC
+        block.exc_key = pre.key
+        block.add(no, text, self._fed)
+        out.append(self._emit(block))
         out.extend(self._expire())
         return out
+
+    def _own_record(self, plain: str) -> bool:
+        """A line the catalogue names as a record of its own (a wrapper's "Killed", a phase): no detail line."""
+        m = self.ruleset.match(plain)
+        return m is not None and (m.rule.kind is not Kind.CRASH or bool(m.rule.roles & {"wrapper", "new_run"}))
+
+    def _judge(self, no: int, plain: str, text: str) -> list[Event]:
+        """A record outside every traceback, judged by the rules."""
+        if _TB_HEAD in plain:
+            pre = split_prefix(plain)
+            at = tb.header_at(mask_quoted(pre.body))
+            if at >= 0:
+                return self._header(no, plain, text, pre, at)
+        m = self.ruleset.match(plain)
+        if m is None:
+            return self._bare(no, plain, text)
+        if m.rule.id == TRACEBACK:
+            return []
+        return self._on_match(no, plain, text, m)
+
+    def _open_block(self, pre: Prefix, no: int, head: str, text: str, *, head_rule: Rule | None = None,
+                    headless: bool = False) -> _Block:
+        worker = _worker(pre) or (head_rule is not None and "announce" in head_rule.roles)
+        block = _Block(pre.key, pre.rank, no, pre.ts, head, [text], self._next_serial(), end_no=no,
+                       last_fed=self._fed, head_rule=head_rule, headless=headless, worker=worker)
+        self._open.append(block)
+        return block
+
+    def _next_serial(self) -> int:
+        self._serial += 1
+        return self._serial
 
     def _block_for(self, key: str) -> _Block | None:
         for block in self._open:
@@ -385,39 +559,84 @@ class EventBuilder:
                 return block
         return None
 
-    def _target(self, pre: Prefix) -> _Block | None:
-        if pre.key is not None:
-            return self._block_for(pre.key)
-        # An unprefixed continuation line: the open block that has the fewest lines (ties: the oldest).
-        # Whole blocks printed one after another and identical blocks interleaved line by line both
-        # come out right.
+    def _chained(self) -> _Block | None:
+        """The open block waiting for its chain's next traceback (an unprefixed header continues it)."""
         best: _Block | None = None
         for block in self._open:
-            if best is None or len(block.lines) < len(best.lines):
+            if block.state == _CHAIN and (best is None or len(block.lines) < len(best.lines)):
                 best = block
+        return best
+
+    def _target(self, pre: Prefix, body: str) -> _Block | None:
+        if pre.key is not None:
+            own = self._block_for(pre.key)
+            if own is not None:
+                return own
+        # An unprefixed record (or one of a source with no block of its own): the open block it continues.
+        # A frame goes to a block still collecting frames; a line after an exception to the block waiting for
+        # its details. Among several, the one with the fewest lines (ties: the oldest): whole blocks printed
+        # one after another and identical blocks interleaved line by line both come out right.
+        frame = tb.is_frame(body) or tb.is_continuation(body)
+        best: _Block | None = None
+        for block in self._open:
+            if pre.key is not None and block.key is not None:
+                continue  # another source's block
+            if frame and block.state == _EXC and block.exc_key is None:
+                continue
+            if best is None or (best.state == _EXC) > (block.state == _EXC) or (
+                    (best.state == _EXC) == (block.state == _EXC) and len(block.lines) < len(best.lines)):
+                best = block
+        if best is not None and pre.key is not None and best.exc_key is not None:
+            return None
         return best
 
     def _expire(self) -> list[Event]:
         out: list[Event] = []
         for block in list(self._open):
             if self._fed - block.last_fed > STALE_AFTER_LINES:
-                out.extend(self._close(block, None))
+                out.extend(self._close(block))
         return out
 
-    def _close(self, block: _Block, exc_line: str | None, *, quoted: bool = False) -> list[Event]:
-        """The event of a finished block. ``quoted``: a header with no frames that another line
-        followed (a header quoted in a message, not a traceback): no event unless its line says more."""
+    def _close(self, block: _Block, *, quoted: bool = False) -> list[Event]:
+        """Close a block; its event if it never emitted one (no exception line: cut, or the process died). A
+        header with no frames that another line followed (``quoted``: a header quoted in a message) or a stray
+        frame makes none unless its line says more."""
         self._open.remove(block)
-        where = f" at {block.frame}" if block.frame else ""
-        exc = exc_line
-        if exc is None:
-            exc = block.lead or _exception_in(block.lines[1:] if not block.headless else block.lines)
-        if exc is None and (block.headless or quoted):
-            if block.headless or block.head_rule is None or not block.head_rule.diagnoses:
-                return []  # a quoted header or a stray frame line, not a traceback
-        summary = (_clip(exc, MAX_SUMMARY - len(where)) if exc else "Traceback with no exception line") + where
+        if block.emitted is not None:
+            return []
+        if block.lead is None and _exception_in(block.lines[1:] if not block.headless else block.lines) is None:
+            if block.headless or (quoted and (block.head_rule is None or not block.head_rule.diagnoses)):
+                return []
+        return [self._emit(block)]
+
+    def _emit(self, block: _Block) -> Event:
+        """The block's event as it stands (its first version, or a later one under the same key)."""
+        ev = self._event_of(block)
+        key = block.emitted if block.emitted is not None else ev.key
+        block.emitted = key
+        return self._merge(replace(ev, key=key), block.serial, (block.start_no, block.end_no or block.start_no))
+
+    def _event_of(self, block: _Block) -> Event:
         text_all = "\n".join(block.lines)
-        cm = self.ruleset.classify(exc or summary, text_all)
+        chosen: tuple[_Section | None, str, RuleMatch | None] | None = None
+        best = 4
+        for sec in block.sections:  # innermost first: a chain prints its root cause first
+            if sec.exc is None:
+                continue
+            message = " ".join([sec.exc, *sec.details]) if sec.details else sec.exc
+            cm = self.ruleset.classify(message, text_all)
+            rank = _specificity(cm)
+            if rank < best:  # a specific entry over a wrapper (a failed command) over a generic one
+                chosen, best = (sec, sec.exc, cm), rank
+        if chosen is None:
+            exc = block.lead or _exception_in(block.lines[1:] if not block.headless else block.lines)
+            message = exc or "Traceback with no exception line"
+            chosen = (None, message, self.ruleset.classify(message, text_all))
+        picked, exc, cm = chosen
+        frame = picked.frame if picked is not None and picked.frame else next(
+            (s.frame for s in reversed(block.sections) if s.frame), None)
+        where = f" at {frame}" if frame else ""
+        summary = _clip(exc, MAX_SUMMARY - len(where)) + where
         head = block.head_rule
         if head is not None and head.diagnoses and (cm is None or "generic" in cm.rule.roles):
             # "Initialization failed. warmup error: Traceback ..." names the failure better than the
@@ -427,7 +646,9 @@ class EventBuilder:
         roles = cm.rule.roles if cm is not None else frozenset()
         if head is not None:
             roles = roles | (head.roles - {"announce", "new_run"})
-        first = Event(
+        if block.worker:
+            roles = roles | {"fatal"}
+        return Event(
             kind=Kind.CRASH,
             rule_id=TRACEBACK,
             summary=summary,
@@ -441,36 +662,44 @@ class EventBuilder:
             roles=roles,
             facts=_facts(cm),
             entry=cm.rule if cm is not None else None,
+            source=block.key,
         )
-        return [self._merge(first)]
 
-    def _merge(self, ev: Event) -> Event:
+    def _merge(self, ev: Event, serial: int, span: tuple[int, int]) -> Event:
+        """One occurrence (``serial``) of a keyed event, first or updated: occurrences are counted, the
+        first one's lines are what the event shows, every occurrence's span is kept (MAX_SPANS)."""
+        spans = self._spans.setdefault(ev.key, {})
+        new = serial not in spans
+        if not new or len(spans) < MAX_SPANS:
+            spans[serial] = span
         old = self._merged.get(ev.key)
         if old is None:
-            self._merged[ev.key] = ev
-            return ev
-        new = replace(old, count=old.count + 1, ranks=old.ranks | ev.ranks)
-        self._merged[ev.key] = new
-        return new
+            merged = replace(ev, spans=tuple(spans.values()))
+        elif new:
+            merged = replace(old, count=old.count + 1, ranks=old.ranks | ev.ranks, roles=old.roles | ev.roles,
+                             spans=tuple(spans.values()))
+        elif next(iter(spans)) == serial:  # the shown occurrence grew (detail lines, its chain)
+            merged = replace(ev, count=old.count, ranks=old.ranks | ev.ranks, roles=old.roles | ev.roles,
+                             spans=tuple(spans.values()))
+        else:
+            merged = replace(old, ranks=old.ranks | ev.ranks, roles=old.roles | ev.roles, spans=tuple(spans.values()))
+        self._merged[ev.key] = merged
+        return merged
 
     def _on_match(self, no: int, plain: str, text: str, m: RuleMatch, *, defer: bool = True) -> list[Event]:
         rule = m.rule
         if rule.id == TRACEBACK:
-            pre = split_prefix(plain)
-            if tb.frame_location(pre.body) is not None and tb.is_continuation(pre.body):
-                # A frame line with no header before it: the log starts inside a traceback.
-                loc = tb.frame_location(pre.body)
-                self._open.append(_Block(pre.key, pre.rank, no, pre.ts, "", [text], frame=loc, frames=1,
-                                         last_fed=self._fed, headless=True))
-            return []
+            return self._feed_slow(no, plain, text) if not self._open and tb.is_frame(split_prefix(plain).body) else []
         if defer and "announce" in rule.roles and not plain[plain.find(m.match.group(0)) + len(m.match.group(0)):].strip(" :"):
             self._pending = (no, plain, text, m)  # the traceback follows on the next line
             return []
         if "new_run" in rule.roles:
             self._started = False
+            self._warmed = False
         if "new_run" in rule.roles and (self._merged or self._open):
             # A new launch appended to the same log: its errors are not merged with the last run's.
             self._merged.clear()
+            self._spans.clear()
             self._open.clear()
         pre = split_prefix(plain)
         if pre.dialect and self.dialect is None:
@@ -481,27 +710,53 @@ class EventBuilder:
         phase = rule.phase
         if kind is Kind.READY and rule.unless_dialect and self.dialect == rule.unless_dialect:
             kind = Kind.PHASE  # e.g. uvicorn's "Application startup complete." in an SGLang log
-        if kind is Kind.READY and "serving" in rule.roles and self.dialect == "sglang" and self._started:
-            return []  # SGLang's own warm-up request: its "fired up" line is the marker
+        if kind is Kind.READY and "serving" in rule.roles and self._warmup_line(rule):
+            if rule.id == dialect_of(self.dialect).warmup_answer:
+                self._warmed = True  # the warm-up's answer: serving lines after it are the users'
+            return []
         if kind is Kind.PHASE and (phase in _BEFORE_HTTP or rule.ends in _BEFORE_HTTP):
             self._started = True
-        ranks = frozenset({pre.rank}) if pre.rank is not None else frozenset()
+        ranks = _ranks(pre)
         if kind in (Kind.CRASH, Kind.WARNING):
             body = _clip(pre.body)
             cm = self.ruleset.classify(pre.body, plain) if kind is Kind.CRASH or not rule.diagnoses else None
             if cm is None and rule.diagnoses:
                 cm = m
             roles = rule.roles | (cm.rule.roles if cm is not None else frozenset())
+            if kind is Kind.CRASH and _worker(pre) and tb.is_bare_exception(pre.body.strip()):
+                roles |= {"fatal"}  # a worker's last words: its exception, printed alone
             ev = Event(kind, rule.id, body, no, text, phase=phase, ranks=ranks,
                        diagnosis=cm.rule.id if cm is not None else None, key=f"{rule.id}:{body}", ts=pre.ts,
-                       roles=roles, facts=_facts(cm), entry=cm.rule if cm is not None else None)
-            return [self._merge(ev)]
+                       roles=roles, facts=_facts(cm), entry=cm.rule if cm is not None else None, source=pre.key)
+            return [self._merge(ev, self._next_serial(), (no, no))]
         progress = m.progress() if kind is Kind.PROGRESS else None
         summary = rule.summary if kind is not Kind.READY or not rule.user else _clip(pre.body)
         return [Event(kind, rule.id, summary, no, text, phase=phase, progress=progress, ranks=ranks,
                       diagnosis=rule.id if rule.diagnoses else None, key=rule.id, ts=pre.ts, ends=rule.ends,
                       roles=rule.roles, facts=_facts(m) if rule.diagnoses else (),
-                      entry=rule if rule.diagnoses else None)]
+                      entry=rule if rule.diagnoses else None, source=pre.key, spans=((no, no),))]
+
+
+def _specificity(cm: RuleMatch | None) -> int:
+    """How well an entry names an exception: 0 a specific entry, 1 a wrapper (a failed command, a child that
+    died), 2 a generic one (any exception of a class), 3 none."""
+    if cm is None:
+        return 3
+    if "generic" in cm.rule.roles:
+        return 2
+    return 1 if "wrapper" in cm.rule.roles else 0
+
+
+def _ranks(pre: Prefix) -> frozenset[int]:
+    return frozenset({pre.rank}) if pre.rank is not None else frozenset()
+
+
+def _body_of(text: str, block: _Block) -> str:
+    """A block line's message part (its prefix, if the block's source prints one on every line, cut off)."""
+    plain = strip_ansi(text)
+    if block.key is not None:
+        return split_prefix(plain).body
+    return plain
 
 
 def _facts(m: RuleMatch | None) -> tuple[tuple[str, str], ...]:

@@ -1,4 +1,4 @@
-"""Follow a log file like `tail -F`, on inotify (watchfiles): whole lines, rotation, truncation, tqdm progress."""
+"""Follow a log file like `tail -F`, on inotify: whole lines, rotation, truncation, tqdm progress."""
 
 from __future__ import annotations
 
@@ -20,12 +20,10 @@ __all__ = [
     "FileNotice",
     "LogFollower",
     "LogItem",
-    "LineCount",
     "LineSplitter",
     "LogLine",
     "NoticeKind",
     "count_lines",
-    "count_lines_parallel",
     "iter_lines",
     "tail_offset",
 ]
@@ -34,8 +32,14 @@ READ_BYTES = 1 << 20
 """One read (pread) at most: big enough for bytes.split to run at C speed, small enough for memory."""
 BATCH_BYTES = 4 << 20
 """One poll() reads at most this much, so a huge backlog comes in bounded batches (see `has_more`)."""
+BACKFILL_BYTES = 1 << 20
+"""A batch of the history (``backfill``): its lines live as objects until judged, so it stays small."""
 COUNT_LIMIT = 256 << 20
 """Attaching at the tail counts the newlines before it (exact line numbers) up to this many bytes."""
+ATTACH_COUNT_LIMIT = 32 << 20
+"""``attach_at`` counts the newlines before its point up to this offset (~10 ms); past it a printed
+number is an estimate (``line ~N``): the verdict never waits on a count that grows with the file."""
+SAMPLE_BYTES = 1 << 20  # the lines before an uncounted attach point are estimated from this much before it
 _FINGERPRINT = 64
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
@@ -222,114 +226,19 @@ def count_lines(fd: int, start: int, end: int, block: int = READ_BYTES) -> int:
     return n
 
 
-# A counting helper: a bare interpreter (-I -S starts in ~10 ms) that counts newlines in [a, b) of an
-# inherited descriptor and prints the number.
-_COUNT_HELPER = (
-    "import os,sys\nfd,a,b=map(int,sys.argv[1:4])\nn=0\nwhile a<b:\n"
-    " d=os.pread(fd,min(1<<20,b-a),a)\n if not d:break\n n+=len(d)-len(d.replace(b'\\n',b''))\n a+=len(d)\n"
-    "print(n)"
-)
-COUNT_PART = 128 << 20
-"""A counting helper process gets at least this many bytes."""
-
-
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def count_lines_parallel(fd: int, start: int, end: int) -> int:
-    """``count_lines`` split over helper processes, one per idle core (at most 8, each >= COUNT_PART);
-    in this thread where there is one core, or the helpers cannot be started."""
-    parts = min(8, _cpus(), (end - start) // COUNT_PART)
-    if parts < 2:
-        return count_lines(fd, start, end)
-    import subprocess
-    import sys
-
-    cuts = [start + (end - start) * k // parts for k in range(parts + 1)]
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        for a, b in zip(cuts, cuts[1:], strict=False):
-            procs.append(subprocess.Popen([sys.executable, "-I", "-S", "-c", _COUNT_HELPER, str(fd), str(a), str(b)],
-                                          pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                          stderr=subprocess.DEVNULL))
-        total = 0
-        for proc in procs:
-            out, _ = proc.communicate()
-            if proc.returncode != 0 or not out.strip().isdigit():
-                raise OSError(errno.EIO, f"line-count helper exited {proc.returncode}")
-            total += int(out)
-        return total
-    except OSError:  # no fork/exec here (limits, seccomp): count in this thread, slower
-        for proc in procs:
-            proc.kill()
-            proc.wait()
-        return count_lines(fd, start, end)
-
-
-class LineCount:
-    """The newlines in bytes [0, end) of a file, counted in the background on its own descriptor.
-
-    Attaching partway into a file too big to count at once numbers its lines from the attach point;
-    this turns those numbers into the file's own (``result``) once the count is done. Where there
-    are several cores the count runs in helper processes (``count_lines_parallel``): it starts at
-    once and holds no GIL the judging needs.
-    """
-
-    def __init__(self, fd: int, end: int) -> None:
-        self.end = end
-        self._fd = os.dup(fd)
-        self._done = threading.Event()
-        self._value: int | None = None
-        self._thread = threading.Thread(target=self._run, name="symmtui-linecount", daemon=True)
-        self._started = False
-        self._lock = threading.Lock()
-        self.aside = min(8, _cpus(), end // COUNT_PART) >= 2  # counted by helper processes
-
-    def start(self) -> None:
-        """Start counting (idempotent). ``watch`` starts it once the lines up to the file's end have been
-        handed over, so that an in-thread count does not compete for the GIL with judging them; a
-        count in helper processes starts as soon as the attach point is known."""
-        with self._lock:
-            if self._started:
-                return
-            self._started = True
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = count_lines_parallel(self._fd, 0, self.end)
-        except OSError:
-            self._value = None
-        finally:
-            os.close(self._fd)
-            self._done.set()
-
-    def result(self, timeout: float | None = 0.0) -> int | None:
-        """The count, waiting at most ``timeout`` seconds for it; None when not done (or unreadable)."""
-        self.start()
-        self._done.wait(timeout)
-        return self._value
-
-
 @dataclass(frozen=True)
 class Numbering:
-    """Line numbers as the follower gave them -> the file's own: exact, or estimated while uncounted."""
+    """Line numbers as the follower gave them -> the file's own: exact, or estimated past an uncounted part."""
 
-    base: LineCount | None = None
-    read_bytes: int = 0  # bytes read since the attach point ...
-    read_lines: int = 0  # ... holding this many lines (for an estimate)
+    skipped: int = 0  # bytes before the attach point whose lines were not counted (0: numbers are exact)
+    read_bytes: int = 0  # bytes read since the attach point
+    skipped_lines: int = 0  # the lines before it, estimated from the MiB just before it
 
-    def label(self, no: int, timeout: float = 0.0) -> str:
-        """``line 123`` (exact), or ``line ~123`` when the lines before the attach point are not counted
-        within ``timeout`` seconds (estimated from the average line length after it)."""
-        if self.base is None:
+    def label(self, no: int) -> str:
+        """``line 123`` (exact), or ``line ~123`` when the lines before the attach point were not counted."""
+        if not self.skipped:
             return f"line {no}"
-        before = self.base.result(timeout)
-        if before is not None:
-            return f"line {before + no}"
-        per_line = self.read_bytes / self.read_lines if self.read_lines else 100.0
-        return f"line ~{round(self.base.end / max(per_line, 1.0)) + no}"
+        return f"line ~{self.skipped_lines + no}"
 
 
 def _iter_fd(
@@ -418,7 +327,8 @@ class LogFollower:
         self.count_limit = COUNT_LIMIT if count_limit is None else count_limit
         self.attach_at = attach_at
         self.numbering_exact = True
-        self.line_base: LineCount | None = None  # numbering from an attach point: lines before it, counting
+        self.skipped = 0  # bytes before the attach point whose lines were not counted (numbers start there)
+        self.skipped_lines = 0  # ... and their estimated number
         self.has_more = False
         self._lock = threading.Lock()
         self._split = _Splitter(max_line_bytes, live=True)
@@ -431,6 +341,7 @@ class LogFollower:
         self._attach_tail = False
         self._backfill: tuple[int, int] | None = None  # (dup fd, end offset) of the region the tail skipped
         self._closed = False
+        self._watch: Any = None  # the inotify watch that watch() blocks on, for wake()
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -443,6 +354,11 @@ class LogFollower:
     def generation(self) -> tuple[int, int] | None:
         """(st_dev, st_ino) of the file being followed, None when none is open."""
         return self._ident
+
+    caught_up = False
+    """Set before the ``on_batch`` call that delivers the end of what the file held when the watch began (an
+    empty file, or none: an empty batch says so once), so that call knows its verdict is not overtaken by
+    older lines still unread (`wait` on a log whose READY was followed by a crash)."""
 
     def poll(self) -> list[LogItem]:
         """Read what is new, without blocking. Never raises for file trouble: that becomes a FileNotice."""
@@ -466,56 +382,73 @@ class LogFollower:
         stop: threading.Event,
         on_batch: Callable[[list[LogItem]], None],
         *,
-        debounce_ms: int = 20,
-        step_ms: int = 5,
+        gather_ms: int = 5,
         timeout_ms: int = 1000,
     ) -> None:
         """Block until `stop` is set, calling `on_batch` with every non-empty poll result.
 
-        Wakes on inotify events for the file's directory (or, while it is missing, its nearest
-        existing ancestor): a write reaches `on_batch` within about `step_ms`..`debounce_ms`
-        (plus the read). Every `timeout_ms` it polls anyway, as a safety net. Returns within
-        about `step_ms` of `stop` being set.
+        Blocks in inotify on the open file (writes) and its directory (or, while it is missing, its
+        nearest existing ancestor: entries coming and going): a write after a quiet moment is read at once; while writes keep coming, reads are at
+        least `gather_ms` apart (a flood comes in batches, not a read per write). Every `timeout_ms` it
+        polls anyway, as a safety net. Returns at once after ``wake()``, else within
+        ``inotify.STOP_CHECK`` of `stop` being set. Nothing wakes an idle follower in between.
         """
-        # watchfiles.watch() is a loop around RustNotify; using it directly lets the watch be armed
-        # *before* the first read, so no write can fall between a read and the wait.
-        from symmtui.core.inotify import rust_notify
+        from symmtui.core import inotify
 
-        notify_cls: Callable[..., Any] | None = rust_notify()  # None: still correct, by polling every 250 ms
-
+        self._drain(stop, on_batch)  # the lines already there first (an attach's verdict), then arm
         while not stop.is_set() and not self._closed:
             targets = self._watch_targets()
             try:
-                if not targets or notify_cls is None:
+                if not targets:
                     raise FileNotFoundError(str(self.path.parent))
-                notify = notify_cls([str(t[0]) for t in targets], False, False, 300, False, True)
-            except (OSError, RuntimeError):
+                fd = self._fd
+                files = (f"/proc/self/fd/{fd}",) if fd is not None else ()  # the open file, even renamed away
+                dirs = [str(t[0]) for t in targets if t[0] != self.path]
+                watch = inotify.open_watch(dirs, self._watch_names(), files)
+            except OSError:
                 # A target vanished between the check and the watch, or inotify is unavailable:
                 # poll on a short timer for this round.
                 self._drain(stop, on_batch)
                 stop.wait(min(timeout_ms, 250) / 1000)
                 continue
-            with notify:
-                while not stop.is_set() and not self._closed:
-                    self._drain(stop, on_batch)
-                    if self._watch_targets() != targets:
-                        break
-                    try:
-                        result = notify.watch(debounce_ms, step_ms, timeout_ms, stop)
-                    except (OSError, RuntimeError):
-                        stop.wait(0.05)  # the watcher broke (a watched directory vanished): set up a new one
-                        break
-                    if result == "stop":
-                        return
-                    if result == "signal":
-                        raise KeyboardInterrupt
+            self._watch = watch
+            try:
+                self._watch_loop(watch, targets, stop, on_batch, gather_ms / 1000, timeout_ms / 1000,
+                                 min(inotify.STOP_CHECK, timeout_ms / 1000))
+            finally:
+                self._watch = None
+                watch.close()
+
+    def _watch_loop(self, watch: Any, targets: tuple[tuple[Path, int, int], ...], stop: threading.Event,
+                    on_batch: Callable[[list[LogItem]], None], gather: float, timeout: float,
+                    step: float) -> None:
+        self._drain(stop, on_batch)  # what came between the first read and the arming
+        while not stop.is_set() and not self._closed:
+            if self._watch_targets() != targets:
+                return  # a directory replaced or created: watch the new one
+            woke = False
+            for _ in range(max(1, round(timeout / step))):  # looking at the stop event every step
+                woke = watch.wait(step)
+                if woke or stop.is_set():
+                    break
+            if stop.is_set():
+                return
+            self._drain(stop, on_batch)
+            if woke:
+                stop.wait(gather)  # let a flood gather; a lone write was read at once
+
+    def wake(self) -> None:
+        """Make ``watch`` look at its stop event now (call it after setting the event)."""
+        watch = self._watch
+        if watch is not None:
+            watch.wake()
 
     def numbering(self) -> Numbering:
         """How this follower's line numbers map to the file's (it outlives ``close``)."""
-        base = self.line_base
-        return Numbering(base, self._split.offset - (base.end if base else 0), self._split.no - 1)
+        skipped = self.skipped
+        return Numbering(skipped, self._split.offset - skipped, self.skipped_lines)
 
-    def backfill(self, batch_bytes: int = BATCH_BYTES) -> Iterator[list[LogLine]]:
+    def backfill(self, batch_bytes: int = BACKFILL_BYTES) -> Iterator[list[LogLine]]:
         """The lines the tail start skipped (bytes before it), numbered exactly from 1, in batches.
 
         Reads the generation that was attached even after it is rotated away; stops early if that
@@ -555,16 +488,21 @@ class LogFollower:
     def _drain(self, stop: threading.Event, on_batch: Callable[[list[LogItem]], None]) -> None:
         while True:
             items = self.poll()
-            if items:
+            if items or not (self.has_more or self.caught_up):
+                self.caught_up = not self.has_more  # read by on_batch: what existed at the start is all judged
                 on_batch(items)
-            if not self.has_more and self.line_base is not None:
-                self.line_base.start()  # caught up and judged: count the lines before the attach point now
             if not self.has_more or stop.is_set():
                 return
 
+    def _watch_names(self) -> frozenset[bytes]:
+        """The entry names whose events matter: every part of the path and of where it links to (a
+        missing directory is watched for in its nearest existing ancestor)."""
+        real = Path(os.path.realpath(self.path))
+        return frozenset(os.fsencode(part) for part in (*self.path.parts, *real.parts))
+
     def _watch_targets(self) -> tuple[tuple[Path, int, int], ...]:
         """The directories to watch, with their (dev, inode): a directory replaced under the same name
-        (mv logs logs.old; mkdir logs) must be watched anew."""
+        (mv logs logs.old; mkdir logs) must be watched anew; and the open file's (a new one is watched anew)."""
         parent = self.path.parent
         candidates: list[Path] = []
         if os.path.isdir(parent):
@@ -581,6 +519,8 @@ class LogFollower:
             except OSError:
                 continue
             targets.append((d, st.st_dev, st.st_ino))
+        if self._ident is not None:
+            targets.append((self.path, *self._ident))
         return tuple(targets)
 
     def _close(self) -> None:
@@ -721,16 +661,16 @@ class LogFollower:
             start, attached = self.attach_at(fd, fst.st_size)
             if start > 0:
                 self._backfill = (os.dup(fd), start)
-                if start <= self.count_limit:
+                if start <= min(self.count_limit, ATTACH_COUNT_LIMIT):
                     no = count_lines(fd, 0, start) + 1
                     where = f"at line {no}"
                 else:
-                    # Counting a GB of newlines takes ~0.4 s: do it aside, number from the attach point.
+                    # Counting a GB of newlines takes ~0.4 s, for a line number only: number from here.
                     self.numbering_exact = False
-                    self.line_base = LineCount(fd, start)
-                    if self.line_base.aside:
-                        self.line_base.start()
-                    where = f"at byte {start} (lines numbered from there while the lines before are counted)"
+                    self.skipped = start
+                    sample = os.pread(fd, SAMPLE_BYTES, start - SAMPLE_BYTES)  # lines like those before it
+                    self.skipped_lines = round(start * newlines(sample) / len(sample))
+                    where = f"at byte {start} (lines numbered from there; printed numbers are estimates, line ~N)"
         else:
             self._attach_tail = False
             self.numbering_exact = True
@@ -758,7 +698,7 @@ class LogFollower:
         self._split.reset(0, 1)
         self._fingerprint = b""
         self.numbering_exact = True
-        self.line_base = None
+        self.skipped = self.skipped_lines = 0
         self._notice(out, "truncated", f"{self.path} {why} after line {lines}; reading it again from its start")
 
     def _read(self, out: list[LogItem]) -> None:

@@ -11,13 +11,10 @@ import errno
 import socket
 import ssl
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
-if TYPE_CHECKING:  # imported where a request is made: `wait --log` with no URL never loads httpx (~0.1 s)
-    import httpx
+import httpx  # importers are lazy themselves: `wait --log` with no URL never loads this module (~0.1 s)
 
 MAX_TEXT = 200
 """Server-supplied text (reason phrase, Location, protocol errors) kept in a detail, at most, in characters."""
@@ -88,7 +85,6 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def failed(exc: httpx.HTTPError | httpx.InvalidURL, host: str) -> GetFailed:
     """httpx's exception as a kind and words (``host``: the name in the URL, for a DNS failure)."""
-
     chain = _chain(exc)
     errnos = {e.errno for e in chain if isinstance(e, OSError)}
     text = shown(str(exc) or exc.__class__.__name__)
@@ -119,7 +115,6 @@ async def get_head(transport: httpx.AsyncHTTPTransport, url: str, phase: Phase) 
     to follow, and a Location that is not a URL is still an answer). No timeout of its own: the caller
     cancels it at its deadline.
     """
-
     host = urlsplit(url).hostname or ""
     try:
         request = httpx.Request("GET", url, headers={"User-Agent": "symmtui-probe", "Accept": "*/*"},

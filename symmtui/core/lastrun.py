@@ -137,7 +137,7 @@ def find_last_launch(fd: int, size: int, ruleset: RuleSet | None = None, *, wind
         buf = os.pread(fd, hi - lo, lo)
         if lo > 0:
             nl = buf.find(b"\n")
-            if nl < 0:
+            if nl < 0 or nl == len(buf) - 1:  # no line starts in here (that newline ends the line at hi)
                 if lo == floor:
                     break
                 if hi - lo > 4 * MAX_LINE:

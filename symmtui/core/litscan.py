@@ -22,7 +22,7 @@ ALWAYS = ("\x00", "\x1b")
 class LineFinder(Protocol):
     """What phase one of ``scan`` needs: sorted start offsets of the lines of ``buf[:end]`` a rule may match."""
 
-    def candidate_starts(self, buf: bytes, end: int) -> list[int]: ...
+    def candidate_starts(self, buf: bytes | bytearray, end: int) -> list[int]: ...
 
 
 class HyperscanFinder:
@@ -39,7 +39,7 @@ class HyperscanFinder:
         self._db.compile(expressions=pats, ids=list(range(len(pats))), elements=len(pats), flags=0)
         self._regex = ByteScanner(ruleset, sample) if ruleset.unanchored else None
 
-    def candidate_starts(self, buf: bytes, end: int) -> list[int]:
+    def candidate_starts(self, buf: bytes | bytearray, end: int) -> list[int]:
         """Sorted start offsets of the lines of ``buf[:end]`` that hold a literal (or match a free regex)."""
         hits: list[int] = []
         lens = self._lens

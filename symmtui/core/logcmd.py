@@ -13,6 +13,7 @@ import signal
 import subprocess
 import threading
 import time
+import uuid
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ PIPE_BYTES = 1 << 20
 """The pipe's buffer is raised to this (F_SETPIPE_SZ; Linux's default unprivileged maximum)."""
 STOP_GRACE = 1.0
 """After SIGTERM to the command's process group, wait this long before SIGKILL."""
+MARKER_ENV = "SYMMTUI_LOGCMD_ID"
+"""Set in the log command's environment; its descendants inherit it, even after setsid and reparenting."""
 SHOWN_CHARS = 160
 """Characters of the command's last line quoted in an "exited" notice."""
 SPOOL_PREFIX = "logcmd-"
@@ -260,7 +263,10 @@ class CommandFollower:
         """The running command's pid (its process group's id too), None between runs."""
         self._clock = clock
         self._debounce = debounce
-        self._env = env
+        # Every process the command starts inherits the marker, also one that setsid()s or double-forks
+        # out of its process group: at stop they are found by it and killed (see _kill_marked).
+        self._marker = f"{MARKER_ENV}={uuid.uuid4().hex}"
+        self._env = {**(env if env is not None else os.environ), MARKER_ENV: self._marker.partition("=")[2]}
         self._split = LineSplitter(max_line_bytes, live=True)
         self._split.reset(0, 1)
         self._lock = threading.Lock()
@@ -451,6 +457,7 @@ class CommandFollower:
             code = proc.returncode if proc.returncode is not None else code
         else:
             self._killpg(proc.pid, signal.SIGKILL)  # what it left behind in its group
+            _kill_marked(self._marker)  # and outside it (setsid, double fork)
             self._drop(proc)
         return code
 
@@ -482,6 +489,7 @@ class CommandFollower:
             except subprocess.TimeoutExpired:
                 pass
         self._killpg(proc.pid, signal.SIGKILL)  # the leader, if it ignored SIGTERM, and what it left
+        _kill_marked(self._marker)  # what left the group (a `setsid` helper, a double-forked daemon)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=STOP_GRACE)
         _wait_gone(proc.pid, STOP_GRACE)  # a killed `tail` may take a moment to finish exiting
@@ -498,6 +506,24 @@ class CommandFollower:
     def _killpg(pgid: int, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, sig)
+
+
+def _kill_marked(marker: str) -> None:
+    """SIGKILL every process whose environment holds ``marker`` (NAME=value): one pass over /proc. A
+    process that replaced its whole environment (``env -i``) is not found."""
+    want = marker.encode()
+    me = os.getpid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as fh:
+                held = want in fh.read().split(b"\0")
+        except OSError:  # gone, or another user's
+            continue
+        if held:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
 
 
 def _wait_gone(pgid: int, timeout: float) -> None:

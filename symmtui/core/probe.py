@@ -105,7 +105,6 @@ class _Lookups(ThreadPoolExecutor):
 
 
 async def _until_set(event: threading.Event) -> None:
-
     while not event.is_set():
         await asyncio.sleep(STOP_POLL)
 
@@ -153,7 +152,6 @@ class HttpProbe:
         set, the request is cancelled wherever it is (lookup, connect, TLS, a header dribbled a byte at a
         time). Only the status line and headers are read, never the body.
         """
-
         if self._tls is None:
             self._tls = ssl.create_default_context()  # once per probe: loading the CA store costs milliseconds
         lookups = _Lookups()
@@ -166,7 +164,6 @@ class HttpProbe:
             loop.close()
 
     async def _check(self, cancel: threading.Event | None, lookups: _Lookups, tls: ssl.SSLContext) -> ProbeResult:
-
         t0 = self._clock()
         where = _Where(self.url, Phase())
         work = asyncio.ensure_future(self._follow(where, tls, t0))
@@ -190,7 +187,6 @@ class HttpProbe:
         return detail if url == self.url else f"{detail} (at {shown(url)}, redirected from {self.url})"
 
     async def _follow(self, where: _Where, tls: ssl.SSLContext, t0: float) -> ProbeResult:
-
         home = _origin(self.url)
         hops = 0
         # trust_env=False: a health check goes straight to the server, never through $HTTP_PROXY.

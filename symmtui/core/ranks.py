@@ -6,16 +6,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from symmtui.core.rules import PHASE_ORDER
-
-# SGLang: "[2026-11-29 09:40:17 TP3] ", "[2026-11-29 09:40:17 DP1 TP3 EP3] ", "[... PP0 TP3] "
-_SGLANG = re.compile(r"\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?((?: [A-Z][A-Z_]{1,7}\d+)+)\]")
-# vLLM: "(VllmWorker TP3 pid=12)", "(Worker_TP3 pid=9)", "(EngineCore_DP0 pid=5)",
-# "(VllmWorker rank=1 pid=236)", "(RayWorkerWrapper pid=77, ip=10.0.0.2)", "(VllmWorkerProcess pid=31)"
-_VLLM = re.compile(r"\((\w+?)((?:[ _][A-Z]{2}\d+)*)(?: rank=(\d+))? pid=(\d+)(?:, ip=([\w.:-]+))?\)")
-_TAG = re.compile(r"(?<![A-Za-z])((?:DP|PP|TP|EP|CP|NP)\d+)")
-_NOT_RANKS = frozenset({"APIServer", "EngineCore", "Worker", "VllmWorker"})
-"""vLLM process names that are no rank without a tag (the API server; an engine core of one rank)."""
+from symmtui.core.lineparts import rank_tags as rank_tags  # re-exported: the one rank-tag rule lives there
+from symmtui.core.lineparts import record_source, split_prefix
+from symmtui.core.rules import PHASE_ORDER, PHASE_READY
 
 _INDEX = {p: i for i, p in enumerate(PHASE_ORDER)}
 
@@ -28,30 +21,10 @@ class RankTag:
     pid: int | None = None
 
 
-def rank_tags(text: str) -> str:
-    """The rank tags in ``text`` joined by spaces: "DP1 TP3"."""
-    return " ".join(_TAG.findall(text))
-
-
 def rank_of_line(plain: str) -> RankTag | None:
-    """The rank prefix at the start of ``plain`` (after a timestamp), or None."""
-    head = plain[:160]
-    m = _SGLANG.match(head)
-    if m is not None:
-        tags = rank_tags(m.group(1))
-        return RankTag(tags) if tags else None
-    m = _VLLM.match(head)
-    if m is not None:
-        name, tagtext, rank, pid, ip = m.group(1), m.group(2), m.group(3), int(m.group(4)), m.group(5)
-        tags = rank_tags(tagtext) or rank_tags(name.replace("_", " "))
-        if tags:
-            return RankTag(tags, pid)
-        if rank is not None:
-            return RankTag(f"rank {rank}", pid)
-        if name in _NOT_RANKS or name.startswith("EngineCore"):
-            return None
-        return RankTag(f"{name} pid {pid}" + (f" @{ip}" if ip else ""), pid)
-    return None
+    """The rank the record prefix of ``plain`` names (after container prefixes and a timestamp), or None."""
+    pre = split_prefix(plain)
+    return RankTag(pre.label, pre.pid) if pre.label is not None else None
 
 
 def sort_key(label: str) -> tuple[tuple[str, int], ...]:
@@ -124,11 +97,28 @@ SILENT_FACTOR = 5.0  # a rank silent this many times longer than the median rank
 SILENT_MIN = 30.0
 
 
+class _Rank:
+    """One rank's running state (mutable: a board is fed every line of a flood)."""
+
+    __slots__ = ("finished", "label", "last_line", "lines", "phase", "pid")
+
+    def __init__(self, label: str, pid: int | None) -> None:
+        self.label = label
+        self.pid = pid
+        self.phase: str | None = None
+        self.finished: str | None = None
+        self.last_line = 0.0
+        self.lines = 0
+
+    def state(self) -> RankState:
+        return RankState(self.label, self.phase, self.last_line, self.lines, self.pid, self.finished)
+
+
 class RankBoard:
-    """Feed it lines (with the phase the rules gave each, if any); ask who is behind."""
+    """Feed it records (with the phase the rules gave each, if any); ask who is behind."""
 
     def __init__(self) -> None:
-        self._ranks: dict[str, RankState] = {}
+        self._ranks: dict[str, _Rank] = {}
 
     def reset(self) -> None:
         self._ranks.clear()
@@ -136,21 +126,35 @@ class RankBoard:
     def __bool__(self) -> bool:
         return bool(self._ranks)
 
-    def feed(self, plain: str, now: float, phase: str | None = None, ends: str | None = None) -> RankTag | None:
-        """One line: the rank it names (if any) has a new last line (and the phase it starts or ends)."""
-        tag = rank_of_line(plain)
-        if tag is None:
+    def feed(self, plain: str, now: float, phase: str | None = None, ends: str | None = None) -> str | None:
+        """One record: the rank it names (its label, if any) has a new last line (and the phase it starts or ends; "ready"
+        is the server's, not a rank's: only TP0 logs the batches it serves)."""
+        _key, label, pid = record_source(plain)
+        if label is None:
             return None
-        old = self._ranks.get(tag.label)
-        if old is None:
-            self._ranks[tag.label] = RankState(tag.label, phase or ends, now, 1, tag.pid, ends)
-        else:
-            self._ranks[tag.label] = RankState(tag.label, phase or old.phase or ends, now, old.lines + 1,
-                                               tag.pid if tag.pid is not None else old.pid, ends or old.finished)
-        return tag
+        rank = self._bump(label, pid, now, 1)
+        if phase == PHASE_READY:
+            phase = None
+        if phase is not None:
+            rank.phase = phase
+        elif rank.phase is None and ends is not None:
+            rank.phase = ends
+        if ends is not None:
+            rank.finished = ends
+        return label
+
+    def _bump(self, label: str, pid: int | None, now: float, n: int) -> _Rank:
+        rank = self._ranks.get(label)
+        if rank is None:
+            rank = self._ranks[label] = _Rank(label, pid)
+        elif pid is not None:
+            rank.pid = pid
+        rank.last_line = now
+        rank.lines += n
+        return rank
 
     def states(self) -> tuple[RankState, ...]:
-        return tuple(sorted(self._ranks.values(), key=lambda r: sort_key(r.label)))
+        return tuple(sorted((r.state() for r in self._ranks.values()), key=lambda r: sort_key(r.label)))
 
     def pids(self) -> dict[int, str]:
         """pid -> rank label, where the log printed the pid (vLLM)."""

@@ -1,4 +1,24 @@
-"""The readiness verdict: a pure state machine over events, probe results, process exits and a clock."""
+"""The readiness verdict: a pure state machine over events, probe results, process exits and a clock.
+
+| from | evidence | to |
+|---|---|---|
+| WAITING | any log line | STARTING |
+| STARTING | no line and no progress for ``stall`` s (the process, if watched, alive) | STALLED |
+| STALLED | a line | STARTING |
+| WAITING, STARTING, STALLED | a ready marker (and health, when a URL is configured), a 200 from the health probe, or a request served (``core.dialects``) | READY |
+| WAITING, STARTING, STALLED | a crash event, or the watched process gone | CRASHED |
+| WAITING, STARTING, STALLED | ``timeout`` s since the start | TIMED OUT |
+| any but a verdict | the user stops watching | STOPPED |
+| READY | a crash event of a worker process (a rank's, an engine core's, an announced scheduler's traceback) or a "fatal" catalogue entry (a wrapper that says the server is going down), or the watched process gone with a non-stop code | CRASHED (``ready_after``: how long after READY) |
+| READY | the watched process ended by SIGTERM/SIGINT/exit 0, or by a stop we asked for | STOPPED |
+| CRASHED, TIMED OUT, STOPPED | (nothing but a new launch in the same log) | (the same) |
+| any | a new launch appended to the same log (``new_run``) | WAITING, as run N+1 |
+
+Other crash events after READY (a request's traceback in the API server) are recorded as errors; the
+server may well be serving. The cause of a crash is the first crash event (the earliest fatal record),
+replaced by the first primary error printed after it when it is a wrapper (a child failed, the process
+ended, a cut traceback); after READY a wrapper or generic crash is caused by the latest error logged.
+"""
 
 from __future__ import annotations
 
@@ -120,6 +140,8 @@ class Snapshot:
     process_detail: str | None = None
     log_span: float | None = None
     run: int = 1
+    ready_after: float | None = None
+    """CRASHED or STOPPED after it had been READY: how many seconds after (log times where both have them)."""
 
 
 def describe_exit(returncode: int | None) -> str:
@@ -170,6 +192,9 @@ class Readiness:
         self._verdict_at: float | None = None
         self._first_ts: float | None = None
         self._verdict_ts: float | None = None
+        self._ready_at: float | None = None  # (clock, log time) when it became READY
+        self._ready_ts: float | None = None
+        self._ready_after: float | None = None
         self._detail = "no log line yet"
 
     def feed_activity(self, now: float, lines: Iterable[str] = (), live: str | None = None) -> None:
@@ -214,6 +239,10 @@ class Readiness:
         if self._state in (State.CRASHED, State.TIMED_OUT, State.STOPPED):
             return
         self._touch(now)
+        if self._state is State.READY:
+            if event.kind is Kind.READY:
+                self._marker = self._marker or event
+            return  # after READY a phase or a served request says nothing new (its time is not the verdict's)
         if event.kind is Kind.READY:
             self._marker = event
             if self.config.need_probe and not self._probe_ok:
@@ -221,8 +250,6 @@ class Readiness:
                 self._detail = READY_WAITING_HEALTH
             else:
                 self._become_ready(now, event.ts, "log says ready: " + event.summary)
-            return
-        if self._state is State.READY:
             return
         if event.ends is not None:
             self._end_phase(event.ends, now, event.ts)
@@ -249,6 +276,7 @@ class Readiness:
         if self._state in (State.CRASHED, State.TIMED_OUT, State.STOPPED):
             return
         if self._state is State.READY and returncode in _stop_codes():
+            self._after_ready(now, None)
             self._state = State.STOPPED
             self._detail = text
             return
@@ -257,9 +285,12 @@ class Readiness:
                    roles=frozenset({"wrapper"}))
         self._on_crash(ev, now, force=True)
 
-    def mark_stopped(self, now: float, reason: str = "stopped by the user") -> None:
-        """The user stopped watching (or the server): STOPPED, unless a verdict is already in."""
-        if self._state.final:
+    def mark_stopped(self, now: float, reason: str = "stopped by the user", *, ended: bool = False) -> None:
+        """The user stopped watching: STOPPED, unless a verdict is already in. ``ended``: the server itself was
+        stopped on purpose (a stop or a relaunch we asked for): STOPPED from READY too."""
+        if self._state is State.READY and ended:
+            self._after_ready(now, None)
+        elif self._state.final:
             return
         self._state = State.STOPPED
         self._detail = reason
@@ -329,6 +360,7 @@ class Readiness:
             process_detail=self._process_detail,
             log_span=log_span,
             run=self._run,
+            ready_after=self._ready_after,
         )
 
     # ------------------------------------------------------------------ internals
@@ -370,7 +402,15 @@ class Readiness:
         self._detail = detail
         self._verdict_at = now - self._start
         self._verdict_ts = ts
+        self._ready_at, self._ready_ts = now, ts
         self._progress = None
+
+    def _after_ready(self, now: float, ts: float | None) -> None:
+        """Leaving READY (a crash, a stop): how long after it, in log time where both ends have a stamp."""
+        if self._ready_ts is not None and ts is not None:
+            self._ready_after = max(0.0, ts - self._ready_ts)
+        elif self._ready_at is not None:
+            self._ready_after = max(0.0, now - self._ready_at)
 
     def _on_crash(self, event: Event, now: float, *, force: bool = False) -> None:
         key = event.key or event.summary
@@ -378,28 +418,36 @@ class Readiness:
         cause = self._cause
         if cause is not None:
             if (cause.key or cause.summary) == key:
-                self._cause = event  # the same error seen on more ranks
+                self._cause = event  # the same error seen on more ranks, or grown by its detail lines
             elif _wrapper(cause) and not _wrapper(event):
                 self._cause = event  # the root cause printed after its wrapper
             return
         if self._state in (State.TIMED_OUT, State.STOPPED):
             return
-        if self._state is State.READY and not force:
+        after_ready = self._state is State.READY
+        if after_ready and not force:
             if "fatal" not in event.roles:
                 return
-        if _wrapper(event):
-            # "a child failed" / a bare exit: the real cause is the latest primary error already seen
-            # (e.g. a traceback logged after READY, which alone did not end the server).
-            primary = [e for e in self._errors.values() if not _wrapper(e)]
-            if primary:
-                event = primary[-1]
-        self._cause = event
+        self._cause = self._root(event, after_ready)
+        if after_ready:
+            self._after_ready(now, event.ts)
         self._state = State.CRASHED
         self._verdict_at = now - self._start
         self._verdict_ts = event.ts
-        self._detail = event.headline()
+        self._detail = self._cause.headline()
         if self._spans and self._spans[-1].end is None:
             self._end_phase(self._spans[-1].name, now, event.ts)
+
+    def _root(self, event: Event, after_ready: bool) -> Event:
+        """The cause of the crash ``event`` ends the run with: itself, unless it is a wrapper or generic crash
+        after READY, whose cause is the latest error logged meanwhile (a traceback that alone did not end the
+        server). Before READY every crash event ends the run at once, so nothing came before it; a wrapper
+        cause is replaced by the first primary error printed after it (``_on_crash``)."""
+        if after_ready and (_wrapper(event) or "generic" in event.roles):
+            primary = [e for e in self._errors.values() if not _wrapper(e) and e.key != event.key]
+            if primary:
+                return primary[-1]
+        return event
 
     def _enter_phase(self, name: str, now: float, ts: float | None, *, force: bool = False) -> None:
         if name == self._phase:

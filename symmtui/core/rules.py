@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from symmtui.core.catalogue import builtin_entries, user_entries
 from symmtui.core.decode import strip_ansi as strip_ansi  # the follower's ANSI rule, re-exported
@@ -37,18 +38,19 @@ from symmtui.core.ruletypes import RuleMatch as RuleMatch
 from symmtui.core.ruletypes import required_literal as required_literal
 from symmtui.errors import UserError
 
+if TYPE_CHECKING:  # built after MASK_AFTER lines: a short `wait` never imports Hyperscan for it
+    from symmtui.core.litmask import LiteralMask
+
 
 def user_ruleset(ready: Sequence[str] = (), crash: Sequence[str] = (),
                  profile_entries: Sequence[Rule] = ()) -> RuleSet:
     """The shipped catalogue with the user's entries first: a profile's, the XDG file's, then the
     ready/crash patterns given on the command line or in a profile."""
-
     return RuleSet().with_user(ready=ready, crash=crash, entries=user_entries(profile_entries))
 
 
 def builtin_rules() -> tuple[Rule, ...]:
     """The catalogue shipped in the package (symmtui/catalogue/*.toml), read once."""
-
     return builtin_entries()
 
 
@@ -71,7 +73,6 @@ _CODE = re.compile(r"\s*(?:raise\b|File \")")
 
 def message_part(plain: str) -> str:
     """The part of a line rules match: the prefix (ranks, time, logger) cut off, quoted values blanked."""
-
     return mask_quoted(split_prefix(plain).body)
 
 
@@ -98,6 +99,11 @@ class LazyRegex:
 
     def _first_search(self, text: str) -> re.Match[str] | None:
         return self.compiled().search(text)
+
+
+MASK_AFTER = 256
+"""A rule set judges this many lines by testing each literal before it builds a LiteralMask (Hyperscan: its
+import and database cost ~5 ms, more than a short log's lines)."""
 
 
 class RuleSet:
@@ -160,6 +166,8 @@ class RuleSet:
                 keyless |= 1 << i
         self._lit_bits: tuple[tuple[str, int], ...] = tuple((k, bits[k]) for k in self.literals)
         self._keyless = keyless
+        self._asked = 0  # lines _selected has judged; after MASK_AFTER of them it asks a LiteralMask
+        self._mask: LiteralMask | None = None
 
     def compile_all(self) -> RuleSet:
         """Compile every regex now (they otherwise compile at their first search); returns the set."""
@@ -235,11 +243,22 @@ class RuleSet:
 
     def _selected(self, plain: str) -> int:
         """The rules (bits of table-order indexes) worth trying on ``plain``: those whose keys it
-        holds, and the keyless ones when anything could match (the prefilter's answer)."""
-        mask = 0
-        for k, b in self._lit_bits:
-            if k in plain:
-                mask |= b
+        holds, and the keyless ones when anything could match (the prefilter's answer). A set that judges
+        many lines asks a LiteralMask (one Hyperscan scan of the line, core.litmask) instead of each key."""
+        finder = self._mask
+        if finder is None and self._asked < MASK_AFTER:
+            self._asked += 1
+            if self._asked == MASK_AFTER:
+                from symmtui.core.litmask import literal_mask
+
+                finder = self._mask = literal_mask([k for k, _ in self._lit_bits], [b for _, b in self._lit_bits])
+        if finder is not None:
+            mask = finder.mask(plain)
+        else:
+            mask = 0
+            for k, b in self._lit_bits:
+                if k in plain:
+                    mask |= b
         if mask == 0 and not any(rx.search(plain) is not None for rx in self._unanchored_rx):
             return 0
         return mask | self._keyless
@@ -329,7 +348,7 @@ class ByteScanner:
         self.whole = _merge_needles(chosen_whole)
         self.regexes = [re.compile(rx.pattern, rx.flags | re.MULTILINE) for _, rx in self.ruleset.unanchored]
 
-    def candidate_starts(self, buf: bytes, end: int) -> list[int]:
+    def candidate_starts(self, buf: bytes | bytearray, end: int) -> list[int]:
         """Sorted start offsets of lines in ``buf[:end]`` that contain some literal (or match a free regex)."""
         starts: set[int] = set()
         find = buf.find
@@ -357,7 +376,7 @@ class ByteScanner:
             starts.update(self.regex_starts(buf, end))
         return sorted(starts)
 
-    def regex_starts(self, buf: bytes, end: int) -> set[int]:
+    def regex_starts(self, buf: bytes | bytearray, end: int) -> set[int]:
         """Line starts where a literal-free rule matches (decoded text: same newlines as the bytes)."""
         text = buf[:end].decode("utf-8", "replace")
         idx: set[int] = set()

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 
 from symmtui import boundary, clitext
 from symmtui.core import litscan
-from symmtui.core.decode import LogLine, clean_raw, make_line, newlines
+from symmtui.core.decode import LogLine, clean_raw, make_line
 from symmtui.core.diagnose import event_json
 from symmtui.core.events import Event, EventBuilder, split_prefix
 from symmtui.core.readiness import PhaseSpan, Readiness, ReadinessConfig, State
@@ -27,6 +27,7 @@ SAMPLE = 1 << 20
 MAX_LINE = 1 << 20  # longer lines are judged by their first MiB
 PARALLEL_MIN = 48 << 20  # files this big are prefiltered by several processes (a fork costs a few ms)
 PER_WORKER = 24 << 20  # at least this much of the file per process
+RUN_HEAD = 4  # serving lines kept at the start of each run (see _ServingRuns)
 SAMPLE_PIECES = 8  # the prefilter is tuned on this many pieces spread over the file (its bulk, not its start)
 
 
@@ -62,9 +63,9 @@ class ScanReport:
         return {"ready": 0, "crashed": 1}.get(self.verdict, 3)
 
 
-def _decode(no: int, raw: bytes) -> LogLine:
+def _decode(no: int, raw: bytes | bytearray) -> LogLine:
     """The follower's decoding of one finished line (NULs, CR overwrites, cap, ANSI-free ``plain``)."""
-    visible, truncated = clean_raw(raw, MAX_LINE)
+    visible, truncated = clean_raw(bytes(raw), MAX_LINE)
     return make_line(no, 0, visible, False, truncated)
 
 
@@ -108,67 +109,72 @@ def find_candidates(path: str, start: int, end: int, rules: tuple[Rule, ...], sa
     """Phase one (in a worker process for big files): the lines of ``[start, end)`` some rule may
     match, as (file offset, line index in the range), and the number of lines in the range.
 
-    One multi-literal search per chunk finds the lines of the non-serving rules (``litscan``); the
-    serving lines between two of them are thinned by ``_ServingRuns`` with a few ``find`` calls, so
-    a decode-heavy log costs no Python per decode line. ``fast=False``: the pure-Python finder.
+    The range is read into one buffer, reused for every chunk (``readinto``; the unfinished last line
+    of a chunk is moved to its front). One multi-literal search per chunk finds the lines of the
+    non-serving rules (``litscan``); the serving lines between two of them are thinned by
+    ``_ServingRuns`` with a few ``find`` calls, so a decode-heavy log costs no Python per decode line.
+    ``fast=False``: the pure-Python finder.
     """
     thin = _ServingRuns.make(tuple(r for r in rules if "serving" in r.roles))
     finder = litscan.finder(RuleSet(r for r in rules if thin is None or "serving" not in r.roles), sample, fast=fast)
     out: list[tuple[int, int]] = []
     lines = 0
+    buf = bytearray(max(chunk_size, 1) + MAX_LINE + 2)  # a carried partial line, a chunk, an added newline
+    view = memoryview(buf)
     with open(path, "rb", buffering=0) as fh:
         fh.seek(start)
         pos = start  # file offset of buf[0]
-        carry = b""
-        skipping = False
-        while pos + len(carry) < end:
-            want = min(chunk_size, end - pos - len(carry))
-            data = fh.read(want)
-            if not data:
+        have = 0  # bytes in buf: a carried partial line, then what was read
+        skipping = False  # inside an over-long line: drop bytes up to its newline
+        while pos + have < end:
+            if have > MAX_LINE:  # the carried line is longer than the cap: judge its head, skip the rest
+                head = bytes(view[:MAX_LINE]) + b"\n"
+                if finder.candidate_starts(head, MAX_LINE + 1) or (thin is not None and thin.holds(head)):
+                    if thin is not None:
+                        thin.other(out)
+                    out.append((pos, lines))
+                lines += 1
+                pos += have
+                have = 0
+                skipping = True
+                continue
+            got = fh.readinto(view[have : have + min(chunk_size, end - pos - have)])
+            if not got:
                 break
-            if skipping:
-                nl = data.find(b"\n")
+            if skipping:  # (have is 0)
+                nl = buf.find(b"\n", 0, got)
                 if nl < 0:
-                    pos += len(data)
+                    pos += got
                     continue
                 skipping = False
                 pos += nl + 1
-                data = data[nl + 1 :]
-            buf = carry + data if carry else data
-            last = pos + len(buf) >= end
-            cut = buf.rfind(b"\n") + 1
-            if last and cut < len(buf):
-                buf += b"\n"  # the file's unterminated last line
-                cut = len(buf)
+                got -= nl + 1
+                view[:got] = view[nl + 1 : nl + 1 + got]
+            have += got
+            cut = buf.rfind(b"\n", 0, have) + 1
+            if pos + have >= end and cut < have:
+                buf[have] = 10  # the file's unterminated last line
+                have += 1
+                cut = have
             if cut == 0:
-                if len(buf) > MAX_LINE:
-                    head = buf[:MAX_LINE] + b"\n"
-                    if finder.candidate_starts(head, MAX_LINE + 1) or (thin is not None and thin.holds(head)):
-                        if thin is not None:
-                            thin.other(out)
-                        out.append((pos, lines))
-                    lines += 1
-                    pos += len(buf)
-                    carry = b""
-                    skipping = True
-                else:
-                    carry = buf
                 continue
             starts = finder.candidate_starts(buf, cut)
-            total = newlines(buf) - (buf.count(b"\n", cut) if cut < len(buf) else 0)
+            total = buf.count(b"\n", 0, cut)
             if thin is not None:
                 thin.chunk(out, buf, cut, pos, lines, starts, total)
             elif starts:
                 out.extend((pos + s, lines + i) for s, i in zip(starts, _line_indexes(buf, starts, cut, total), strict=True))
             lines += total
             pos += cut
-            carry = buf[cut:]
+            have -= cut
+            if have:
+                view[:have] = view[cut : cut + have]
     if thin is not None:
         thin.other(out)
     return out, lines
 
 
-def _line_indexes(buf: bytes, offs: list[int], cut: int, total: int) -> list[int]:
+def _line_indexes(buf: bytes | bytearray, offs: list[int], cut: int, total: int) -> list[int]:
     """The line index (newlines before it) of each of the sorted offsets ``offs`` in ``buf[:cut]``,
     which holds ``total`` newlines: the longest stretch between them is not counted but deduced."""
     bounds = [0, *offs, cut]
@@ -187,11 +193,12 @@ def _line_indexes(buf: bytes, offs: list[int], cut: int, total: int) -> list[int
 
 class _ServingRuns:
     """Thins the lines only a "serving" rule may match (every decode line of a serving log) to the
-    first and the last real one of each run of such lines with no other candidate between.
+    first RUN_HEAD and the last real one of each run of such lines with no other candidate between.
 
-    Between two other candidates the event builder's state (dialect, started, the run) does not
-    change, so the first serving line there decides what every later one would (READY, or dropped
-    as SGLang's warm-up request), and a repeated READY changes no phase, error or warning; the last
+    Between two other candidates the event builder's state (dialect, started, the run) changes at most
+    twice: an SGLang warm-up's own prefill and answer (core.dialects), then READY; so the first RUN_HEAD
+    serving lines there decide what every later one would, and a repeated READY changes no phase, error
+    or warning; the last
     one is kept for its timestamp (the log's span, the readiness clock). Each worker thins its own
     range: a run cut by a range border keeps a few more lines, to the same outcome. The lines are
     found with ``find``/``rfind`` from the ends of each gap between other candidates, so the cost
@@ -201,7 +208,7 @@ class _ServingRuns:
     def __init__(self, rules: RuleSet) -> None:
         self.rules = rules
         self.lits = tuple(x.encode("utf-8") for x in rules.literals)
-        self.first = False  # the current run has its first real serving line in the output
+        self.first = 0  # how many of the current run's first real serving lines are in the output
         self.last: tuple[int, int] | None = None  # the run's latest real serving line, emitted when it ends
 
     @classmethod
@@ -216,10 +223,10 @@ class _ServingRuns:
         """Whether ``buf`` holds a serving literal."""
         return any(lit in buf for lit in self.lits)
 
-    def _real(self, raw: bytes) -> bool:
+    def _real(self, raw: bytes | bytearray) -> bool:
         return self.rules.match(_decode(1, raw[:MAX_LINE]).plain) is not None
 
-    def _first_real(self, buf: bytes, a: int, b: int) -> tuple[int, int] | None:
+    def _first_real(self, buf: bytes | bytearray, a: int, b: int) -> tuple[int, int] | None:
         """(start, end + 1) of the first line in ``buf[a:b]`` (whole lines) a serving rule matches."""
         while a < b:
             at = -1
@@ -236,7 +243,7 @@ class _ServingRuns:
             a = le + 1
         return None
 
-    def _last_real(self, buf: bytes, a: int, b: int) -> int | None:
+    def _last_real(self, buf: bytes | bytearray, a: int, b: int) -> int | None:
         """The start of the last line in ``buf[a:b]`` (whole lines) a serving rule matches."""
         while a < b:
             at = -1
@@ -252,7 +259,7 @@ class _ServingRuns:
             b = ls
         return None
 
-    def chunk(self, out: list[tuple[int, int]], buf: bytes, cut: int, pos: int, base: int, starts: list[int],
+    def chunk(self, out: list[tuple[int, int]], buf: bytes | bytearray, cut: int, pos: int, base: int, starts: list[int],
               total: int) -> None:
         """Add to ``out`` the candidates ``starts`` of ``buf[:cut]`` (file offset ``pos``, line index
         ``base``, ``total`` lines) and the serving lines kept around them."""
@@ -262,12 +269,13 @@ class _ServingRuns:
         for s in (*starts, cut):
             if a < s:  # the gap [a, s) holds serving lines and plain ones only
                 lo = a
-                if not first:
-                    f = self._first_real(buf, a, s)
-                    if f is not None:
-                        plan.append((0, f[0]))
-                        first = True
-                        lo = f[1]
+                while first < RUN_HEAD:
+                    f = self._first_real(buf, lo, s)
+                    if f is None:
+                        break
+                    plan.append((0, f[0]))
+                    first += 1
+                    lo = f[1]
                 if first:
                     last = self._last_real(buf, lo, s)
                     if last is not None:
@@ -275,7 +283,7 @@ class _ServingRuns:
             if s == cut:
                 break
             plan.append((2, s))
-            first = False
+            first = 0
             a = buf.find(b"\n", s, cut) + 1
         if not plan:
             return
@@ -284,7 +292,7 @@ class _ServingRuns:
             at = (pos + off, base + idx)
             if kind == 0:
                 out.append(at)
-                self.first = True
+                self.first += 1
             elif kind == 1:
                 self.last = at
             else:
@@ -295,7 +303,7 @@ class _ServingRuns:
         """Any other candidate (or the range's end) ends the run of serving lines."""
         if self.last is not None:
             out.append(self.last)
-        self.first = False
+        self.first = 0
         self.last = None
 
 
@@ -341,8 +349,9 @@ def scan_file(path: str | os.PathLike[str], ruleset: RuleSet | None = None, *, c
     """Read ``path`` once and judge every line; memory does not grow with its size.
 
     Phase one finds the few lines any rule could match (literal prefilter, see ``litscan``; ``fast=False``
-    uses the pure-Python one), split over ``workers`` processes for big files; phase two reads just those lines (and every line of
-    a traceback) in order and runs the rules, the traceback grouper and the readiness machine.
+    uses the pure-Python one), split over ``workers`` forked processes for big files (one by one in a
+    process that runs other threads); phase two reads just those lines (and every line of a traceback)
+    in order and runs the rules, the traceback grouper and the readiness machine.
     """
     t0 = time.perf_counter()
     p = Path(path)
@@ -396,22 +405,11 @@ def scan_file(path: str | os.PathLike[str], ruleset: RuleSet | None = None, *, c
 
 def _phase_one(path: str, ranges: list[tuple[int, int]], rules: tuple[Rule, ...], sample: bytes,
                chunk_size: int, fast: bool = True) -> list[tuple[list[tuple[int, int]], int]]:
-    if len(ranges) == 1:
-        return [find_candidates(path, ranges[0][0], ranges[0][1], rules, sample, chunk_size, fast=fast)]
     # A plain fork starts a worker in ~1 ms and shares the parent's compiled rules; it is safe only
-    # while this process runs one thread (the CLI), so a threaded caller gets a forkserver pool.
-    if hasattr(os, "fork") and threading.active_count() == 1:
+    # while this process runs one thread (the CLI): a threaded caller scans the ranges one by one.
+    if len(ranges) > 1 and hasattr(os, "fork") and threading.active_count() == 1:
         return _forked(path, ranges, rules, sample, chunk_size, fast)
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    with ProcessPoolExecutor(max_workers=len(ranges) - 1, mp_context=ctx) as pool:
-        futures = [pool.submit(find_candidates, path, a, b, rules, sample, chunk_size, fast=fast)
-                   for a, b in ranges[1:]]
-        first = find_candidates(path, ranges[0][0], ranges[0][1], rules, sample, chunk_size, fast=fast)
-        return [first, *(f.result() for f in futures)]
+    return [find_candidates(path, a, b, rules, sample, chunk_size, fast=fast) for a, b in ranges]
 
 
 def _forked(path: str, ranges: list[tuple[int, int]], rules: tuple[Rule, ...], sample: bytes, chunk_size: int,
@@ -494,15 +492,7 @@ def _iso(ts: float | None) -> str | None:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
-def fmt_duration(seconds: float | None) -> str:
-    """``7.0 s``, ``7m10s``, ``1h02m``."""
-    if seconds is None:
-        return "?"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    if seconds < 3600:
-        return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
-    return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
+fmt_duration = clitext.duration  # ``7.0 s``, ``7m10s``, ``1h02m`` (the READY words say durations the same way)
 
 
 def _event_json(ev: Event) -> dict[str, Any]:
@@ -575,9 +565,10 @@ def report_text(rep: ScanReport) -> list[str]:
             if d is None:
                 continue
             if title == "errors":
-                out += [clitext.detail("cause", d.cause, _DETAIL_INDENT), clitext.detail("next", d.action, _DETAIL_INDENT)]
+                out += [clitext.detail("cause", d.cause, _DETAIL_INDENT),
+                        clitext.detail("next", clitext.headless(d.action), _DETAIL_INDENT)]
             else:
-                out.append(f"               {d.cause}; {d.action}")
+                out.append(f"               {d.cause}; {clitext.headless(d.action)}")
     if rep.verdict == "ready":
         ready = rep.phases[-1] if rep.phases else None
         took = ""

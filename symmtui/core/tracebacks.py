@@ -1,4 +1,5 @@
-"""The one traceback classifier: which lines of a log open, continue, chain and end a Python traceback."""
+"""The one traceback classifier: which lines of a log open, continue, chain and end a Python traceback, and which
+lines after its exception still belong to it (the exception's message continued: NCCL's ``Last error:``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,20 @@ _EXC_INSIDE = re.compile(
     r"(?<![\w.])(?<!raise )((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)(?::\s*\S.*|\s*$))"
 )
 _DIGITS = re.compile(r"\d")
+_NAMES_AN_ERROR = re.compile(r"(?i)error|exception|timeout|exit|interrupt")
+# A frame line, indented or not (a pasted excerpt loses its indentation): `File "x.py", line 3, in f`.
+_FRAME_LINE = re.compile(r'\s*File "[^"]+", line \d+')
+# A record of its own, not the exception's message continued: a logger's header (`INFO:`, `INFO 10-29 ...`,
+# `[W1201 12:00:00.000 ProcessGroupNCCL.cpp:1] ...`, glog `I1201 12:00:00.000`), a date, a launcher's banner.
+_RECORD_HEAD = re.compile(
+    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b|\[?[IWEF]\d{4} \d\d:\d\d:\d\d|\d{4}-\d\d-\d\d[ T]\d\d:"
+    r"|\[\d{4}-\d\d-\d\d|\*{3}|={5}|-{5}|Traceback \(most recent call last\):"
+)
+# A record that is nothing but an exception line: `ValueError: Current node has no GPU available` (a
+# worker's last words, or the end of a traceback whose frames the excerpt does not hold).
+_BARE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure)(?::\s*\S.*)?\s*$")
+_ELISION = frozenset({"...", "…", "[...]", "(...)", "<...>"})
+MAX_DETAIL_LINES = 8  # lines after the exception line that can continue its message
 
 
 def header_at(body: str) -> int:
@@ -27,6 +42,29 @@ def header_at(body: str) -> int:
 def is_continuation(body: str) -> bool:
     """An indented line: a frame, its source, or the carets under it."""
     return body[:1] in (" ", "\t")
+
+
+def is_frame(body: str) -> bool:
+    """A frame line (``  File "/x/file.py", line 12, in f``), indented or not."""
+    return _FRAME_LINE.match(body) is not None
+
+
+def is_elision(body: str) -> bool:
+    """``...`` (a pasted excerpt's cut) inside a traceback: part of it, saying nothing."""
+    return body.strip() in _ELISION
+
+
+def is_detail(body: str) -> bool:
+    """Whether a line after an exception line can continue the exception's message (``Last error:``,
+    ``ncclInvalidUsage: ...``, CUDA's "might be asynchronously reported", a hard-wrapped message), rather than
+    being a record of its own (a logger's header, a date, a new traceback, a frame) or a blank line."""
+    stripped = body.strip()
+    return bool(stripped) and not is_frame(body) and _RECORD_HEAD.match(stripped) is None
+
+
+def is_bare_exception(body: str) -> bool:
+    """A record that is only an exception line (``ValueError: ...``), not a logger's line that names one."""
+    return _BARE.match(body) is not None and _LEVEL.match(body) is None
 
 
 def frame_location(body: str) -> str | None:
@@ -43,9 +81,13 @@ def is_chain(body: str) -> bool:
 
 
 def is_exception_line(body: str) -> bool:
-    """Whether the first unindented line after the frames is the exception (not a logger's next line)."""
+    """Whether the first unindented line after the frames is the exception (not a logger's next line, nor the rest
+    of a frame line a terminal wrapped: an exception's class name is CapWords, or names an error, timeout, exit)."""
     stripped = body.strip()
-    return bool(stripped) and _LEVEL.match(stripped) is None and _EXC_LINE.match(stripped) is not None
+    if not stripped or _LEVEL.match(stripped) is not None or _EXC_LINE.match(stripped) is None:
+        return False
+    name = stripped.split(":", 1)[0].strip().rsplit(".", 1)[-1]
+    return name[:1].isupper() or _NAMES_AN_ERROR.search(name) is not None
 
 
 def exception_inside(text: str) -> str | None:

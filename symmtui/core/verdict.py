@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from symmtui.clitext import mmss
+from symmtui.clitext import duration, mmss
 from symmtui.core.diagnose import Diagnosis, PortOwner, diagnose
 from symmtui.core.events import Event
 from symmtui.core.ranks import RankSummary
@@ -23,6 +23,25 @@ PATCHED_ACTION = "the SM120 patch is applied: press r to relaunch"
 WORDS = {State.WAITING: "WAITING", State.STARTING: "STARTING", State.READY: "READY", State.CRASHED: "CRASHED",
          State.STALLED: "STALLED", State.TIMED_OUT: "TIMED OUT", State.STOPPED: "STOPPED"}
 _INDEX = {p: i for i, p in enumerate(PHASE_ORDER)}
+AHEAD = 1.0  # seconds: a log that holds this much more time than was watched is judged on its own clock
+
+
+def verdict_after(snap: Snapshot) -> tuple[float | None, str]:
+    """How long the bring-up took: the log's own span from its first line to the verdict's line when the
+    log holds more time than was watched (a finished log opened, an attach), with the words that say so;
+    else the watched time."""
+    watched = snap.verdict_elapsed
+    if snap.log_span is not None and (watched is None or snap.log_span > watched + AHEAD):
+        return snap.log_span, "after its first line"
+    return watched, ""
+
+
+def ready_words(snap: Snapshot) -> str:
+    """``in 00:14`` (watched), or ``8m01s after its first line`` (the log's own clock, as `scan` says)."""
+    after, how = verdict_after(snap)
+    if how and after is not None:
+        return f"{duration(after)} {how}"
+    return f"in {mmss(after if after is not None else snap.elapsed)}"
 
 
 @dataclass(frozen=True)
@@ -172,8 +191,8 @@ def _one_node(view: NodeView, *, patched: bool, timings: tuple[str, ...]) -> Ver
     if state in (State.CRASHED, State.TIMED_OUT, State.STALLED) and cause is not None:
         headline, summary = cause.summary, cause.headline()
     elif state is State.READY:
-        took = snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed
-        headline, summary = f"in {mmss(took)}", f"ready after {mmss(took)}"
+        headline = ready_words(snap)
+        summary = f"ready after {headline[3:]}" if headline.startswith("in ") else f"ready {headline}"
     elif state is State.STARTING:
         headline, summary = snap.phase or "", ""
     elif state is State.WAITING:

@@ -149,7 +149,6 @@ class Demo:
 
 def build_demo(speed: float = 1.0, *, root: Path | None = None, isolate: bool = True, story: str = "crash") -> Demo:
     """Set up the temp dir, the sandbox tables, the profile, the stand-in and its driver."""
-
     if not speed > 0:
         raise UserError(f"--speed must be a positive number, got {speed!r} (1 = a load of about a minute)")
     if story not in STORIES:

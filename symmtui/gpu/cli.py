@@ -54,7 +54,7 @@ def gpus_main(args: argparse.Namespace) -> int:
 
 def _gpus(args: argparse.Namespace) -> int:
     if args.watch and not args.json:  # a table redrawn in place: into a pipe it would never end usefully
-        boundary.require_terminal("gpus --watch", stdin=False,
+        boundary.require_terminal("gpus --watch", streams=("standard output",),
                                   hint="run it in a terminal, or use --watch --json in a pipe (one JSON line per sample)")
     if getattr(args, "source", None):
         from symmtui.gpu.remote import sources_main
@@ -110,8 +110,6 @@ def _watch_json(
     nvml: Nvml, sampler: GpuSampler, topo: Topology | None, standin: str | None, *, max_frames: int | None
 ) -> int:
     """JSON Lines: one compact document per sample (the topology only in the first) until Ctrl-C."""
-
-
     snaps: queue.Queue[GpuSnapshot] = queue.Queue(maxsize=64)
 
     def put(snap: GpuSnapshot) -> None:
@@ -159,7 +157,6 @@ def _watch(
     max_frames: int | None = None,
 ) -> int:
     """Redraw the tables on every new snapshot until Ctrl-C (or ``max_frames`` frames, for tests)."""
-
 
     def view(snap: GpuSnapshot) -> Group:
         slow = sampler.busy_for()

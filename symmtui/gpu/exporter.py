@@ -7,6 +7,7 @@ exporter can say (processes, capability, topology, PCIe link) is NA too.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import threading
@@ -21,10 +22,20 @@ import httpx
 from symmtui.errors import UserError
 from symmtui.gpu.results import MIB, NA, CallStats, GpuInfo, GpuSample, NAType
 from symmtui.gpu.source import Reading
-from symmtui.textsafe import visible
+from symmtui.textsafe import outside, visible
 
-MAX_BODY: Final = 32 * 1024 * 1024
-"""An exposition larger than this is refused (dcgm-exporter on 8 GPUs is ~60 KiB)."""
+MAX_BODY: Final = 16 * 1024 * 1024
+"""An exposition larger than this is refused (dcgm-exporter on 8 GPUs is ~60 KiB, on MAX_GPUS ~8 MiB)."""
+MAX_GPUS: Final = 1024
+"""GPUs one source may publish (a node has 8-16; a Prometheus server over a cluster, a few hundred)."""
+MAX_SAMPLES_PER_GPU: Final = 4
+"""Samples of one metric per GPU before the page counts as too many GPUs (dcgm repeats a GPU per pod)."""
+# The values a field can hold; outside (-1e308, 1e300) it is n/a with the reason. MiB, %, C, W, Xid.
+PLAUSIBLE: Final[dict[str, tuple[float, float]]] = {
+    "used": (0, 1 << 30), "free": (0, 1 << 30), "reserved": (0, 1 << 30), "total": (0, 1 << 30),
+    "util": (0, 100), "mem_util": (0, 100), "temp": (-100, 500), "power": (0, 100_000),
+    "power_limit": (0, 100_000), "xid": (0, 1 << 31),
+}
 DCGM_BLANK: Final = 0x7FFFFFF0
 """DCGM's "blank" sentinels (DCGM_INT32_BLANK and above, DCGM_FP64_BLANK) mean no value: NA."""
 EXIT_UNREACHABLE: Final = 3
@@ -88,6 +99,7 @@ class _Gpu:
     uuid: str | None = None
     bus: str | None = None
     values: dict[str, float] = field(default_factory=dict)
+    bad: dict[str, str] = field(default_factory=dict)  # field -> why its value is n/a
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +139,8 @@ def _families_wanted(text: str) -> str:
     parser is not run over an exporter's host, process and NVLink series (most of nvitop-exporter's page).
     A line is one sample in this format (a newline inside a label value is escaped), so the cut is exact."""
     keep: list[str] = []
+    counts: dict[str, int] = {}
+    most = MAX_GPUS * MAX_SAMPLES_PER_GPU
     for line in text.splitlines():
         if line.startswith("#"):
             parts = line.split(None, 3)
@@ -138,9 +152,17 @@ def _families_wanted(text: str) -> str:
             i = line.find(sep)
             if 0 <= i < cut:
                 cut = i
-        if line[:cut] in WANTED:
+        name = line[:cut]
+        if name in WANTED:
+            counts[name] = counts.get(name, 0) + 1
+            if counts[name] > most:
+                raise TooManyGpus(f"{counts[name]}+ samples of {name}")
             keep.append(line)
     return "\n".join(keep) + "\n" if keep else ""
+
+
+class TooManyGpus(ValueError):
+    """A page with more GPUs than MAX_GPUS: refused before it is parsed."""
 
 
 def parse_exposition(text: str) -> list[Series]:
@@ -172,8 +194,12 @@ def parse_prometheus(doc: object) -> list[Series]:
     data = doc.get("data")
     if not isinstance(data, dict) or data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
         raise ValueError("the answer is not an instant vector")
+    if len(data["result"]) > MAX_GPUS * MAX_SAMPLES_PER_GPU * len(WANTED):
+        raise TooManyGpus(f"{len(data['result'])} series")
     out: list[Series] = []
     for item in data["result"]:
+        if not isinstance(item, dict):
+            raise ValueError("a result that is not an object")
         metric, value = item.get("metric"), item.get("value")
         if not isinstance(metric, dict) or not isinstance(value, list) or len(value) != 2:
             raise ValueError("a result without metric and value")
@@ -192,11 +218,17 @@ def _host_of(labels: Mapping[str, str], fallback: str) -> str:
     return fallback
 
 
-def _value(v: float) -> float | None:
-    """None for NaN (nvitop's N/A) and DCGM's blank sentinels."""
-    if math.isnan(v) or math.isinf(v) or v >= DCGM_BLANK:
-        return None
-    return v
+def _implausible(fld: str, v: float) -> str | None:
+    """Why a published value is no value of this field (NaN: nvitop's N/A; DCGM's blank sentinels;
+    -1e308 MiB, inf, 1e300 W), or None when it is one."""
+    if math.isnan(v):
+        return "the exporter has no value (NaN)"
+    if DCGM_BLANK <= v < math.inf and v == int(v) and v < 2**63:
+        return "the exporter has no value (DCGM's blank)"
+    low, high = PLAUSIBLE[fld]
+    if not low <= v <= high:
+        return f"the exporter published {v:g}, not a possible value"
+    return None
 
 
 def gpus_from_series(series: Iterable[Series], *, fallback_host: str, now: float | None = None) -> Scrape:
@@ -208,10 +240,10 @@ def gpus_from_series(series: Iterable[Series], *, fallback_host: str, now: float
     driver: str | None = None
     for s in series:
         if s.name == NVITOP_INFO:
-            driver = s.labels.get("driver_version") or driver
+            driver = outside(s.labels.get("driver_version") or "") or driver
             continue
         kind, fld = _BY_NAME[s.name]
-        lab = s.labels
+        lab = {k: outside(v) for k, v in s.labels.items()}  # every label is outside text: one line, visible
         host = _host_of(lab, fallback_host)
         if kind == "dcgm-exporter":
             key = lab.get("gpu", "")
@@ -228,10 +260,14 @@ def gpus_from_series(series: Iterable[Series], *, fallback_host: str, now: float
         kinds.add(kind)
         gpu = gpus.get((host, key))
         if gpu is None:
+            if len(gpus) >= MAX_GPUS:
+                raise TooManyGpus(f"more than {MAX_GPUS} GPUs")
             gpu = gpus[(host, key)] = _Gpu(host, key, name, uuid, bus)
-        v = _value(s.value)
-        if v is not None:
-            gpu.values.setdefault(fld, v)  # the first series wins (dcgm repeats a GPU per pod label set)
+        why = _implausible(fld, s.value)
+        if why is not None:
+            gpu.bad.setdefault(fld, why)
+        else:
+            gpu.values.setdefault(fld, s.value)  # the first series wins (dcgm repeats a GPU per pod label set)
     ordered = sorted(gpus.values(), key=lambda g: (g.host, _order(g.key)))
     wall = time.time() if now is None else now
     infos = tuple(_info(i, g) for i, g in enumerate(ordered))
@@ -257,8 +293,8 @@ def _float(v: float | None) -> float | NAType:
     return NA if v is None else float(v)
 
 
-def _missing(values: Mapping[str, float], fields: Iterable[str]) -> tuple[tuple[str, str], ...]:
-    return tuple((f, NOT_PUBLISHED) for f in fields if f not in values)
+def _missing(g: _Gpu, fields: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    return tuple((f, g.bad.get(f, NOT_PUBLISHED)) for f in fields if f not in g.values)
 
 
 def _info(index: int, g: _Gpu) -> GpuInfo:
@@ -268,7 +304,7 @@ def _info(index: int, g: _Gpu) -> GpuInfo:
         index=index, name=g.name or NA, uuid=g.uuid or NA, pci_bus_id=g.bus or NA,
         capability=NA, family=NA, sm=NA, memory_total=_total(v), pcie_max_gen=NA, pcie_max_width=NA,
         mig_mode=NA, power_limit_w=_float(v.get("power_limit")), persistence_mode=NA,
-        errors=(("capability", "not published by exporters"),) + _missing(v, ("power_limit",)),
+        errors=(("capability", "not published by exporters"),) + _missing(g, ("power_limit",)),
         host=g.host, host_index=host_index,
     )
 
@@ -300,13 +336,14 @@ def _sample(index: int, g: _Gpu, wall: float) -> GpuSample:
         temperature_c=_int(v.get("temp")), power_w=_float(v.get("power")), pcie_gen=NA, pcie_width=NA,
         processes=NA, last_xid=_int(v.get("xid")),
         errors=(("processes", "not published by exporters"),)
-        + _missing(v, ("used", "free", "util", "mem_util", "temp", "power", "xid")),
+        + _missing(g, ("used", "free", "util", "mem_util", "temp", "power", "xid"))
+        + ((("memory_total", g.bad["total"]),) if "total" in g.bad and isinstance(total, NAType) else ()),
     )
 
 
 class ExporterSource:
     """One exporter URL (or Prometheus query API) as a GPU source, read over HTTP with ``timeout`` seconds
-    for the whole request. ``scrape()`` raises ExporterError; ``read()`` (the sampler's) never does."""
+    for the whole answer. ``scrape()`` raises ExporterError; ``read()`` (the sampler's) never does."""
 
     def __init__(self, url: str, *, timeout: float = 2.0) -> None:
         self.url = check_source_url(url)
@@ -319,7 +356,6 @@ class ExporterSource:
         self.hosts: tuple[str, ...] = ()
         self.last_error: ExporterError | None = None
         """Why the last ``read()`` failed (None: it answered)."""
-        self._client: httpx.Client | None = None
         self._lock = threading.Lock()
         self._last: Scrape | None = None
 
@@ -327,44 +363,45 @@ class ExporterSource:
     def label(self) -> str:
         return self.url
 
-    def _http(self) -> httpx.Client:
-        if self._client is None:
-            # No proxy from the environment (a node's exporter is reached directly, as the probe does).
-            self._client = httpx.Client(timeout=self.timeout, trust_env=False, follow_redirects=False)
-        return self._client
-
-    def _get(self) -> str:
-        url = self.url
-        params = {"query": prometheus_query()} if self.prometheus else None
-        if params:
-            url = f"{url}?{urlencode(params)}"
-        deadline = time.monotonic() + self.timeout
+    async def _fetch(self, url: str) -> bytes:
+        """One GET, its body streamed up to MAX_BODY; no timeout of its own (``_get`` holds the deadline)."""
         shown = visible(self.url)
-        try:
-            with self._http().stream("GET", url, headers={"Accept": "text/plain;version=0.0.4, application/json"}) as resp:
+        # No proxy from the environment (a node's exporter is reached directly, as the probe does).
+        async with httpx.AsyncClient(timeout=None, trust_env=False, follow_redirects=False) as client:
+            headers = {"Accept": "text/plain;version=0.0.4, application/json"}
+            async with client.stream("GET", url, headers=headers) as resp:
                 if resp.status_code != 200:
                     raise ExporterError(f"--source {shown} answered HTTP {resp.status_code} {visible(resp.reason_phrase)}: "
                                         f"give the exporter's metrics URL (e.g. http://node1:9400/metrics) "
                                         f"or a Prometheus server's {PROMETHEUS_PATH}")
                 chunks: list[bytes] = []
                 size = 0
-                for chunk in resp.iter_bytes():
+                async for chunk in resp.aiter_bytes():
                     size += len(chunk)
                     if size > MAX_BODY:
                         raise ExporterError(f"--source {shown} sent more than {MAX_BODY // MIB} MiB: "
                                             f"that is no GPU exporter's page; check the URL")
-                    if time.monotonic() > deadline:
-                        raise httpx.ReadTimeout("the answer did not end in time")
                     chunks.append(chunk)
-        except httpx.TimeoutException:
-            raise ExporterError(f"--source {shown}: no answer within {self.timeout:g} s: "
+        return b"".join(chunks)
+
+    def _get(self) -> str:
+        """The page, within ``timeout`` seconds for the whole answer (connect, headers dribbled one byte a
+        second, body): the request is cancelled at the deadline, which closes its connection."""
+        url = self.url
+        params = {"query": prometheus_query()} if self.prometheus else None
+        if params:
+            url = f"{url}?{urlencode(params)}"
+        shown = visible(self.url)
+        try:
+            body = asyncio.run(asyncio.wait_for(self._fetch(url), self.timeout))
+        except TimeoutError:
+            raise ExporterError(f"--source {shown}: no answer within {self.timeout:g} s (for the whole page): "
                                 f"is the exporter up and reachable from here?") from None
         except httpx.ConnectError as exc:
             raise ExporterError(f"--source {shown}: cannot connect ({_why(exc)}): is the exporter running there? "
                                 f"(dcgm-exporter listens on :9400, nvitop-exporter on :8000 by default)") from None
         except httpx.HTTPError as exc:
             raise ExporterError(f"--source {shown}: {type(exc).__name__}: {_why(exc)}: check the URL and the exporter") from None
-        body = b"".join(chunks)
         try:
             return body.decode("utf-8")
         except UnicodeDecodeError:
@@ -378,12 +415,15 @@ class ExporterSource:
         shown = visible(self.url)
         try:
             series = parse_prometheus(json.loads(text)) if self.prometheus else parse_exposition(text)
-        except ValueError as exc:  # json.JSONDecodeError is one
+            scrape = gpus_from_series(series, fallback_host=self.host)
+        except TooManyGpus as exc:
+            raise ExporterError(f"--source {shown} publishes more than {MAX_GPUS} GPUs ({exc}): give one node's "
+                                f"exporter, or a Prometheus server whose query selects fewer") from None
+        except (ValueError, RecursionError) as exc:  # json.JSONDecodeError is one
             what = "a Prometheus query answer" if self.prometheus else "a Prometheus exposition"
             raise ExporterError(f"--source {shown} did not answer with {what} ({visible(str(exc))[:120]}): "
                                 f"give dcgm-exporter's or nvitop-exporter's /metrics URL, "
                                 f"or a Prometheus server's {PROMETHEUS_PATH}") from None
-        scrape = gpus_from_series(series, fallback_host=self.host)
         if not scrape.infos:
             raise ExporterError(f"--source {shown} publishes no GPU metrics (no DCGM_FI_DEV_* or nvitop-exporter "
                                 f"gpu_* series): point it at dcgm-exporter or nvitop-exporter")
@@ -419,9 +459,7 @@ class ExporterSource:
         return Reading(infos, samples, None, stats)
 
     def close(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        """Nothing held between reads (each read opens and closes its own connection)."""
 
 
 def _replace_lost(info: GpuInfo, reason: str) -> GpuInfo:
@@ -430,10 +468,16 @@ def _replace_lost(info: GpuInfo, reason: str) -> GpuInfo:
     return replace(info, lost=True, errors=(("source", reason),))
 
 
-def _why(exc: Exception) -> str:
+def _why(exc: httpx.HTTPError) -> str:
+    from symmtui.core.httpget import failed
+
+    got = failed(exc, "")
+    if got.kind == "refused":
+        return "connection refused"
+    if got.kind == "dns":
+        return "unknown host"
     text = str(exc) or type(exc).__name__
-    for known, said in (("Connection refused", "connection refused"), ("Name or service not known", "unknown host"),
-                        ("nodename nor servname", "unknown host"), ("No route to host", "no route to host")):
+    for known, said in (("No route to host", "no route to host"), ("Name or service not known", "unknown host")):
         if known in text:
             return said
     return visible(text)[:120]

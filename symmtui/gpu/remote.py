@@ -100,7 +100,6 @@ def sources_main(args: argparse.Namespace) -> int:
 
 
 def _multi(sources: list[GpuSource]) -> GpuSource:
-
     return MultiSource(sources)
 
 
@@ -110,7 +109,6 @@ def _driver(sources: list[GpuSource]) -> str | None:
 
 
 def _watch_json(sampler: GpuSampler, sources: list[GpuSource], *, max_frames: int | None) -> int:
-
 
     snaps: queue.Queue[GpuSnapshot] = queue.Queue(maxsize=64)
 
@@ -134,7 +132,6 @@ def _watch_json(sampler: GpuSampler, sources: list[GpuSource], *, max_frames: in
 
 
 def _watch(console: Any, sampler: GpuSampler, sources: list[GpuSource], *, max_frames: int | None) -> int:
-
 
     def view(snap: GpuSnapshot) -> Group:
         title = f"{header(snap, sources)}  every {sampler.interval:g}s"

@@ -18,7 +18,13 @@ from symmtui.textsafe import visible
 
 
 def _na(value: object, fmt: str = "{}") -> str:
-    return "n/a" if isinstance(value, NAType) or value is None else fmt.format(value)
+    return "n/a" if isinstance(value, NAType) or value is None else visible(fmt.format(value))
+
+
+def _text(value: str) -> Text:
+    """Outside text (a GPU name, a host, a bus id from an exporter) as a cell: controls visible, and never
+    read as Rich markup (a ``[link=...]`` in a label would write a hyperlink escape)."""
+    return Text(visible(value))
 
 
 def _mib(value: object) -> str:
@@ -32,7 +38,7 @@ def short_name(name: object) -> str:
     text = name.removeprefix("NVIDIA ")
     for long, short in ((" Server Edition", " SE"), (" Workstation Edition", " WE"), (" Max-Q", " MQ")):
         text = text.replace(long, short)
-    return text
+    return visible(text)
 
 
 def gpu_table(snap: GpuSnapshot, title: str | None = None) -> Table:
@@ -65,16 +71,16 @@ def gpu_table(snap: GpuSnapshot, title: str | None = None) -> Table:
         s = samples.get(info.index)
         cap = info.capability
         cap_text = "n/a" if isinstance(cap, NAType) else f"{cap[0]}.{cap[1]}"
-        lead: list[str] = []
+        lead: list[str | Text] = []
         if hosts:
             host = info.host if info.host is not None else "(this machine)"
-            lead.append(visible(host) if host != last_host else "")
+            lead.append(_text(host) if host != last_host else "")
             last_host = host
         number = str(info.host_index if info.host is not None and info.host_index is not None else info.index)
         if info.lost or s is None or s.lost:
             why = dict((s.errors if s is not None else ()) + info.errors).get("source")
             lost = Text("unreachable" if why else "GPU is lost", "bold red")
-            table.add_row(*lead, number, short_name(info.name), cap_text, _na(info.pci_bus_id),
+            table.add_row(*lead, number, _text(short_name(info.name)), cap_text, _text(_na(info.pci_bus_id)),
                           lost, "", "", "", "", "", "", *([""] if xid else []))
             continue
         power = f"{_na(s.power_w, '{:.0f}')}/{_na(info.power_limit_w, '{:.0f}')}W"
@@ -85,9 +91,9 @@ def gpu_table(snap: GpuSnapshot, title: str | None = None) -> Table:
         table.add_row(
             *lead,
             number,
-            short_name(info.name),
+            _text(short_name(info.name)),
             cap_text,
-            _na(info.pci_bus_id),
+            _text(_na(info.pci_bus_id)),
             f"{_n(s.memory_used)} / {_n(s.memory_total)}",
             _n(s.memory_reserved),
             _na(s.utilization_gpu, "{}%"),
@@ -119,7 +125,7 @@ def process_table(snap: GpuSnapshot, width: int = 60) -> Table | Text:
             cmd = "n/a" if isinstance(p.cmdline, NAType) else visible(" ".join(p.cmdline))
             if len(cmd) > width:
                 cmd = cmd[: width - 1] + "…"
-            rows.append((str(s.index), str(p.pid), p.kind, visible(_na(p.name)), _mib(p.used_memory), cmd))
+            rows.append((str(s.index), str(p.pid), p.kind, _na(p.name), _mib(p.used_memory), cmd))
     if not rows:
         return Text("No processes hold GPU memory.")
     table = Table(title="Processes", title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
@@ -130,7 +136,7 @@ def process_table(snap: GpuSnapshot, width: int = 60) -> Table | Text:
     for col, just in columns:
         table.add_column(col, justify=just, overflow="fold" if col == "Command line" else "ellipsis")
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(Text(cell) for cell in row))  # anybody's text: never Rich markup
     return table
 
 
@@ -189,10 +195,10 @@ def debug_lines(
         lines.append(f"topology (read once): {topo.cost_seconds * 1000:.2f} ms")
     for s in snap.samples:
         for field, reason in s.errors:
-            lines.append(f"GPU{s.index} {field}: n/a ({reason})")
+            lines.append(f"GPU{s.index} {field}: n/a ({visible(reason)})")
     for info in snap.infos:
         for field, reason in info.errors:
-            lines.append(f"GPU{info.index} {field}: n/a ({reason})")
+            lines.append(f"GPU{info.index} {field}: n/a ({visible(reason)})")
     return lines
 
 
@@ -200,7 +206,6 @@ def live_redraw(console: Console, sampler: GpuSampler, view: Callable[[GpuSnapsh
                 max_frames: int | None) -> int:
     """`gpus --watch`: redraw ``view(snapshot)`` on every new sample until Ctrl-C (or ``max_frames``
     frames, for tests), then stop the sampler; exit code 0."""
-
 
     changed = threading.Event()
     sampler.on_sample = lambda _snap: changed.set()

@@ -11,9 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from symmtui import boundary
 from symmtui.errors import UserError
 from symmtui.launch.state import launch_dir
 
+MAX_READ_BYTES = 8 << 20  # the history's last 8 MiB is read (thousands of launches; older lines are not)
+MAX_LINE_BYTES = 64 << 10  # a longer line is not one symmtui wrote: skipped and counted
+HINT = "remove it: symmtui writes a new one at the next verdict"
 VERDICTS = ("ready", "crashed", "stalled", "timed_out", "stopped", "failed")
 """``ready`` is the only successful verdict: only those launches feed the ETA."""
 
@@ -22,6 +26,20 @@ def verdict_of(state: str) -> str:
     """The history verdict for a readiness state's value (``"timed out"`` -> ``"timed_out"``)."""
     verdict = str(state).replace(" ", "_")
     return verdict if verdict in VERDICTS else "stopped"
+
+
+MAX_EPOCH = 32503680000.0  # a start or end after the year 3000 is not one symmtui wrote
+MAX_PHASE = 365 * 86400.0  # a phase of more than a year likewise
+
+
+def _seconds(value: Any, top: float) -> float:
+    """A time read back from the history: a finite number in [0, top], else ValueError (the line is skipped)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"not a time: {type(value).__name__}")
+    seconds = float(value)
+    if not 0.0 <= seconds <= top:  # NaN fails this too
+        raise ValueError(f"time out of range: {seconds!r}")
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -79,11 +97,11 @@ class HistoryEntry:
         return cls(
             launch_id=str(d["launch_id"]),
             command_hash=str(d["command_hash"]),
-            start=float(d["start"]),
-            end=None if end is None else float(end),
+            start=_seconds(d["start"], MAX_EPOCH),
+            end=None if end is None else _seconds(end, MAX_EPOCH),
             verdict=str(d["verdict"]),
             cause=None if d.get("cause") is None else str(d["cause"]),
-            phases={str(k): float(v) for k, v in phases.items()},
+            phases={str(k): _seconds(v, MAX_PHASE) for k, v in phases.items()},
             patch=None if d.get("patch") is None else str(d["patch"]),
             profile_key=str(d.get("profile_key", "")),
             log_path=str(d.get("log_path", "")),
@@ -114,25 +132,34 @@ def history_path() -> Path:
 
 
 class History:
-    """The history file: append-only JSON lines; unreadable lines are skipped and counted."""
+    """The history file: append-only JSON lines; unreadable lines are skipped and counted, only the last
+    :data:`MAX_READ_BYTES` are read."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path if path is not None else history_path()
         self.skipped = 0
+
+    def check(self) -> None:
+        """Refuse (InputError, exit 2) a history that is there but not a regular file, before a launch or
+        a stop starts: its verdict could not be written. Stats only; never opens."""
+        boundary.regular_file(self.path, what="the launch history", missing_ok=True, hint=HINT)
 
     def append(self, entry: HistoryEntry) -> None:
         """Append one line with a single O_APPEND write (concurrent writers do not interleave)."""
         if entry.verdict not in VERDICTS:
             raise ValueError(f"unknown verdict {entry.verdict!r}; one of {VERDICTS}")
         line = (json.dumps(entry.to_json()) + "\n").encode()  # phases keep their order
+        fd = self._open(os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, line)
-            finally:
-                os.close(fd)
+            os.write(fd, line)
         except OSError as exc:
             raise UserError(f"cannot append launch history {self.path}: {exc.strerror or exc}") from exc
+        finally:
+            os.close(fd)
+
+    def _open(self, flags: int) -> int:
+        """The history file opened through the CLI boundary: never blocks (a FIFO is refused, exit 2)."""
+        return boundary.open_regular(self.path, what="the launch history", flags=flags, hint=HINT)
 
     def append_once(self, entry: HistoryEntry) -> HistoryEntry:
         """Append ``entry`` unless its launch is already recorded; the recorded entry either way.
@@ -142,10 +169,7 @@ class History:
         """
         if entry.verdict not in VERDICTS:
             raise ValueError(f"unknown verdict {entry.verdict!r}; one of {VERDICTS}")
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise UserError(f"cannot append launch history {self.path}: {exc.strerror or exc}") from exc
+        fd = self._open(os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             for old in self.entries():
@@ -159,19 +183,18 @@ class History:
     def entries(self) -> list[HistoryEntry]:
         """All entries, oldest first; a launch recorded twice keeps its last line."""
         self.skipped = 0
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
+        if boundary.regular_file(self.path, what="the launch history", missing_ok=True, hint=HINT) is None:
             return []
-        except OSError as exc:
-            raise UserError(f"cannot read launch history {self.path}: {exc.strerror or exc}") from exc
+        raw = boundary.read_bytes(self.path, what="the launch history", max_bytes=MAX_READ_BYTES, last=True, hint=HINT)
         by_id: dict[str, HistoryEntry] = {}
         for line in raw.splitlines():
             if not line.strip():
                 continue
             try:
+                if len(line) > MAX_LINE_BYTES:
+                    raise ValueError("line too long")
                 e = HistoryEntry.from_json(json.loads(line))
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 self.skipped += 1
                 continue
             by_id.pop(e.launch_id, None)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from symmtui import fsatomic
+from symmtui import boundary, fsatomic
 from symmtui.core.rules import Action
 from symmtui.errors import UserError
 
@@ -134,10 +134,7 @@ def plan(path: str | os.PathLike[str], action: Action) -> ProfileFix:
         raise UserError(f"a {action.type} action is not a profile change; {action.text}")
     if action.type == "env" and ("<" in action.value or not action.value):
         raise UserError(f"{action.env} needs your value ({action.text}): set it in the profile's [server.env] by hand")
-    try:
-        old = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read the profile {p}: {exc.strerror or exc}") from None
+    old = boundary.read_text(p, what="the profile", max_bytes=boundary.MAX_CONFIG_BYTES)
     server = _server(old, p)
     new = _with_env(old, action) if action.type == "env" else _with_command(old, p, server, action)
     after = _server(new, p)
@@ -156,7 +153,7 @@ def plan(path: str | os.PathLike[str], action: Action) -> ProfileFix:
 def apply(fix: ProfileFix) -> None:
     """Write the new profile atomically, unless the file changed since ``fix`` was planned."""
     try:
-        now = fix.path.read_text(encoding="utf-8")
+        now = boundary.read_text(fix.path, what="the profile", max_bytes=boundary.MAX_CONFIG_BYTES)
         mode = fix.path.stat().st_mode & 0o777
     except OSError as exc:
         raise UserError(f"cannot read the profile {fix.path}: {exc.strerror or exc}") from None

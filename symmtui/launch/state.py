@@ -120,7 +120,7 @@ def request_stop(record: LaunchRecord, by_pid: int, at: float) -> None:
 def stop_requested(profile_key: str, launch_id: str) -> StopRequest | None:
     """The stop recorded for this launch, None when none was (or the note is unreadable)."""
     try:
-        data = json.loads(stop_request_path(profile_key).read_text(encoding="utf-8"))
+        data = fsatomic.read_json(stop_request_path(profile_key))
         req = StopRequest(str(data["launch_id"]), int(data["by_pid"]), float(data["at"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -68,6 +68,7 @@ class StopRun:
     def run(self) -> StopReport:
         sup = self.sup
         rec = sup.current()
+        history_mod.History().check()  # refused before the first signal, not after the stop
         found: list[ProcInfo] = []
         killed: list[int] = []
         survivors: list[ProcInfo] = []

@@ -69,6 +69,7 @@ class Supervisor:
         kill_timeout: float = 10.0,
         poll: float = 0.05,
     ) -> None:
+        history_mod.History().check()  # a FIFO there would hold the verdict: refused before any front end starts
         self.profile = profile
         self.gpu_pids = gpu_pids
         self.grace = profile.grace if grace is None else grace
@@ -238,6 +239,7 @@ class Supervisor:
         p = self.profile
         if p.argv is None:
             raise UserError(f"cannot launch: {p.attach_reason}")
+        history_mod.History().check()  # made a FIFO since the start: refused before anything is stopped or started
         argv = list(p.argv)
         cwd = self._check_cwd()
         env = dict(os.environ)

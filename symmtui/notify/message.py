@@ -1,4 +1,5 @@
-"""What a verdict notification says: a title and a few lines, formatted from the verdict view (log text made safe)."""
+"""What a verdict notification says: a title and a few lines, formatted from the verdict view (log text
+made safe for a terminal and redacted: a notification leaves the process)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from symmtui.core.readiness import State
 from symmtui.core.verdict import Verdict
+from symmtui.redact import redact
 from symmtui.textsafe import shorten, visible
 
 MAX_LINE = 300  # one line of a notification, at most (a cause headline can be long)
@@ -50,7 +52,8 @@ class VerdictNote:
 
 
 def _safe(text: str) -> str:
-    return shorten(visible(text.replace("\r\n", " ").replace("\n", " ")), MAX_LINE)
+    """One line: secrets masked (before the cut, so no half secret is left), controls shown as text."""
+    return shorten(visible(redact(text).replace("\r\n", " ").replace("\n", " ")), MAX_LINE)
 
 
 def note_of(verdict: Verdict, *, name: str, host: str, log_path: str | None = None,
@@ -92,5 +95,6 @@ def note_of(verdict: Verdict, *, name: str, host: str, log_path: str | None = No
     if verdict.nodes_line is not None:
         lines.append(_safe(verdict.nodes_line))
     return VerdictNote(WORDS[state], VERDICT_KEYS[state], headline, tuple(lines), _safe(name),
-                       _safe(verdict.node if verdict.named else host), after, phase, cause, action, log_path,
+                       _safe(verdict.node if verdict.named else host), after, phase, cause, action,
+                       redact(log_path) if log_path else log_path,
                        launch_id, generation)

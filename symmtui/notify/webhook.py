@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # imported with the first POST: `wait` without a webhook neve
 BACKOFF = 0.25
 """Seconds before the first retry; doubled for each next one (at most BACKOFF_MAX)."""
 BACKOFF_MAX = 2.0
+MAX_ANSWER = 64 * 1024
+"""Bytes of a webhook's answer read at most (only its status matters; an endless body is not followed)."""
 NTFY_PRIORITY = {"ready": 3, "stalled": 4, "crashed": 4, "timed_out": 4}
 NTFY_TAGS = {"ready": "white_check_mark", "stalled": "pause_button", "crashed": "x", "timed_out": "hourglass"}
 
@@ -28,7 +30,25 @@ def _slack_escape(text: str) -> str:
 
 
 def request_of(hook: Webhook, note: VerdictNote) -> tuple[str, dict[str, Any]]:
-    """Where to POST and the JSON body, in the hook's format."""
+    """Where to POST and the JSON body, in the hook's format; every string of the body through the one
+    redactor (the note's are already; this keeps it so for any field added later)."""
+    url, body = _request_of(hook, note)
+    return url, _redacted(body)
+
+
+def _redacted(node: Any) -> Any:
+    from symmtui.redact import redact
+
+    if isinstance(node, str):
+        return redact(node)
+    if isinstance(node, list):
+        return [_redacted(v) for v in node]
+    if isinstance(node, dict):
+        return {k: _redacted(v) for k, v in node.items()}
+    return node
+
+
+def _request_of(hook: Webhook, note: VerdictNote) -> tuple[str, dict[str, Any]]:
     if hook.format == "ntfy":
         # ntfy's JSON publishing: POST to the server's root with the topic in the body
         parts = urlsplit(hook.url)
@@ -77,19 +97,31 @@ def deliver(hook: Webhook, note: VerdictNote, *, timeout: float, retries: int,
     with httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False, headers=headers) as client:
         for attempt in range(retries + 1):
             try:
-                resp = client.post(url, json=body)
+                status = _post(client, url, body)
             except httpx.HTTPError as exc:
                 failures.append(_why(exc, timeout))
             else:
-                if 200 <= resp.status_code < 300:
+                if 200 <= status < 300:
                     return None
-                failures.append(f"HTTP {resp.status_code}")
-                if resp.status_code < 500 and resp.status_code != 429:
+                failures.append(f"HTTP {status}")
+                if status < 500 and status != 429:
                     break  # the request itself is wrong (or redirected): trying again changes nothing
             if attempt < retries and cancel.wait(min(BACKOFF_MAX, BACKOFF * 2 ** attempt)):
                 break
     tries = f" ({len(failures)} attempts)" if len(failures) > 1 else ""
     return f"webhook {hook.shown} failed: {', then '.join(_dedupe(failures))}{tries}"
+
+
+def _post(client: httpx.Client, url: str, body: dict[str, Any]) -> int:
+    """POST the body; the answer's status, its body read no further than MAX_ANSWER bytes (the
+    connection is closed on the rest)."""
+    with client.stream("POST", url, json=body) as resp:
+        read = 0
+        for chunk in resp.iter_raw():
+            read += len(chunk)
+            if read >= MAX_ANSWER:
+                break
+        return resp.status_code
 
 
 def _dedupe(items: list[str]) -> list[str]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from symmtui.errors import UserError
+from symmtui import boundary
+from symmtui.errors import InputError, UserError
 from symmtui.patch.capability import Capability, key_text
 from symmtui.patch.errors import PatchError, Refused, UnsupportedLayout
 from symmtui.patch.judge import report as judge_report
@@ -20,7 +21,7 @@ from symmtui.patch.report import (
     symlink_problem,
 )
 from symmtui.patch.rewrite import patched, replace_all, unified
-from symmtui.patch.scan import install, real_path, scan_install, write_problem
+from symmtui.patch.scan import MAX_SOURCE_BYTES, install, real_path, scan_install, write_problem
 from symmtui.patch.state import (
     drop_record,
     load_record,
@@ -231,13 +232,13 @@ def revert(
         changed: list[str] = []
         for f in record.files:
             p = Path(f.path)
-            try:
-                now = p.read_bytes()
-            except FileNotFoundError:
+            if boundary.regular_file(p, what="the patched file", missing_ok=True) is None:
                 changed.append(f"{p} is gone")
                 continue
-            except OSError as exc:
-                raise Refused(f"cannot read {p} ({exc.strerror})", reason="unreadable") from exc
+            try:
+                now = boundary.read_bytes(p, what="the patched file", max_bytes=MAX_SOURCE_BYTES)
+            except InputError as exc:
+                raise Refused(str(exc), reason="unreadable") from exc
             digest = sha256(now)
             if digest == f.original_sha256:
                 continue

@@ -13,8 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from symmtui.errors import UserError
+from symmtui import boundary
+from symmtui.errors import InputError, UserError
 from symmtui.patch.pyprobe import PROBE, context_for
+
+MAX_META_BYTES = 4 << 20  # a METADATA, version.py or pyproject.toml read for the version
 
 
 class PackageNotFound(UserError):
@@ -73,22 +76,22 @@ def _dist_version(package: str, root: Path) -> str | None:
         if name != norm:
             continue
         try:
-            with meta.open(encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    if line.startswith("Version:"):
-                        return line.split(":", 1)[1].strip()
-                    if not line.strip():
-                        break
-        except OSError:
+            text = boundary.read_bytes(meta, what="package metadata", max_bytes=MAX_META_BYTES).decode("utf-8", "replace")
+        except InputError:
             continue
+        for line in text.splitlines():
+            if line.startswith("Version:"):
+                return line.split(":", 1)[1].strip()
+            if not line.strip():
+                break
     return None
 
 
 def _version_from_py(path: Path) -> str | None:
     """``__version__ = "x"`` (or ``__version__ = version = "x"``) in a file, read with ast."""
     try:
-        tree = ast.parse(path.read_bytes())
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(boundary.read_bytes(path, what="a version file", max_bytes=MAX_META_BYTES))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # InputError is a ValueError
         return None
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant):
@@ -100,8 +103,8 @@ def _version_from_py(path: Path) -> str | None:
 
 def _pyproject_version(path: Path, package: str) -> str | None:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        data = boundary.parse_toml(boundary.read_text(path, what="pyproject.toml", max_bytes=MAX_META_BYTES))
+    except (InputError, tomllib.TOMLDecodeError):
         return None
     project = data.get("project")
     if isinstance(project, dict) and project.get("name") == package and isinstance(project.get("version"), str):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from symmtui import boundary
 from symmtui.errors import UserError
 from symmtui.patch.capability import Capability, key_text
 from symmtui.patch.engine import check
@@ -110,9 +111,12 @@ def launch_python(argv: Sequence[str], env: Mapping[str, str] | None = None) -> 
     if script is None:
         return None
     try:
-        with open(script, "rb") as fh:
-            line = fh.readline(512)
-    except OSError:
+        fd = boundary.open_regular(script, what="the server's script")
+        try:
+            line = os.read(fd, 512).split(b"\n", 1)[0]
+        finally:
+            os.close(fd)
+    except (OSError, UserError):
         return None
     if not line.startswith(b"#!"):
         return None

@@ -7,6 +7,8 @@ import difflib
 from collections.abc import Mapping
 from pathlib import Path
 
+from symmtui import boundary
+from symmtui.errors import InputError
 from symmtui.patch import atomic
 from symmtui.patch.capability import TableKey
 from symmtui.patch.errors import PatchError, Refused
@@ -19,7 +21,7 @@ from symmtui.patch.parser import (
     strip_key,
     table_values,
 )
-from symmtui.patch.scan import Scan
+from symmtui.patch.scan import MAX_SOURCE_BYTES, Scan
 from symmtui.patch.state import sha256
 
 
@@ -124,8 +126,8 @@ def replace_all(
                 reason="changed",
             )
         try:
-            current = s.target.read_bytes()
-        except OSError:
+            current = boundary.read_bytes(s.target, what="the table file", max_bytes=MAX_SOURCE_BYTES)
+        except InputError:
             current = b""
         if sha256(current) != sha256(expected_old[s.target]):
             for t in staged:

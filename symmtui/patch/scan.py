@@ -8,7 +8,8 @@ import pwd
 from dataclasses import dataclass
 from pathlib import Path
 
-from symmtui.errors import UserError
+from symmtui import boundary
+from symmtui.errors import InputError, UserError
 from symmtui.patch.errors import Refused, UnsupportedLayout
 from symmtui.patch.finder import Installed, PackageNotFound, find, locate
 from symmtui.patch.layouts import PACKAGES, Layout, TableSpec, layouts_for, looked_for
@@ -57,6 +58,9 @@ class Scan:
         return {str(p): sha256(b) for p, b in self.data.items()}
 
 
+MAX_SOURCE_BYTES = 64 << 20  # one table file read (a Python source file)
+
+
 def real_path(path: Path) -> Path:
     """The file a write to ``path`` changes: every symlink in it resolved."""
     return Path(os.path.realpath(path))
@@ -64,8 +68,10 @@ def real_path(path: Path) -> Path:
 
 def _read(path: Path) -> tuple[bytes, int]:
     try:
-        data = path.read_bytes()
+        data = boundary.read_bytes(path, what="the table file", max_bytes=MAX_SOURCE_BYTES)
         mode = path.stat().st_mode & 0o7777
+    except InputError as exc:
+        raise Refused(str(exc), reason="unreadable") from exc
     except OSError as exc:
         raise Refused(f"cannot read {path} ({exc.strerror})", reason="unreadable") from exc
     return data, mode

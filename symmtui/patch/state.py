@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from symmtui import boundary
 from symmtui.boundary import InputError
 from symmtui.errors import UserError
 from symmtui.fsatomic import read_json
@@ -23,6 +24,7 @@ from symmtui.paths import state_dir
 
 MANIFEST = "manifest.json"
 SCHEMA = 1
+MAX_BACKUP_BYTES = 64 << 20  # one saved original (a Python source file)
 
 
 class StateError(UserError):
@@ -86,9 +88,9 @@ class PatchRecord:
         """The original bytes saved for ``f``; StateError if missing or not matching their hash."""
         path = Path(self.dir) / f.backup
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise StateError(f"the backup {path} is unreadable ({exc.strerror}); the original cannot be restored") from exc
+            data = boundary.read_bytes(path, what="the backup", max_bytes=MAX_BACKUP_BYTES)
+        except InputError as exc:
+            raise StateError(f"{exc}; the original cannot be restored") from exc
         if sha256(data) != f.original_sha256:
             raise StateError(f"the backup {path} does not match its recorded hash; refusing to restore it")
         return data
@@ -212,7 +214,8 @@ def drop_record(record: PatchRecord) -> None:
 def log_history(event: dict[str, Any]) -> None:
     """Append one JSON line to ``patches/history.jsonl`` (what was done, when)."""
     line = json.dumps({"time": _now(), **event}, sort_keys=True) + "\n"
-    fd = os.open(patches_dir() / "history.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = boundary.open_regular(patches_dir() / "history.jsonl", what="the patch history", hint="remove it",
+                               flags=os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         os.write(fd, line.encode())
     finally:
@@ -223,7 +226,7 @@ def log_history(event: dict[str, Any]) -> None:
 def patch_lock(timeout: float = 30.0) -> Iterator[None]:
     """Hold the per-user patch lock (flock on ``patches/.lock``); Busy after ``timeout`` seconds."""
     path = patches_dir() / ".lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = boundary.open_regular(path, what="the patch lock", flags=os.O_RDWR | os.O_CREAT, hint="remove it")
     try:
         deadline = time.monotonic() + timeout
         while True:

@@ -220,6 +220,8 @@ class Session:
             return
         try:
             if self.spec.stop_at_close:
+                # the demo's servers: their STOPPED is not news (its bundle's story ends where the user quit)
+                self._closed.set()
                 self.stop(grace=2.0)
         finally:
             for node in self._nodes:
@@ -354,11 +356,16 @@ class Session:
         finally:
             self._lock.release()
 
-    def line_label(self, node: str | None, no: int, timeout: float = 0.0) -> str:
-        """``line N`` of ``node``'s log in the file's own numbering (``line ~N`` if the lines before an attach
-        point could not be counted within ``timeout`` s)."""
+    def line_label(self, node: str | None, no: int) -> str:
+        """``line N`` of ``node``'s log in the file's own numbering (``line ~N`` past an attach point too far
+        in to count)."""
         engine = self._node(node).engine
-        return engine.numbering().label(no, timeout) if engine is not None else f"line {no}"
+        return engine.numbering().label(no) if engine is not None else f"line {no}"
+
+    def read_through(self, node: str | None, quiet: float) -> bool | None:
+        """Whether ``node``'s log file, which nobody has written to for ``quiet`` s, has been read to its end
+        (True) or not yet (False); None when it is not such a file (a log command, one being written)."""
+        return self._node(node).read_through(quiet)
 
     # ---- the history ----------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import socketserver
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -176,6 +177,13 @@ class _Quiet(WSGIRequestHandler):
 
 class _ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-request (reset, broken pipe, timeout) is not an error: nothing on
+        the verb's stderr. Anything else keeps socketserver's report."""
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)
 
 
 class MetricsServer:

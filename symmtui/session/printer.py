@@ -28,7 +28,6 @@ EXIT_CODES = {State.READY: EXIT_READY, State.CRASHED: EXIT_CRASHED, State.TIMED_
 SETTLE_QUIET = 0.2  # after a crash, wait for the log to be quiet this long (other ranks' copies) ...
 SETTLE_MAX = 1.0  # ... but no longer than this
 MAX_BLOCK_PRINT = 60
-LINE_COUNT_WAIT = 2.0  # attached partway into a huge log: wait this long for its lines to be counted
 LAST_LINES = 3  # a process that died without an error line: this many of its last log lines
 TICK = 0.5  # the mailbox is looked at at least this often (a session closed under us)
 
@@ -71,11 +70,13 @@ def verdict_lines(verdict: Verdict, *, label: Callable[[int], str] = lambda no: 
     elif verdict.state is State.CRASHED:
         cause = snap.cause
         out.append(f"{word} after {after:.1f} s: {cause.headline() if cause is not None else snap.detail}")
+        if snap.ready_after is not None:
+            out.append(f"  (it had been READY: it crashed {snap.ready_after:.1f} s after READY)")
         if cause is not None:
             out += _first_error(cause, label, max_block)
             found = verdict.about.finding(cause)
             if found is not None and found.diagnosis is not None:
-                out += [clitext.detail("cause", found.diagnosis.cause), clitext.detail("next", found.diagnosis.action)]
+                out += [clitext.detail("cause", found.diagnosis.cause), clitext.detail("next", clitext.headless(found.diagnosis.action))]
             for other in snap.errors:
                 if other.key != cause.key:
                     where = f" ({label(other.line_no)})" if other.line_no else ""
@@ -104,12 +105,14 @@ def verdict_lines(verdict: Verdict, *, label: Callable[[int], str] = lambda no: 
             out += [f"    {text}" for text in snap.last_lines]
     else:
         out.append(f"{word} after {after:.1f} s: {verdict.detail}")
+        if snap.ready_after is not None:
+            out.append(f"  (it had been READY: stopped {snap.ready_after:.1f} s after READY)")
     if verdict.state in (State.READY, State.CRASHED):
         for w in snap.warnings:
             out.append(f"  warning: {w.headline()}")
             found = verdict.about.finding(w)
             if found is not None and found.diagnosis is not None:
-                out.append(f"           {found.diagnosis.cause}; {found.diagnosis.action}")
+                out.append(f"           {found.diagnosis.cause}; {clitext.headless(found.diagnosis.action)}")
     if verdict.nodes_line is not None:
         out.append(f"  {verdict.nodes_line}")
     return out
@@ -146,6 +149,7 @@ class Printer:
         self.notices: set[tuple[str, str, str]] = set()
         self.shown: tuple[State, str] | None = None  # the STALLED verdict printed last (state, node)
         self.verdict: Verdict | None = None
+        self.caught_up: dict[str, bool] = {}  # each node's last batch: its log's backlog was judged
         self.mailbox = session.attach(lambda: None)  # read with wait(): no loop to wake
 
     def _line(self, node: str | None, text: str) -> None:
@@ -161,6 +165,7 @@ class Printer:
                 continue
             self.notices.add(key)
             self._line(node, clitext.phase_line(snap.elapsed, f"log {notice.kind}: {notice.message}"))
+        self.caught_up[node] = batch.update.caught_up
         if batch.restarted:
             self.spans[node] = 0
         spans = snap.phases
@@ -200,23 +205,47 @@ class Printer:
                 clitext.note(f"{message.severity}: {message.text}", self.err)
         return busy
 
+    def _decided(self) -> bool:
+        """A verdict `wait` can exit on: final, and for READY only once every node's backlog is judged (a log
+        that already holds a crash after its READY is CRASHED; followed live, READY exits at once)."""
+        verdict = self.verdict
+        return verdict is not None and verdict.state.final and (
+            verdict.state is not State.READY or all(self.caught_up.values()))
+
+    def _settle(self, node: str) -> bool:
+        """After a crash, let the other ranks' copies of the same error arrive (written within ms).
+
+        A log file nobody has written to for SETTLE_QUIET holds them already: wait only until the engine
+        has read it to its end (True: the verdict is then read from the engine, not from a batch still on
+        its way). Otherwise wait for the log to be quiet for SETTLE_QUIET, at most SETTLE_MAX."""
+        start = last = self.clock()
+        while self.clock() - start < SETTLE_MAX:
+            read = self.session.read_through(node, SETTLE_QUIET)
+            if read is None:
+                break
+            if read:
+                return True
+            time.sleep(0.005)
+        while self.clock() - start < SETTLE_MAX and self.clock() - last < SETTLE_QUIET:
+            if self._take(SETTLE_QUIET / 2):
+                last = self.clock()
+        return False
+
     def run(self) -> WaitResult:
-        """Print phase lines until the verdict is final (after a crash, a moment more for the other ranks'
+        """Print phase lines until the verdict is decided (after a crash, a moment more for the other ranks'
         copies of the error), then the verdict block; the exit code of `wait`."""
-        while self.verdict is None or not self.verdict.state.final:
+        while not self._decided():
             if self.session.closed and not self.mailbox.wait(0):
                 break
             self._take(TICK)
         verdict = self.verdict
         assert verdict is not None, "the session closed before its engine said anything"
         if verdict.state is State.CRASHED:
-            start = last = self.clock()
-            while self.clock() - start < SETTLE_MAX and self.clock() - last < SETTLE_QUIET:
-                if self._take(SETTLE_QUIET / 2):
-                    last = self.clock()
-            verdict = self.verdict
+            read = self._settle(verdict.node)
+            self._take(0)
+            verdict = (self.session.verdict_now() if read else None) or self.verdict
         assert verdict is not None
         node = verdict.node
-        for text in verdict_lines(verdict, label=lambda no: self.session.line_label(node, no, LINE_COUNT_WAIT)):
+        for text in verdict_lines(verdict, label=lambda no: self.session.line_label(node, no)):
             self.writer.line(text)
         return WaitResult(verdict.state, EXIT_CODES.get(verdict.state, EXIT_CRASHED), verdict)

@@ -63,11 +63,13 @@ class PatchTarget:
 
 @dataclass(frozen=True)
 class Record:
-    """The bundle recorder plug-in: one bundle per node (next to its log, or ``dest``); the server's command
-    comes from the spec's profile, else from ``pid``'s /proc."""
+    """The bundle recorder plug-in: one bundle per node in the store (``symmtui.bundle.store``), the head's
+    in ``dest`` when given (``--bundle PATH``); the server's command comes from the spec's profile, else from
+    ``pid``'s /proc. ``announce``: print where each bundle is on stderr when the Session closes."""
 
     dest: Path | None = None
     pid: int | None = None
+    announce: bool = False
 
 
 @dataclass(frozen=True)

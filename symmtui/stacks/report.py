@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from symmtui import fsatomic
+from symmtui import boundary, fsatomic
 from symmtui.core.ranks import RankBoard
 from symmtui.core.rules import RuleSet, strip_ansi
 from symmtui.errors import UserError
@@ -52,13 +52,9 @@ def read_log(path: Path | None, ruleset: RuleSet | None = None) -> LogFacts:
         return LogFacts(None, board, time.time())
     rs = ruleset or RuleSet()
     try:
-        with open(path, "rb") as fh:
-            fh.seek(0, 2)
-            size = fh.tell()
-            fh.seek(max(0, size - LOG_TAIL_BYTES))
-            data = fh.read(LOG_TAIL_BYTES)
-            mtime = Path(path).stat().st_mtime
-    except OSError:
+        data = boundary.read_bytes(path, what="the log", max_bytes=LOG_TAIL_BYTES, last=True)
+        mtime = Path(path).stat().st_mtime
+    except (OSError, UserError):  # a FIFO or a device is never opened: no facts from it
         return LogFacts(None, board, time.time())
     phase: str | None = None
     for raw in data.decode("utf-8", errors="replace").splitlines():
@@ -170,7 +166,6 @@ def take(procs: Sequence[ProcInfo], *, log: Path | None = None, native: bool = F
 
 
 def _with_rank(d: ProcDump, log_pids: dict[int, str]) -> ProcDump:
-
     return replace(d, rank=rank_of(d.pid, d.cmdline, log_pids))
 
 

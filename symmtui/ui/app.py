@@ -25,6 +25,7 @@ from symmtui.core.readiness import State
 from symmtui.core.verdict import Verdict
 from symmtui.errors import UserError
 from symmtui.launch.profilefix import ProfileFix
+from symmtui.paths import state_dir
 from symmtui.session.mailbox import Mailbox
 from symmtui.session.messages import (
     Bell,
@@ -40,22 +41,29 @@ from symmtui.session.protocol import SessionLike
 from symmtui.textsafe import visible
 from symmtui.ui.messages import FixApplied, FixPlanned, MailReady, RelaunchDone, StopProgress
 from symmtui.ui.screens.confirm import ConfirmScreen
+from symmtui.ui.screens.help import HelpRow, HelpScreen, help_rows
 from symmtui.ui.screens.patch import PatchChanged, PatchScreen
+from symmtui.ui.screens.plots import PlotsScreen
+from symmtui.ui.screens.processes import ProcessScreen
 from symmtui.ui.screens.relaunch import RelaunchScreen
 from symmtui.ui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes, register_themes
 from symmtui.ui.widgets.diagnosis import DiagnosisView, shown_diagnoses
+from symmtui.ui.widgets.footer import DashboardFooter
 from symmtui.ui.widgets.gauge import Activity, ReadinessGauge
 from symmtui.ui.widgets.gpu_panel import GpuPanel
 from symmtui.ui.widgets.header import StatusHeader
 from symmtui.ui.widgets.log_view import LogSearch, LogView
+from symmtui.ui.widgets.plots import phase_marks
 from symmtui.ui.widgets.stacks import StacksView
 from symmtui.ui.widgets.topology import TopologyView
 
 RELAUNCH_LINGER = 1.5  # seconds the relaunch steps stay on screen after the new server started
 OPENING = 1.0  # seconds a search box may take to get the focus; keys typed meanwhile go into it
-KEYS = frozenset({"patch", "relaunch", "log", "next_theme", "stacks", "next_node", "quit"})
+KEYS = frozenset({"patch", "relaunch", "log", "next_theme", "stacks", "next_node", "processes", "plots", "help",
+                  "quit"})
 """The dashboard's own keys: none acts while a text box has the focus or is opening."""
-SEARCH_KEYS = frozenset({"slash"})  # the key bound to log('search') below
+PROMPT_KEYS = frozenset({"slash", "i", "x", "g", "colon"})
+"""The keys that open the log pane's text box (search, filter in/out, go to, command: log_view.LogSearch)."""
 
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -88,19 +96,38 @@ class SymmApp(App[int]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("p", "patch", "Patch"),
-        Binding("r", "relaunch", "Relaunch"),
-        Binding("f", "log('toggle_follow')", "Follow"),
-        Binding("slash", "log('search')", "Find", key_display="/"),
-        Binding("e", "log('toggle_errors')", "Errors"),
-        Binding("n", "log('next_error')", "Next"),
-        Binding("N", "log('previous_error')", "Prev", key_display="N"),
-        Binding("s", "stacks", "Stacks"),
+        Binding("p", "patch", "Patch", tooltip="The fix of the diagnosis: the SM120 patch or a profile change"),
+        Binding("r", "relaunch", "Relaunch", tooltip="Stop the server, wait for GPU memory and port, launch again"),
+        Binding("f", "log('toggle_follow')", "Follow", tooltip="Follow the end of the log, or pause"),
+        Binding("slash", "log('search')", "Find", key_display="/", tooltip="Search the log; then n / N"),
+        Binding("e", "log('toggle_errors')", "Errors", tooltip="Show only crash and warning lines"),
+        Binding("n", "log('next')", "Next", tooltip="Next search match (a search is on), else the next error"),
+        Binding("N", "log('previous')", "Prev", key_display="N",
+                tooltip="Previous search match (a search is on), else the previous error"),
+        Binding("right_square_bracket", "log('next_error')", "Next error", key_display="]", show=False,
+                tooltip="The next error, always"),
+        Binding("left_square_bracket", "log('previous_error')", "Previous error", key_display="[", show=False,
+                tooltip="The previous error, always"),
+        Binding("i", "log('filter_in')", "Filter in", show=False, tooltip="Show only lines matching a regex"),
+        Binding("x", "log('filter_out')", "Filter out", show=False, tooltip="Hide lines matching a regex"),
+        Binding("X", "log('clear_filters')", "Clear filters", key_display="X", show=False,
+                tooltip="Remove the regex filters"),
+        Binding("w", "log('toggle_wrap')", "Wrap", show=False, tooltip="Soft-wrap long log lines, or cut them"),
+        Binding("z", "log('toggle_fold')", "Fold", show=False, tooltip="Fold other ranks' copies of a traceback"),
+        Binding("g", "log('go_to')", "Go to", show=False, tooltip="Go to a line, a log time or a phase"),
+        Binding("colon", "log('command')", "Command", key_display=":", show=False,
+                tooltip="lnav-style: filter-in RE, filter-out RE, clear-filters, goto WHERE"),
+        Binding("s", "stacks", "Stacks", tooltip="Dump every process of the server now (py-spy)"),
+        Binding("P", "processes", "Procs", key_display="P", show=False, tooltip="The processes on the GPUs; k / K signal one"),
+        Binding("G", "plots", "Plots", key_display="G", show=False, tooltip="GPU memory and utilisation, the last 10 minutes"),
         Binding("o", "next_node", "Node"),  # a server of several nodes only: whose log, diagnosis and stacks
-        Binding("q", "quit", "Quit"),
-        Binding("t", "next_theme", "Theme"),  # last: in 80 columns the footer cuts the theme key, not q
+        Binding("q", "quit", "Quit", tooltip="Quit (the servers keep running)"),
+        Binding("question_mark,f1", "help", "Keys", key_display="?", tooltip="Every key and what it does now"),
+        Binding("t", "next_theme", "Theme", tooltip="The next theme"),  # last: 80 columns cut it, not q or ?
         Binding("tab", "focus_next", "Focus", show=False),
     ]
+    NARROW_KEYS = frozenset({"p", "r", "f", "slash", "e", "n", "s", "q", "question_mark"})
+    """The keys the footer shows under 110 columns; ? lists the rest."""
 
     def __init__(self, session: SessionLike, *, theme: str | None = None, tick: float = 1.0) -> None:
         super().__init__()
@@ -115,7 +142,8 @@ class SymmApp(App[int]):
         self.theme_names = register_themes(self, load_themes())
         self.theme = theme or DEFAULT_THEME
         self.relaunching = False
-        self._opening: float | None = None  # when a search box was asked for (it gets the focus a moment later)
+        self._opening: float | None = None  # when a text box was asked for (it gets the focus a moment later)
+        self._typed = ""  # the keys typed since, for the box once it has the focus
         self.verdict: Verdict | None = None
         """The verdict shown (the Session's view, from its last message or the once-a-second tick)."""
         self._mailbox: Mailbox | None = None
@@ -143,7 +171,7 @@ class SymmApp(App[int]):
                 log.border_title = f"Log · {node} (o)" if self.session.named else "Log"
                 log.display = node == self.shown
                 yield log
-        yield Footer(id="footer")
+        yield DashboardFooter(id="footer", narrow_keys=self.NARROW_KEYS)
 
     @_while_composed
     def on_resize(self, event: events.Resize) -> None:
@@ -151,9 +179,8 @@ class SymmApp(App[int]):
         footer = self.query_one("#footer", Footer)
         narrow = event.size.width < 110
         if (footer.compact, footer.show_command_palette) != (narrow, not narrow):
-            footer.compact = narrow
             footer.show_command_palette = not narrow
-            self.screen.refresh_bindings()  # the footer shows its keys again, without the palette's when narrow
+            footer.compact = narrow  # the footer recomposes: the important keys only, no palette key, when narrow
 
     @property
     def log_view(self) -> LogView:
@@ -205,7 +232,7 @@ class SymmApp(App[int]):
         if isinstance(message, EngineBatch):
             self._show_batch(message)
         elif isinstance(message, GpuRound):
-            self.query_one(GpuPanel).show(message.snapshot, message.our_pids)
+            self._show_gpus(message)
         elif isinstance(message, TopologyRead):
             self.query_one(TopologyView).show(message.topology, message.reason)
         elif isinstance(message, StacksTaken):
@@ -253,13 +280,60 @@ class SymmApp(App[int]):
             self.query_one(GpuPanel).show_busy(busy)
 
     def show_verdict(self, verdict: Verdict) -> None:
-        """Render the verdict: header, gauge (the shown node's details), diagnosis of the shown node."""
+        """Render the verdict: header, gauge (the shown node's details, on its log's own clock), diagnosis of
+        the shown node; the stacks panel and an open plots screen follow the state."""
         self.verdict = verdict
         view = verdict.view(self.shown)
         self.query_one(StatusHeader).show(verdict)
-        self.query_one(ReadinessGauge).show(verdict, self.shown)
+        self.query_one(ReadinessGauge).show(verdict, self.shown, log_times=self.log_view.log_times())
         self.query_one(GpuPanel).show_stall(verdict.state is State.STALLED)
+        self.query_one(StacksView).show_state(view.state)
+        if isinstance(self.screen, PlotsScreen):
+            self.screen.marks = self._phase_marks()
         self.query_one(DiagnosisView).show(shown_diagnoses(view))
+
+    def _show_gpus(self, message: GpuRound) -> None:
+        """A GPU round: the panel, and an open process view or plots screen."""
+        panel = self.query_one(GpuPanel)
+        panel.show(message.snapshot, message.our_pids)
+        screen = self.screen
+        if isinstance(screen, ProcessScreen):
+            screen.show(message.snapshot, message.our_pids)
+        elif isinstance(screen, PlotsScreen):
+            screen.show(panel.history, self._phase_marks())
+
+    def _phase_marks(self) -> list[tuple[float, str]]:
+        """When each phase of the shown node's bring-up began, for the plots."""
+        snap = self.verdict.view(self.shown).snapshot if self.verdict is not None else None
+        return phase_marks(snap, time.monotonic(), time.time())
+
+    def action_processes(self) -> None:
+        """P: the processes on the GPUs (k / K signal the selected one, after a yes)."""
+        panel = self.query_one(GpuPanel)
+        self.push_screen(ProcessScreen(panel.snapshot, panel.our_pids))
+
+    def action_plots(self) -> None:
+        """G: every GPU's memory and utilisation over the last 10 minutes, the phases marked."""
+        self.push_screen(PlotsScreen(self.query_one(GpuPanel).history, self._phase_marks()))
+
+    def action_help(self) -> None:
+        """? / F1: every key and what it does now."""
+        extra = [HelpRow("dialogs", "y  n", "in a dialog: y or Enter answers yes, n or Escape no")]
+        self.push_screen(HelpScreen(help_rows(self.screen, note=self.key_note, extra=extra)))
+
+    def key_note(self, action: str) -> str | None:
+        """Why a key does nothing now (the help screen says it), or None."""
+        if action == "relaunch":
+            return self.session.why_not("relaunch")
+        if action == "log('next')" and self.log_view.search_text:
+            return f"a search is on: the matches of /{self.log_view.search_text}/"
+        return None
+
+    def action_export(self) -> None:
+        """Write the lines the log pane shows (filters applied) to the state directory."""
+        name = Path(self._log_paths.get(self.shown) or "log").name
+        path = state_dir("exports") / f"{name}.{time.strftime('%Y%m%d-%H%M%S')}.txt"
+        self.log_view.export(path)
 
     def _follow_verdict(self, verdict: Verdict) -> None:
         """A verdict that names a node (CRASHED, STALLED on it) moves the pane there once, until the user chose."""
@@ -323,13 +397,11 @@ class SymmApp(App[int]):
 
     def typing(self) -> bool:
         """A text box has the focus, or was asked for and is about to get it: keys are text, not commands."""
-        if isinstance(self.focused, Input):
-            self._opening = None
-            return True
-        if self._opening is not None and time.monotonic() - self._opening < OPENING:
-            return True
-        self._opening = None
-        return False
+        return isinstance(self.focused, Input) or self._opened_lately()
+
+    def _opened_lately(self) -> bool:
+        """The log pane's text box was asked for less than OPENING ago (and has not closed since)."""
+        return self._opening is not None and time.monotonic() - self._opening < OPENING
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Dashboard keys are inactive while a modal is open (the modal has its own) and while the user types."""
@@ -340,15 +412,37 @@ class SymmApp(App[int]):
         return not (action in KEYS and self.typing())
 
     def on_key(self, event: events.Key) -> None:
-        """From the key that opens the search box (its action runs a moment later, and the box gets the focus
-        later still), the keys typed after it are the search's text: they go into the box, not to the
-        dashboard (check_action refused them their actions meanwhile)."""
-        if event.key in SEARCH_KEYS and not isinstance(self.screen, ModalScreen) and not self.typing():
+        """From a key that opens the log pane's text box (its action runs a moment later, and the box gets the
+        focus later still), the keys typed after it are the box's text: they are kept and put into the box
+        once it has the focus, as if typed there (check_action refuses them their actions meanwhile). A key
+        that reaches the app here was on its way before the box took the focus (later ones go to the box)."""
+        if event.key in PROMPT_KEYS and not isinstance(self.screen, ModalScreen) and not self.typing():
             self._opening = time.monotonic()
-        elif self._opening is not None and event.is_printable and event.character and self.typing():
+            self._typed = ""
+        elif event.is_printable and event.character and self._opened_lately():
             event.stop()
             event.prevent_default()
-            self.log_view.query_one(LogSearch).insert_text_at_cursor(event.character)
+            self._typed += event.character
+            search = self.log_view.query_one(LogSearch)
+            if search.has_focus:
+                self._type_into(search)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """The text box took the focus: the keys typed ahead go in now."""
+        if isinstance(event.widget, LogSearch):
+            self._type_into(event.widget)
+
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        """The text box closed (Escape, Enter): keys are the dashboard's again."""
+        if isinstance(event.widget, LogSearch):
+            self._opening, self._typed = None, ""
+
+    def _type_into(self, box: LogSearch) -> None:
+        """The keys typed ahead into ``box``, as a paste: it comes after the box's own focus handling (which
+        selects the old text: typed keys replace it, as typed ones do)."""
+        if self._typed:
+            box.post_message(events.Paste(self._typed))
+            self._typed = ""
 
     def action_log(self, name: str) -> None:
         log = self.log_view
@@ -528,6 +622,13 @@ class SymmApp(App[int]):
         yield SystemCommand("Apply SM120 patch", "Check, show the diff, apply or revert (p)", self.action_patch)
         yield SystemCommand("Relaunch", "Stop the server, wait for GPU memory and port, launch again (r)",
                             self.action_relaunch)
+        yield SystemCommand("Stacks", "Dump every process of the server now (s)", self.action_stacks)
+        yield SystemCommand("Process view", "The processes on the GPUs; k / K signal one (P)", self.action_processes)
+        yield SystemCommand("GPU plots", "Memory and utilisation, the last 10 minutes, phases marked (G)",
+                            self.action_plots)
+        yield SystemCommand("Keys", "Every key and what it does now (? or F1)", self.action_help)
+        yield SystemCommand("Export the log lines shown", "The pane's lines, filters applied, to the state "
+                            "directory", self.action_export)
         yield SystemCommand("Next theme", "Cycle the symmtui themes (t)", self.action_next_theme)
         if self.session.named:
             yield SystemCommand("Next node", "Show the next node's log, diagnosis and stacks (o)",

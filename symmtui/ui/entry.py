@@ -45,14 +45,15 @@ def run_demo(speed: float, theme: str | None, story: str = "crash", record: bool
 def run_dashboard(config: str | None, log: str | None, url: str | None, theme: str | None,
                   auto_stacks: bool = True, notify: bool = False, log_cmd: LogCommand | None = None,
                   metrics: tuple[int | None, str] = (None, "127.0.0.1"), record: bool = True,
-                  gpus: tuple[str, ...] = ()) -> int:
+                  gpus: tuple[str, ...] = (), bundle: str | None = None) -> int:
     """The no-verb dashboard; ``notify``: notify each verdict (also when the profile has [notify]);
     ``log_cmd``: read the log from this command (``--log-cmd``); ``metrics``: (port, host) of the
-    Prometheus endpoint (port None: none); ``record``: record a bundle next to the log; ``gpus``: the
+    Prometheus endpoint (port None: none); ``record``: record a bundle (to ``bundle``, else the store); ``gpus``: the
     GPU sources (``--gpus``: "nvml" or exporters' URLs; empty: the profile's, else NVML)."""
     chosen = check_theme(theme)
     spec = dashboard_spec(config, log, url, log_cmd=log_cmd, gpus=gpus, auto_stacks=auto_stacks, notify=notify,
-                          metrics_port=metrics[0], metrics_host=metrics[1], record_bundle=record)
+                          metrics_port=metrics[0], metrics_host=metrics[1], record_bundle=record,
+                          bundle=bundle)
     boundary.require_terminal("the dashboard")  # after the profile's and options' own errors
     session = open_session(spec)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from symmtui import boundary
-from symmtui.bundle import NO_RECORD_HELP
+from symmtui.bundle import BUNDLE_HELP, NO_RECORD_HELP
 from symmtui.verbs import metricsopts
 from symmtui.verbs.wait import log_command_option
 
@@ -35,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     metricsopts.add_arguments(group, dest_prefix="dash_")
     group.add_argument("--no-record", dest="dash_no_record", action="store_true", help=NO_RECORD_HELP)
+    group.add_argument("--bundle", dest="dash_bundle", metavar="PATH", type=boundary.path, help=BUNDLE_HELP)
     group.add_argument("--no-auto-stacks", dest="dash_no_auto_stacks", action="store_true",
                        help="do not dump the server's stacks when the state becomes STALLED (the s key still does)")
     group.add_argument("--notify", dest="dash_notify", action="store_true",
@@ -57,4 +58,4 @@ def run(args: argparse.Namespace) -> int:
     return run_dashboard(args.dash_config, args.dash_log, args.dash_url, args.dash_theme,
                          auto_stacks=not args.dash_no_auto_stacks, notify=args.dash_notify, log_cmd=log_cmd,
                          metrics=(args.dash_metrics_port, args.dash_metrics_host),
-                         record=not args.dash_no_record, gpus=gpus)
+                         record=not args.dash_no_record, gpus=gpus, bundle=args.dash_bundle)

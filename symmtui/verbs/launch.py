@@ -12,7 +12,7 @@ import shlex
 import sys
 
 from symmtui import boundary, clitext
-from symmtui.bundle import NO_RECORD_HELP
+from symmtui.bundle import BUNDLE_HELP, NO_RECORD_HELP
 
 HELP = "launch the profile's server (stopping the previous one) and wait for it like `symmtui wait`"
 
@@ -32,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="notify each verdict (bell, tmux, desktop, the profile's [notify] webhooks; "
                         "on by default when the profile has [notify])")
     parser.add_argument("--no-record", action="store_true", help=NO_RECORD_HELP)
+    parser.add_argument("--bundle", metavar="PATH", type=boundary.path, help=BUNDLE_HELP)
     parser.add_argument(
         "--strict-preflight", action="store_true",
         help="refuse to launch (exit 3) when the patch check predicts the KeyError crash (default: warn)",
@@ -39,7 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
     from symmtui.launch.claim import claim
     from symmtui.launch.profile import load_profile
 
@@ -51,7 +51,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
-
     from symmtui.build import Limits, launch_spec, open_session
     from symmtui.core.readiness import State
     from symmtui.launch.cliout import ProgressPrinter
@@ -59,7 +58,7 @@ def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
 
     err = sys.stderr
     spec = launch_spec(profile, limits=Limits(timeout=args.timeout, stall=args.stall), grace=args.grace,
-                       notify=args.notify, record_bundle=not args.no_record)
+                       notify=args.notify, record_bundle=not args.no_record, bundle=args.bundle)
     session = open_session(spec)
     try:
         printer = Printer(session, err=err, stacks=not args.no_stacks and not session.named)

@@ -159,7 +159,6 @@ def _flags(report: CheckReport, site: Path | None, python: str | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run one action over the selected packages; the exit code is the worst of theirs."""
-
     from symmtui.patch.capability import Capability
     from symmtui.patch.errors import PatchError
 

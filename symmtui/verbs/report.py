@@ -12,9 +12,9 @@ HELP = "print a recorded bring-up (a bundle) as a Markdown report for a GitHub i
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `symmtui report`."""
     parser.add_argument("bundle", metavar="BUNDLE", nargs="?", type=boundary.path, default=None,
-                        help="a LOG.symmtui-bundle.json.gz (default: the newest next to the profile's logs)")
+                        help="a *.symmtui-bundle.json.gz (default: the newest in $XDG_STATE_HOME/symmtui/bundles/)")
     parser.add_argument("--config", metavar="FILE", type=boundary.path,
-                        help="launch profile whose newest bundle to report (default ./symmtui.toml)")
+                        help="report the newest bundle of this launch profile's logs instead")
     parser.add_argument("--tail", metavar="N", type=boundary.number(0, 5000, "lines"), default=100,
                         help="log lines in the collapsed tail block (default 100)")
 

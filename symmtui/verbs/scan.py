@@ -7,12 +7,14 @@ import argparse
 from symmtui import boundary, clitext
 
 HELP = "read a whole finished server log once and report its phases, errors, warnings and verdict"
+SCHEMA = "symmtui.scan/1"
+"""The ``schema`` of ``scan --json``: fields are only ever added under it, never renamed."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `symmtui scan`."""
     parser.add_argument("path", metavar="PATH", type=boundary.path, help="the log file")
-    parser.add_argument("--json", action="store_true", help="print one JSON object (schema in the README)")
+    parser.add_argument("--json", action="store_true", help=f"print one JSON object (schema {SCHEMA}: docs/verbs.md)")
     parser.add_argument("--ready", metavar="REGEX", action="append", default=[], type=boundary.regex, help="extra ready pattern")
     parser.add_argument("--crash", metavar="REGEX", action="append", default=[], type=boundary.regex, help="extra crash pattern")
 
@@ -32,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:  # json.dumps escapes every control character itself
         import json
 
-        for line in json.dumps(report_json(rep), indent=2).split("\n"):
+        doc = {"schema": SCHEMA, **report_json(rep)}
+        for line in json.dumps(clitext.headless_json(doc), indent=2).split("\n"):
             out.line(line)
     else:
         for line in report_text(rep):

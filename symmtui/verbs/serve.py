@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import shlex
+import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from symmtui import boundary
 from symmtui.verbs import demo
@@ -15,8 +15,8 @@ from symmtui.verbs.metricsopts import port
 if TYPE_CHECKING:  # socket and ipaddress are imported where used: every verb's start imports this module
     import socket
 
-HELP = ("serve the dashboard (--config FILE) or the demo in a web browser (textual-serve): each browser tab "
-        "runs its own dashboard; 127.0.0.1 only unless --host says otherwise")
+HELP = ("serve the dashboard (--config FILE) or the demo in a web browser (textual-serve's page): each browser "
+        "tab runs its own dashboard; 127.0.0.1 only unless --host says otherwise; the printed URL carries a token")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 
@@ -26,25 +26,73 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", metavar="N", type=port, default=DEFAULT_PORT,
                         help=f"TCP port to listen on (default {DEFAULT_PORT})")
     parser.add_argument("--host", metavar="H", default=DEFAULT_HOST,
-                        help=f"address to listen on (default {DEFAULT_HOST}: this machine only; another address "
-                        "lets anyone who reaches it drive the dashboard, and a warning says so)")
+                        help=f"address to listen on (default {DEFAULT_HOST}: this machine only; on another address "
+                        "anyone with the printed URL, token included, who reaches it can drive the dashboard, "
+                        "and a warning says so)")
     parser.add_argument("--config", metavar="FILE", type=boundary.path,
                         help="serve the dashboard of this launch profile (without it: the demo)")
     demo.add_arguments(parser)  # the demo's options (--theme also applies to a profile's dashboard)
 
 
-def command_line(args: argparse.Namespace) -> str:
-    """The shell command textual-serve runs for each browser connection (this Python, this symmtui)."""
-    python = shlex.quote(sys.executable)
+def child_argv(args: argparse.Namespace) -> list[str]:
+    """The dashboard each browser tab runs (this Python, this symmtui): a profile's, or the demo."""
     theme = ["--theme", args.theme] if args.theme else []
     if args.config is not None:
-        parts = ["--config", str(Path(args.config).resolve()), *theme]
-    else:
-        parts = ["demo", "--speed", repr(float(args.speed)), "--story", args.story, "--nodes", str(args.nodes), *theme]
-        if args.no_record:
-            parts.append("--no-record")
-    # exec: the shell textual-serve starts becomes the dashboard, so a SIGTERM reaches the dashboard itself
-    return f"exec {python} -m symmtui " + " ".join(shlex.quote(p) for p in parts)
+        return [sys.executable, "-m", "symmtui", "--config", str(Path(args.config).resolve()), *theme]
+    parts = ["demo", "--speed", repr(float(args.speed)), "--story", args.story, "--nodes", str(args.nodes), *theme]
+    if args.no_record:
+        parts.append("--no-record")
+    return [sys.executable, "-m", "symmtui", *parts]
+
+
+def child_env() -> dict[str, str]:
+    """The dashboard's environment: Textual's web driver (as textual-serve sets it), without the token."""
+    from importlib.metadata import version
+
+    from symmtui.verbs import serveauth
+
+    env = {k: v for k, v in os.environ.items() if k != serveauth.TOKEN_ENV}
+    env.update(TEXTUAL_DRIVER="textual.drivers.web_driver:WebDriver", TEXTUAL_FPS="60",
+               TEXTUAL_COLOR_SYSTEM="truecolor", TERM_PROGRAM="textual",
+               TERM_PROGRAM_VERSION=version("textual-serve"))
+    return env
+
+
+def resolve_token(host: str) -> str:
+    """The token: $SYMMTUI_SERVE_TOKEN when set (empty: none, only on loopback), else a random one."""
+    from symmtui.errors import UserError
+    from symmtui.verbs import serveauth
+
+    given = os.environ.get(serveauth.TOKEN_ENV)
+    if given is None:
+        return serveauth.make_token()
+    if given == "" and not is_loopback(host):
+        raise UserError(f"--host {boundary.shown(host)} with an empty {serveauth.TOKEN_ENV}: anyone who reaches "
+                        f"the port could drive the dashboard; unset {serveauth.TOKEN_ENV} (a random token goes "
+                        "in the printed URL) or serve on 127.0.0.1 and use an SSH tunnel")
+    if given and (len(given) < serveauth.MIN_TOKEN or not given.isprintable() or any(c in given for c in " &#?/")):
+        raise UserError(f"{serveauth.TOKEN_ENV}: give at least {serveauth.MIN_TOKEN} characters without spaces "
+                        "or & # ? / (or unset it: a random token is made)")
+    return given
+
+
+def allowed_names(host: str, sock: socket.socket) -> frozenset[str]:
+    """Host/Origin names besides loopback: the bound address and ``--host``; on a wildcard address
+    (0.0.0.0, ::) also this machine's addresses and host names."""
+    import ipaddress
+    import socket
+
+    import psutil  # type: ignore[import-untyped,unused-ignore]
+
+    from symmtui.verbs import serveauth
+
+    bound = str(sock.getsockname()[0])
+    extra = [host]
+    if ipaddress.ip_address(bound.split("%")[0]).is_unspecified:
+        extra += [socket.gethostname(), socket.getfqdn()]
+        extra += [str(a.address).split("%")[0] for addrs in psutil.net_if_addrs().values() for a in addrs
+                  if a.family in (socket.AF_INET, socket.AF_INET6)]
+    return serveauth.host_names(bound, extra)
 
 
 def is_loopback(host: str) -> bool:
@@ -101,8 +149,10 @@ def url_of(sock: socket.socket) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Listen, say where, serve until Ctrl+C or SIGTERM (each tab's dashboard quits with it)."""
+    """Listen, say where (the URL carries the token), serve until Ctrl+C or SIGTERM (every tab's
+    dashboard is hung up and quits cleanly first)."""
     from symmtui import clitext
+    from symmtui.verbs import serveauth
 
     if args.config is not None:
         from symmtui.launch.profile import load_profile
@@ -112,54 +162,21 @@ def run(args: argparse.Namespace) -> int:
         from symmtui.ui.entry import check_theme
 
         check_theme(args.theme)
+    token = resolve_token(args.host)
     sock = listen(args.host, args.port)
     url = url_of(sock)
     if not is_loopback(args.host):
-        clitext.note(f"warning: listening on {args.host}: anyone who can reach {url} can drive this dashboard "
-                     "(relaunch, patch, stop); there is no login", sys.stderr)
+        clitext.note(f"warning: listening on {args.host}: anyone who has the URL below and reaches the port can "
+                     "drive this dashboard (relaunch, patch, stop), over unencrypted HTTP; an SSH tunnel to "
+                     f"{DEFAULT_HOST} is safer", sys.stderr)
+    elif not token:
+        clitext.note(f"warning: {serveauth.TOKEN_ENV} is empty: every user of this machine can drive this "
+                     "dashboard", sys.stderr)
     story = f"{args.nodes} nodes" if args.nodes > 1 else f"story {args.story}"
     what = f"the dashboard of {args.config}" if args.config is not None else f"the demo ({story})"
-    server = _server(command_line(args), sock, url, f"symmtui serve: {what} on {url} (Ctrl+C stops)")
-    server.serve()
+    page = f"{url}/?token={token}" if token else f"{url}/"
+    guard = serveauth.Guard(token, int(sock.getsockname()[1]), allowed_names(args.host, sock))
+    from symmtui.verbs.serveapp import serve
+
+    serve(sock, guard, child_argv(args), child_env(), f"symmtui serve: {what} on {page} (Ctrl+C stops)")
     return 0
-
-
-def _server(command: str, sock: socket.socket, url: str, banner: str) -> Any:
-    """textual-serve's Server on our socket, quiet but for one line when it is up."""
-    import asyncio
-    import contextlib
-    import logging
-    import signal
-
-    import psutil  # type: ignore[import-untyped,unused-ignore]
-    from aiohttp import web
-    from textual_serve.server import Server
-
-    from symmtui.textsafe import visible
-
-    class SymmServer(Server):
-        def initialize_logging(self) -> None:
-            logging.getLogger("textual-serve").setLevel(logging.WARNING)
-
-        async def on_startup(self, app: web.Application) -> None:
-            print(visible(banner), flush=True)
-
-        async def on_shutdown(self, app: web.Application) -> None:
-            # Each browser tab's dashboard is a child: SIGTERM makes it quit cleanly (the demo stops its
-            # servers), its page's connection then ends, and the server does not wait out its timeout.
-            for child in psutil.Process().children():
-                with contextlib.suppress(psutil.Error):
-                    child.terminate()
-
-        def serve(self, debug: bool = False) -> None:
-            self.debug = debug
-            self.initialize_logging()
-            loop = asyncio.new_event_loop()
-            asyncio.set_event_loop(loop)
-            loop.add_signal_handler(signal.SIGINT, self.request_exit)
-            loop.add_signal_handler(signal.SIGTERM, self.request_exit)
-            web.run_app(self._make_app(), sock=sock, handle_signals=False, loop=loop, shutdown_timeout=5.0,
-                        print=lambda *_a: None)
-
-    host, number = sock.getsockname()[:2]
-    return SymmServer(command, host=host, port=number, title="symmtui", public_url=url)

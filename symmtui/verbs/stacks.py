@@ -32,7 +32,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Dump, print, save; exit 0, 2 nothing to dump, 3 ptrace refused for every process."""
-
     from symmtui.build import open_session, stacks_spec
     from symmtui.stacks.pyspy import DEFAULT_LIMIT, find_pyspy
 

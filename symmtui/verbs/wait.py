@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from symmtui import boundary
-from symmtui.bundle import NO_RECORD_HELP
+from symmtui.bundle import BUNDLE_HELP, NO_RECORD_HELP
 from symmtui.errors import UserError
 from symmtui.verbs import metricsopts
 
@@ -49,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="notify each verdict: terminal bell, tmux message, desktop notification, and the "
                         "profile's [notify] webhooks (on by default when the profile has [notify])")
     parser.add_argument("--no-record", action="store_true", help=NO_RECORD_HELP)
+    parser.add_argument("--bundle", metavar="PATH", type=boundary.path, help=BUNDLE_HELP)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
                      config=args.config, limits=Limits(args.ready, args.crash, args.timeout, args.stall),
                      new_only=args.new_only, stacks=stacks, notify=args.notify, record_bundle=not args.no_record,
                      metrics_port=args.metrics_port, metrics_host=args.metrics_host,
-                     metrics_linger=args.metrics_linger)
+                     metrics_linger=args.metrics_linger, bundle=args.bundle)
     session = open_session(spec)  # a taken metrics port: one line, nothing started
     try:
         printer = Printer(session, stacks=stacks and spec.stacks_gpus)
@@ -74,7 +75,6 @@ def run(args: argparse.Namespace) -> int:
 def log_command_option(text: str | None, shell: bool, *, log: str | None, new_only: bool = False) -> LogCommand | None:
     """``--log-cmd`` / ``--log-cmd-shell`` (shared with the dashboard): the command, checked for what
     can be told without running it; None without ``--log-cmd``."""
-
     if text is None:
         if shell:
             raise UserError("--log-cmd-shell goes with --log-cmd CMD (it runs CMD through /bin/sh -c)")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from symmtui.bundle import store
 from symmtui.bundle.format import SUFFIX, read_bundle
 from symmtui.bundle.replay import Recording, ReplaySession
 from symmtui.cli import main
@@ -42,8 +43,10 @@ def test_launch_records_a_bundle_and_the_report_hides_planted_secrets(tmp_path: 
     cfg = _crashing_profile(tmp_path)
     res = run_cli("launch", "--config", str(cfg), "--no-preflight")
     assert res.returncode == EXIT_CRASHED, res.stdout + res.stderr
-    (path,) = (tmp_path / "logs").glob(f"*{SUFFIX}")
-    log = path.with_name(path.name[: -len(SUFFIX)])
+    (path,) = store.store_dir().glob(f"*{SUFFIX}")
+    assert f"symmtui: bundle: {path} " in res.stderr  # printed under the verdict
+    log = Path(read_bundle(path).data["generations"][0]["log_path"])
+    assert path.name.startswith(store.stem(log, "") + ".")  # named after the log
     assert log.is_file() and HF in log.read_text()  # the server did print it: the bundle must not
     assert path.stat().st_mode & 0o077 == 0
     raw = gzip.decompress(path.read_bytes()).decode()
@@ -64,9 +67,13 @@ def test_launch_records_a_bundle_and_the_report_hides_planted_secrets(tmp_path: 
     rep = run_cli("report", "--config", str(cfg), "--tail", "20")
     assert rep.returncode == 0, rep.stderr
     md = rep.stdout
+    whole = run_cli("report", "--config", str(cfg), "--tail", "5000").stdout
+    auth = [line for line in whole.splitlines() if "Authorization: [REDACTED]" in line and not line.startswith("|")]
+    assert auth and all("HF_TOKEN" not in line for line in auth), auth  # the redacted header kept its line break
+    assert any("HF_TOKEN=[REDACTED]" in line for line in whole.splitlines())
     for secret in SECRETS:
         assert secret not in md
-    assert md.startswith("## symmtui report: CRASHED: KeyError: 12")
+    assert md.startswith("## symmtui report: CRASHED: `KeyError: 12")
     for section in ("### Root cause", "### Diagnosis and fix", "### Timings", "### Environment",
                     "<details><summary>Log tail"):
         assert section in md
@@ -97,15 +104,18 @@ def _replays_every_line(path: Path) -> None:
     assert gpus and gpus[0].snapshot.unavailable_reason is not None  # launched without NVML: said, not "reading"
 
 
-def test_wait_records_next_to_the_log_unless_told_not_to(tmp_path: Path) -> None:
+def test_wait_records_in_the_state_dir_unless_told_not_to(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     shutil.copy(FIXTURES / "sglang-tp8-symm-mem-keyerror.log", log)
     off = run_cli("wait", "--log", str(log), "--timeout", "5", "--no-record")
     assert off.returncode == EXIT_CRASHED, off.stderr
-    assert not list(tmp_path.glob(f"*{SUFFIX}"))
+    assert not list(tmp_path.glob(f"*{SUFFIX}")) and store.newest() is None and "bundle:" not in off.stderr
     on = run_cli("wait", "--log", str(log), "--timeout", "5")
     assert on.returncode == EXIT_CRASHED, on.stderr
-    bundle = read_bundle(tmp_path / f"server.log{SUFFIX}")
+    assert not list(tmp_path.glob(f"*{SUFFIX}"))  # nothing beside the log
+    path = store.newest(stems={store.stem(log, "")})
+    assert path is not None and on.stderr.rstrip().endswith(f"symmtui: bundle: {path} (symmtui report, symmtui replay)")
+    bundle = read_bundle(path)
     assert bundle.final is not None and bundle.final["state"] == "crashed"
     assert bundle.data["log"]["lines_seen"] == len(log.read_text().splitlines())
     assert bundle.environment is not None and bundle.environment.argv is None  # an attach: no command known

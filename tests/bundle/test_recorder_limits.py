@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from symmtui.bundle import format as fmt
+from symmtui.bundle import store
 from symmtui.bundle.codec import decode, encode
 from symmtui.bundle.format import read_bundle
 from symmtui.bundle.recorder import Recorder
@@ -145,18 +146,20 @@ def test_an_early_bundle_with_plain_state_names_still_replays(tmp_path: Path, cr
     assert at is not None and at[0].state is State.CRASHED
 
 
-def test_a_relaunch_moves_the_bundle_next_to_the_new_log(tmp_path: Path, crash: Crash) -> None:
+def test_a_relaunch_moves_the_bundle_to_the_new_logs_name(tmp_path: Path, crash: Crash) -> None:
     lines, events, snap = crash
     first, second = tmp_path / "a.log", tmp_path / "b.log"
     first.write_text("x\n")
     second.write_text("y\n")
     rec = Recorder(name="t", host="h", command=None, env=lambda: EnvInfo(taken_at=0.0, symmtui="test"))
     rec.ingest(1.0, _batch(tuple(lines), tuple(events), snap, 0, str(first)))
-    assert rec.write() == tmp_path / f"a.log{fmt.SUFFIX}"
+    a = rec.write()
+    assert a is not None and a.parent == store.store_dir() and a.name.startswith(store.stem(first, "") + ".")
     ready = dataclasses.replace(snap, state=State.READY, cause=None)
     rec.ingest(2.0, _batch(tuple(lines[:3]), (), ready, 1, str(second), True))
-    assert rec.write(final=True) == tmp_path / f"b.log{fmt.SUFFIX}"
-    earlier, whole = read_bundle(tmp_path / f"a.log{fmt.SUFFIX}"), read_bundle(tmp_path / f"b.log{fmt.SUFFIX}")
+    b = rec.write(final=True)
+    assert b is not None and b.name.startswith(store.stem(second, "") + ".")
+    earlier, whole = read_bundle(a), read_bundle(b)
     assert [g["generation"] for g in earlier.data["generations"]] == [0]
     assert [g["generation"] for g in whole.data["generations"]] == [0, 1]  # the session's whole story
 
@@ -171,10 +174,45 @@ def test_another_runs_bundle_of_the_same_log_is_kept(tmp_path: Path, crash: Cras
         rec.ingest(1.0, _batch(tuple(lines), tuple(events), snap, 0, str(log)))
         paths += [rec.write(), rec.write(final=True)]  # a run's second write replaces its own first
     names = [p.name for p in paths if p is not None]
-    assert names == ["server.log" + fmt.SUFFIX] * 2 + [f"server.log.2{fmt.SUFFIX}"] * 2 + [
-        f"server.log.3{fmt.SUFFIX}"] * 2
+    assert len(names) == 6 and names[0::2] == names[1::2] and len(set(names)) == 3, names
+    assert all(n.startswith(store.stem(log, "") + ".") for n in names)  # three runs of one log, three files
     empty = Recorder(name="t", host="h", command=None, dest=tmp_path / f"none{fmt.SUFFIX}",
                      env=lambda: EnvInfo(taken_at=0.0, symmtui="test"))
     empty.start()
     empty.close()  # a run that showed nothing (no terminal, a usage error) leaves no file
     assert not (tmp_path / f"none{fmt.SUFFIX}").exists()
+
+
+def test_only_the_lines_kept_are_redacted_and_every_kept_one_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                crash: Crash) -> None:
+    """A flood of lines costs no redaction for those dropped from the tail; a secret in a kept line of
+    the head or the tail is masked in the file."""
+    from symmtui.bundle import recorder
+
+    _lines, _events, snap = crash
+    monkeypatch.setattr(fmt, "HEAD_BYTES", 2000)
+    monkeypatch.setattr(fmt, "TAIL_BYTES", 3000)
+    calls: list[str] = []
+    real = recorder.redact
+
+    def counting(text: str) -> str:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(recorder, "redact", counting)
+    secret = "Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123456789"
+    flood = [LogLine(i + 1, i * 100, f"[TP0] step {i} {secret if i in (3, 19_990) else ''}",
+                     f"[TP0] step {i}") for i in range(20_000)]
+    rec = _recorder(tmp_path / "b.json.gz")
+    for i in range(0, len(flood), 1000):
+        rec.ingest(i * 0.001, _batch(tuple(flood[i:i + 1000]), (), snap))
+    line_calls = sum(1 for c in calls if c.startswith("[TP0] step"))
+    assert line_calls < 200  # the head's lines only, nothing of the rest of the 20,000
+    path = rec.write(final=True)
+    assert path is not None
+    bundle = read_bundle(path)
+    texts = [r[4] for r in bundle.lines]
+    assert any("step 3 " in t for t in texts) and any("step 19990 " in t for t in texts)
+    assert not any("abcdefghijklmnopqrstuvwxyz0123456789" in t for t in texts)
+    kept = len(texts)
+    assert sum(1 for c in calls if c.startswith("[TP0] step")) <= kept

@@ -54,6 +54,7 @@ class Collector:
 
     def close(self) -> None:
         self.stop.set()
+        self.follower.wake()
         self.thread.join(WAIT)
         assert not self.thread.is_alive(), "watch() did not return after stop was set"
         self.follower.close()

@@ -17,10 +17,13 @@ from symmtui.core.rules import Rule
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Path:
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cat = tmp_path / "catalogue"
+    cat.mkdir()
     for f in SHIPPED.glob("*.toml"):
-        shutil.copyfile(f, tmp_path / f.name)
-    return tmp_path
+        shutil.copyfile(f, cat / f.name)
+    return cat
 
 
 def _sources(folder: Path) -> list[Path]:
@@ -60,23 +63,55 @@ def test_a_changed_file_or_a_broken_cache_is_parsed_again(folder: Path, monkeypa
 
 
 @pytest.mark.parametrize("setting", ["PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX"])
-def test_nothing_is_written_where_bytecode_is_not(folder: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                  setting: str) -> None:
+def test_written_to_the_cache_directory_whatever_the_bytecode_settings(
+        folder: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, setting: str) -> None:
+    """These machines set PYTHONDONTWRITEBYTECODE: the cache is still written (in the user's cache
+    directory, never the package folder), and read back."""
     if setting == "PYTHONDONTWRITEBYTECODE":
         monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    else:  # bytecode goes to another tree: the package folder gets nothing
-        monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    else:
         monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "prefix"))
     calls: list[int] = []
     catcache.load(folder, _sources(folder), _parser(folder, calls))
-    assert not catcache.cache_file(folder).exists() and calls == [1]
+    cache = catcache.cache_file(folder)
+    assert cache.is_file() and cache.is_relative_to(tmp_path / "cache") and calls == [1]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in _sources(folder))
+    catcache.load(folder, _sources(folder), _parser(folder, calls))
+    assert calls == [1]
 
 
-def test_the_shipped_catalogue_loads_the_same_cached_or_parsed() -> None:
+def test_two_catalogue_folders_keep_their_own_cache(folder: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    shutil.copytree(folder, other)
+    assert catcache.cache_file(folder) != catcache.cache_file(other)
+
+
+def test_an_unusable_cache_directory_means_parsing(folder: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "afile"))
+    calls: list[int] = []
+    first = catcache.load(folder, _sources(folder), _parser(folder, calls))
+    again = catcache.load(folder, _sources(folder), _parser(folder, calls))
+    assert calls == [1, 1] and first == again
+
+
+def test_the_shipped_catalogue_loads_the_same_cached_or_parsed(tmp_path: Path) -> None:
     code = ("from symmtui.core.catalogue import builtin_entries, parse_builtin\n"
             "print(builtin_entries() == parse_builtin())\n")
     for _ in range(2):  # the first may write the cache, the second reads it
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                           env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
+                           env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")})
         assert r.stdout.strip() == "True", r.stderr
     assert builtin_entries() == parse_builtin()
+
+
+def test_a_fifo_where_the_cache_is_never_blocks(folder: Path) -> None:
+    """The cache is read like any file from outside: a FIFO there is not opened (it would block)."""
+    cache = catcache.cache_file(folder)
+    cache.parent.mkdir(parents=True)
+    os.mkfifo(cache)
+    calls: list[int] = []
+    rules = catcache.load(folder, _sources(folder), _parser(folder, calls))
+    assert calls == [1] and len(rules) > 80
+    assert cache.is_file()  # written anew in its place

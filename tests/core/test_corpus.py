@@ -1,5 +1,10 @@
 """Every labelled real log of the corpus (tuned cases and the held-out set): scan and wait give its verdict,
-name its root cause and hit its catalogue entry (the same judge as ``python -m bench.corpus``)."""
+name its root cause and hit its catalogue entry (the same judge as ``python -m bench.corpus``).
+
+A tuned case is a test of its own (its failure says what it got). The held-out set is one test that says only
+how many of its cases fail and on which check: whoever tunes the engine must not learn a held-out case from a
+test run (``python -m bench.corpus --verbose --verbose-holdout`` lists them, for the one who will move a case it
+read into cases/)."""
 
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ from symmtui import cli
 from symmtui.core.engine import QUIET_FLUSH
 
 CASES = load_cases()
+TUNED = [c for c in CASES if c.set_name == "cases"]
+HELD_OUT = [c for c in CASES if c.set_name == "holdout"]
 pytestmark = pytest.mark.xdist_group("corpus")  # one worker runs every case's wait once, side by side
 
 # A log that ends inside a block (a traceback with no line after it) is judged when the engine flushes the
@@ -76,10 +83,21 @@ def test_the_corpus_is_there() -> None:
     assert len(CASES) >= 40 and {c.set_name for c in CASES} == {"cases", "holdout"}
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c.set_name}/{c.case_id}" for c in CASES])
+@pytest.mark.parametrize("case", TUNED, ids=[f"{c.set_name}/{c.case_id}" for c in TUNED])
 def test_case(case: Case, wait_verdicts: dict[Path, str]) -> None:
     out = judge(case, wait_timeout=LAST_TIMEOUT_S, wait=lambda log, _timeout: wait_verdicts[log])
     assert out.scan_ok, f"scan said {out.scan_verdict}, the label says {case.verdict} ({case.source})"
     assert out.wait_ok, f"wait said {out.wait_verdict}, the label says {case.verdict} ({case.source})"
     assert out.root_ok, f"root cause {case.root_cause!r} not named: {out.cause_text[:300]!r} ({case.source})"
     assert out.diag_ok, f"diagnosis {case.entry!r} expected, got {out.diagnosis_ids} ({case.source})"
+
+
+def test_the_held_out_set(wait_verdicts: dict[Path, str]) -> None:
+    """Counts only: which held-out cases fail, and how, stays out of the test's output."""
+    outs = [judge(c, wait_timeout=LAST_TIMEOUT_S, wait=lambda log, _timeout: wait_verdicts[log]) for c in HELD_OUT]
+    failed = {check: sum(not getattr(o, f"{check}_ok") for o in outs) for check in ("scan", "wait", "root", "diag")}
+    bad = sum(not (o.scan_ok and o.wait_ok and o.root_ok and o.diag_ok) for o in outs)
+    if len(outs) < 20 or bad:  # pytest.fail without a traceback: no case's repr in the report
+        pytest.fail(f"{bad} of {len(outs)} held-out cases fail (scan verdicts {failed['scan']}, wait verdicts "
+                    f"{failed['wait']}, root causes {failed['root']}, diagnoses {failed['diag']}); at least 20 are "
+                    f"needed", pytrace=False)

@@ -124,7 +124,8 @@ def test_new_only_ignores_what_is_there(tmp_path: Path) -> None:
 
 def test_tail_start_still_finds_an_early_crash_in_the_background(tmp_path: Path) -> None:
     log = tmp_path / "big.log"
-    filler = "".join(f"[2026-11-29 10:00:00 TP0] Prefill batch. #new-seq: 1, #new-token: {i}\n" for i in range(20000))
+    # filler that proves nothing (a served request's line would prove READY from the tail alone)
+    filler = "".join(f"[2026-11-29 10:00:{i % 60:02d} TP0] Cache flushed successfully!\n" for i in range(20000))
     log.write_text(KEYERROR_LOG.read_text() + filler)
     b, col = _start(log, tail_lines=50)
     try:

@@ -16,6 +16,10 @@ EXAMPLES: list[tuple[str, str]] = [
     ("sglang-ready", "[2026-11-29 09:48:04] The server is fired up and ready to roll!"),
     ("uvicorn-startup-complete", "INFO:     Application startup complete."),
     ("serving-request-ok", '[2026-11-29 09:50:01] INFO:     127.0.0.1:51240 - "POST /v1/chat/completions HTTP/1.1" 200 OK'),
+    ("serving-get-ok", 'INFO:     172.18.0.5:43002 - "GET /health HTTP/1.1" 200 OK'),  # vllm-project/vllm#16259
+    ("serving-request-answered", 'INFO:     127.0.0.1:55504 - "GET / HTTP/1.1" 404 Not Found'),  # vllm-project/vllm#6194
+    ("vllm-engine-stats", "INFO 04-08 03:58:25 [loggers.py:87] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%"),  # vllm-project/vllm#16259
+    ("sglang-prefill-batch", "[2024-12-09 16:10:51 TP0] Prefill batch. #new-seq: 1, #new-token: 25, #cached-token: 0, cache hit rate: 0.00%, token usage: 0.00, #running-req: 0, #queue-req: 0"),  # sgl-project/sglang#2418
     ("sglang-decode-batch", "[15:58:51 TP0] Decode batch. #running-req: 1, #token: 43, token usage: 0.00, gen throughput (token/s): 0.53, #queue-req: 0"),  # sgl-project/sglang#1467
     ("sglang-token-budget", "[2025-11-30 11:18:05] max_total_num_tokens=2261377, chunked_prefill_size=16384, max_prefill_tokens=16384, max_running_requests=4096, context_len=128000, available_gpu_mem=37.06 GB"),  # sgl-project/sglang PR 11830
     ("model-not-found", "huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. (Request ID: Root=1-66f4b037)"),
@@ -54,6 +58,24 @@ EXAMPLES: list[tuple[str, str]] = [
     ("cuda-oom-kv-cache", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."),
     ("illegal-memory-access", "RuntimeError: CUDA error: an illegal memory access was encountered"),
     ("cuda-driver-too-old", "RuntimeError: CUDA driver version is insufficient for CUDA runtime version"),
+    ("cuda-driver-too-old", "backend-vllm-openai-1  | RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 804: forward compatibility was attempted on non supported HW"),  # vllm-project/vllm#4375
+    ("cuda-oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 200.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 139.29 GiB is free."),  # the H200 (tests/corpus/cases/torch-h200-cuda-oom-torch-empty)
+    ("process-killed", "E0325 20:57:27.620000 2606 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -9) local_rank: 5 (pid: 2630) of binary: /root/miniconda3/bin/python"),  # lmzpai/roboMamba#10
+    ("torchrun-child-failed", "E0801 13:23:20.000000 32974 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1) local_rank: 3 (pid: 33054) of binary: /home/ubuntu/pythonn3.11/bin/python3"),  # OEvortex/unsloth#10
+    ("quantization-unsupported", "ERROR 06-08 13:05:39 worker_base.py:148] AttributeError: 'MergedColumnParallelLinear' object has no attribute 'weight'"),  # vllm-project/vllm#3900
+    ("model-config-invalid", "(APIServer pid=2994609) pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig"),  # OpenSQZ/MiniCPM-V-CookBook#51
+    ("attention-backend-unsupported", 'ERROR 01-11 13:09:40 engine.py:366] RuntimeError: Error in model execution (input dumped to /tmp/err_execute_model_input_20250111-130939.pkl): FlashAttention only supports Ampere GPUs or newer.'),  # vllm-project/vllm#8189
+    ("nccl-unhandled-system-error", 'node5:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned 113(No route to host) errno 115(Operation now in progress)'),  # sgl-project/sglang#3820
+    ("cuda-oom-profile-run", '(VllmWorkerProcess pid=67) ERROR 11-05 03:21:52 multiproc_worker_utils.py:233] Exception in worker VllmWorkerProcess while processing method determine_num_available_blocks: CUDA out of memory. Tried to allocate 1.95 GiB. GPU 1 has a total capacity of 22.09 GiB of which 758.44 MiB is free. Process 2751070 has 21.35 GiB memory in use. Of the allocated memory 20.90 GiB is allocated by PyTorch, and 85.19 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables), Traceback (most recent call last):'),  # vllm-project/vllm#10034
+    ("ray-no-gpu-on-node", "ValueError: Current node has no GPU available. current_node_resource={'accelerator_type:T4': 1.0, 'bundle_group_7_5dae406aeb52bbda8836db50069101000000': 999.999, 'memory': 188995160884.0, 'bundle_group_6_5dae406aeb52bbda8836db50069101000000': 999.999, 'node:74.10.28.48': 1.0, 'bundle_group_5dae406aeb52bbda8836db50069101000000': 1999.998, 'CPU': 112.0, 'object_store_memory': 80997926092.0}. vLLM engine cannot start without GPU. Make sure you have at least 1 GPU available in a node current_node_id='25ce3df78af6f2152950b2eb804c59f55b331e21f8c4f92db852228d' current_ip='74.10.28.48'."),  # vllm-project/vllm#29265
+    ("gloo-timeout", "[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 10000ms for recv operation to complete"),  # the H200 (torch-h200-gloo-collective-timeout)
+    ("store-timeout", "torch.distributed.DistStoreError: wait timeout after 10000ms, keys: /default_pg/0//cpu//0/1"),  # the H200 (torch-h200-gloo-rank-never-joins)
+    ("build-failure", "FileNotFoundError: [Errno 2] No such file or directory: 'ninja'"),  # transformerlab/transformerlab-api#381
+    ("nccl-duplicate-gpu", "[rank2]: Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 6000"),  # pytorch/torchtitan#1224
+    ("triton-out-of-resources", "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 66560, Hardware limit: 65536. Reducing block sizes or `num_stages` may help."),  # vllm-project/vllm#12498
+    ("weight-name-mismatch", "ERROR 12-05 20:24:46 engine.py:366] KeyError: 'layers.0.mlp.down_proj.weight_scale'"),  # vllm-project/llm-compressor#959
+    ("build-failure", "(Worker_TP3 pid=340106) ERROR 12-10 23:42:18 [multiproc_executor.py:822] torch._inductor.exc.InductorError: CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpqxw0ckl9/cuda_utils.c', '-O3', '-shared', '-fPIC', '-Wno-psabi', '-o', '/tmp/tmpqxw0ckl9/cuda_utils.cpython-311-x86_64-linux-gnu.so', '-lcuda']' returned non-zero exit status 1."),  # vllm-project/vllm#30441
+    ("build-failure", "RuntimeError: Error building extension 'batch_prefill_with_kv_cache_dtype_q_bf16_dtype_kv_bf16_dtype_o_bf16_dtype_idx_i32_head_dim_qk_128_head_dim_vo_128_posenc_0_use_swa_False_use_logits_cap_False_f16qk_False'"),
     ("nccl-timeout", "[rank3]:[E1029 06:48:05.1 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1)"),
     ("nccl-unhandled-system-error", "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"),  # gpustack/gpustack#2023
     ("build-failure", "nvcc fatal   : Unsupported gpu architecture 'compute_120a'"),
@@ -64,7 +86,8 @@ EXAMPLES: list[tuple[str, str]] = [
     ("process-killed", "/bin/sh: line 1: 48213 Killed                  python -m sglang.launch_server"),
     ("native-crash", "Segmentation fault (core dumped)"),
     ("nccl-error", "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled cuda error"),
-    ("cuda-error", "RuntimeError: CUDA error: device-side assert triggered"),
+    ("cuda-error", "RuntimeError: CUDA error: unspecified launch failure"),  # vllm-project/vllm#27430
+    ("device-side-assert", "RuntimeError: CUDA error: device-side assert triggered"),  # sgl-project/sglang#271
     ("key-error", "KeyError: 'model'"),
     ("runtime-error", "RuntimeError: Expected all tensors to be on the same device"),
     ("server-args", "[2026-11-29 09:40:03] server_args=ServerArgs(model_path='/models/x', tp_size=8)"),
@@ -86,12 +109,18 @@ EXAMPLES: list[tuple[str, str]] = [
     ("uvicorn-running", "[2026-11-29 09:48:01] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)"),
 ]
 # Entries matched only with their context (a traceback's frames), and the line that names them without it.
-NEEDS_CONTEXT = {"sm120-symm-mem-keyerror": "key-error", "vllm-symm-mem-sm120": "key-error", "cuda-oom-kv-cache": "cuda-oom-load"}
+NEEDS_CONTEXT = {"sm120-symm-mem-keyerror": "key-error", "vllm-symm-mem-sm120": "key-error", "cuda-oom-kv-cache": "cuda-oom",
+                 "cuda-oom-load": "cuda-oom", "weight-name-mismatch": "key-error"}
+# the frames an entry's context needs (default: SGLang's symmetric-memory tables at the KV cache's allocation)
+CONTEXT_FRAMES = {"weight-name-mismatch": ('\n  File "/x/vllm/model_executor/models/qwen2.py", line 371, in load_weights'
+                                          "\n    param = params_dict[name]"),  # vllm-project/llm-compressor#959
+                  # vllm-project/llm-compressor#967
+                  "cuda-oom-load": '\n  File "/x/vllm/model_executor/model_loader/loader.py", line 334, in load_model'}
 EXAMPLE = dict(EXAMPLES)
 
 ORDINARY = [
-    "[2026-11-29 09:50:01 TP0] Prefill batch. #new-seq: 1, #new-token: 1024, #cached-token: 0, token usage: 0.07,",
-    '[2026-11-29 09:50:01] INFO:     127.0.0.1:51240 - "GET /health HTTP/1.1" 200 OK',
+    '[2026-11-29 09:48:02] INFO:     127.0.0.1:51234 - "GET /get_model_info HTTP/1.1" 200 OK',  # SGLang's warm-up poll
+    "INFO 03-26 05:25:01 cuda.py:230] Using Flash Attention backend.",  # gpustack/gpustack#1540
     "",
     "   ",
 ]
@@ -108,7 +137,8 @@ def test_example_names_its_rule(rule_id: str, line: str) -> None:
     assert m is not None and m.rule.id == NEEDS_CONTEXT.get(rule_id, rule_id)
     entry = RuleSet().by_id(rule_id)
     if entry is not None and entry.cause:
-        frames = "\n  File \"/x/torch_symm_mem.py\", line 1, in init_memory_pool" if rule_id in NEEDS_CONTEXT else ""
+        frames = CONTEXT_FRAMES.get(rule_id, "\n  File \"/x/torch_symm_mem.py\", line 1, in init_memory_pool") \
+            if rule_id in NEEDS_CONTEXT else ""
         c = RuleSet().classify(message_part(line), line + frames)
         assert c is not None and c.rule.id == rule_id, c
 
@@ -143,6 +173,8 @@ def test_specific_crash_beats_generic() -> None:
     m = RuleSet().match("RuntimeError: CUDA error: no kernel image is available for execution on the device")
     assert m is not None and m.rule.id == "no-kernel-image"
     m = RuleSet().match("RuntimeError: CUDA error: device-side assert triggered")
+    assert m is not None and m.rule.id == "device-side-assert"
+    m = RuleSet().match("RuntimeError: CUDA error: unspecified launch failure")
     assert m is not None and m.rule.id == "cuda-error"
 
 

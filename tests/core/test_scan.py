@@ -229,19 +229,44 @@ def test_parallel_scan_equals_sequential_on_a_written_log_with_crashes_at_the_cu
         assert got == ref, n
 
 
-def test_a_failing_worker_fails_the_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A forked worker's error reaches the caller with its message (no half report, no hang)."""
-    from symmtui.core import scan
+def test_a_failing_worker_fails_the_scan(tmp_path: Path) -> None:
+    """A forked worker's error reaches the caller with its message (no half report, no hang). Forks
+    happen only in a process of one thread (the CLI's), so the scan runs in a child of the test."""
+    import subprocess
+    import sys
+    import textwrap
 
     log = tmp_path / "x.log"
     log.write_bytes(b"[2026-11-29 09:40:00] filler\n" * 2000)
-    real = scan.find_candidates
+    code = textwrap.dedent(f"""
+        import sys
+        from symmtui.core import scan
+        real = scan.find_candidates
+        def broken(path, start, end, *args, **kw):
+            if start > 0:
+                raise OSError(5, "Input/output error")
+            return real(path, start, end, *args, **kw)
+        scan.find_candidates = broken
+        try:
+            scan.scan_file({str(log)!r}, workers=3)
+        except RuntimeError as exc:
+            print(exc)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("scan worker failed: OSError") and "Input/output error" in r.stdout, r.stdout
 
-    def broken(path: str, start: int, end: int, *args: Any, **kw: Any) -> tuple[list[tuple[int, int]], int]:
-        if start > 0:
-            raise OSError(5, "Input/output error")
-        return real(path, start, end, *args, **kw)
 
-    monkeypatch.setattr(scan, "find_candidates", broken)
-    with pytest.raises(RuntimeError, match="scan worker failed: OSError.*Input/output error"):
-        scan_file(log, workers=3)
+def test_a_process_running_threads_scans_its_ranges_in_turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from symmtui.core import scan
+
+    log = tmp_path / "x.log"
+    log.write_bytes(READY_LOG.read_bytes() * 50)
+    forks: list[int] = []
+    monkeypatch.setattr(scan.os, "fork", lambda: forks.append(1) or 0)
+    monkeypatch.setattr(scan.threading, "active_count", lambda: 2)
+    one = report_json(scan_file(log, workers=1))
+    three = report_json(scan_file(log, workers=3))
+    for doc in (one, three):
+        doc.pop("scan_seconds")
+    assert three == one and forks == []

@@ -52,7 +52,7 @@ def _serving(rng: random.Random, n: int) -> bytes:
 def serving_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Runs appended to each other: a log whose start is gone (decode lines only prove ready); a
     launch whose warm-up 200 comes before its "fired up" line; a crash between decode lines; a last
-    launch that never prints its marker (its serving lines are not one)."""
+    launch that never prints its marker (its decode lines prove it ready: the warm-up logs none)."""
     rng = random.Random(7)
     crash = KEYERROR_LOG.read_bytes().splitlines(keepends=True)
     warmup = b'[2026-11-29 09:48:03] INFO:     127.0.0.1:40000 - "POST /generate HTTP/1.1" 200 OK\n'
@@ -78,7 +78,7 @@ def test_thinned_scan_equals_judging_every_line(serving_log: Path, every_line: d
                                                 chunk: int, fast: bool) -> None:
     """Both line finders (Hyperscan, the pure-Python one), runs cut by chunks and by worker ranges."""
     ref = every_line
-    assert ref["runs"] == 3 and ref["verdict"] == "none"  # the premise: serving after start-up phases is not the marker
+    assert ref["runs"] == 3 and ref["verdict"] == "ready"  # the premise: decode lines after start-up prove it
     got = report_json(scan_file(serving_log, workers=workers, chunk_size=chunk, fast=fast))
     got.pop("scan_seconds")
     assert got == ref
@@ -127,7 +127,7 @@ def test_live_builder_judges_a_serving_log_like_every_line(
     every_state, every_events = live_every_line
     thin_state, thin_events = _live(serving_log, thin=True, batch=batch)
     assert thin_state == every_state
-    serving = {"sglang-decode-batch", "serving-request-ok"}
+    serving = {r.id for r in RuleSet().rules if "serving" in r.roles}
     assert [e for e in thin_events if e[0] not in serving] == [e for e in every_events if e[0] not in serving]
     kept = [e for e in thin_events if e[0] in serving]
     every_serving = [e for e in every_events if e[0] in serving]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -19,7 +20,7 @@ from symmtui.launch import state
 from symmtui.launch.history import History, HistoryEntry
 from symmtui.launch.profile import load_profile
 from symmtui.launch.supervisor import Supervisor
-from tests.launch.helpers import demo_argv, free_port, run_cli, write_profile
+from tests.launch.helpers import demo_argv, free_port, run_cli, wait_until, write_profile
 from tests.launch.procguard import no_leftover_processes
 
 __all__ = ["no_leftover_processes"]
@@ -136,7 +137,7 @@ def test_stop_never_signals_a_process_it_did_not_start(tmp_path: Path) -> None:
 USER_SHELL = (
     "import fcntl, os, subprocess, sys, termios, time\n"
     "fcntl.ioctl(0, termios.TIOCSCTTY, 0)\n"  # the pty becomes its terminal, as for a login shell
-    "sleeper = [sys.executable, '-c', 'import time; time.sleep(120)']\n"
+    "sleeper = [sys.executable, '-c', 'import time; print(\"up\", flush=True); time.sleep(120)']\n"
     "job = subprocess.Popen(sleeper)\n"  # a job of the shell: same terminal
     "detached = subprocess.Popen(sleeper, start_new_session=True)\n"  # `setsid cmd` from the shell: no terminal
     "print(os.getpid(), job.pid, detached.pid, flush=True)\n"
@@ -154,6 +155,10 @@ def test_user_shell_with_the_servers_environment_is_not_signalled(tmp_path: Path
                         log_dir=tmp_path / "logs", url=f"http://127.0.0.1:{port}/health", grace=2)
     sup = Supervisor(load_profile(cfg))
     rec = sup.launch()
+    # A process's /proc/PID/environ is empty for a moment after its exec is past the point where Popen
+    # returns (the new image's environment is set up last): read it only once the child runs its own
+    # code. The server shows that by its first log line, each sleeper by its "up".
+    wait_until(lambda: Path(rec.log_path).stat().st_size > 0, 30, "the server's first log line")
     server_env = psutil.Process(rec.pid).environ()
     assert server_env.get("SYMMTUI_LAUNCH_ID") == rec.launch_id
     master, slave = os.openpty()
@@ -163,10 +168,12 @@ def test_user_shell_with_the_servers_environment_is_not_signalled(tmp_path: Path
     pids: list[int] = []
     try:
         out = b""
-        while b"\n" not in out:
-            assert select.select([master], [], [], 30)[0], "the user shell did not start"
+        # the shell's three pids and both sleepers' "up", in any order: three writers share the pty, so their
+        # words can run together ("22665upup"); read numbers and "up"s, not lines
+        while len(re.findall(rb"\d+", out)) < 3 or out.count(b"up") < 2:
+            assert select.select([master], [], [], 30)[0], f"the user shell did not start: {out!r}"
             out += os.read(master, 1024)
-        pids = [int(x) for x in out.split()]
+        pids = [int(x) for x in re.findall(rb"\d+", out)]
         assert pids[0] == shell.pid
         for pid in pids:
             assert psutil.Process(pid).environ().get("SYMMTUI_LAUNCH_ID") == rec.launch_id

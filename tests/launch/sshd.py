@@ -2,7 +2,8 @@
 
 The tests reach "nodes" through real ``ssh`` to this daemon. Nothing of the user's ssh setup is read or
 written: the client runs with ``-F <tmp ssh_config>`` (BatchMode, the tmp known_hosts, the tmp key).
-sshd missing or unable to start is a test failure (CI installs openssh-server), never a skip.
+sshd missing skips the test, saying so, on a fresh machine and fails it in CI (``tests/sysparts.py``);
+an sshd that is there and cannot start is a failure everywhere.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-SSHD = "/usr/sbin/sshd"
+from tests import sysparts
+
+SSHD = sysparts.SSHD
 READY_TIMEOUT = 10.0
 
 
@@ -54,7 +57,7 @@ class LocalSshd:
 
 def start_sshd(root: Path) -> LocalSshd:
     """Make the keys and configs under ``root``, start ``sshd -D -e``, wait until it answers on its port."""
-    assert Path(SSHD).exists(), f"{SSHD} is missing: install openssh-server (.ci/run does)"
+    sysparts.require("sshd")
     root.mkdir(parents=True, exist_ok=True)
     host_key, user_key = root / "host_ed25519", root / "user_ed25519"
     for key in (host_key, user_key):

@@ -108,10 +108,11 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def test_wait_names_the_node_whose_log_crashed(tmp_path: Path) -> None:
-    """...and records one bundle per node, next to that node's log, with that node's verdict."""
-    from symmtui.bundle.format import bundle_path, read_bundle
+    """...and records one bundle per node, named after that node's log, with that node's verdict."""
+    from symmtui.bundle import store
+    from symmtui.bundle.format import read_bundle
 
-    a, b = tmp_path / "a.log", tmp_path / "b.log"  # copies: a bundle is written next to each log
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
     shutil.copyfile(FIXTURES / "sglang-tp8-ready.log", a)
     shutil.copyfile(FIXTURES / "sglang-tp8-symm-mem-keyerror.log", b)
     text = (f'[server]\ntimeout = 20\n[[nodes]]\nname = "gpu-a"\nlog = "{a}"\n'
@@ -123,11 +124,13 @@ def test_wait_names_the_node_whose_log_crashed(tmp_path: Path) -> None:
     out = waited.stdout
     assert "gpu-a [" in out and "gpu-b [" in out
     assert "CRASHED on gpu-b after" in out and "KeyError: 12 at torch_symm_mem.py:83" in out, out
-    assert "next:  press p to apply the SM120 patch" in out  # the crashed node's own diagnosis
+    assert "next:  run `symmtui patch apply` to apply the SM120 patch" in out  # the crashed node's own diagnosis
     assert out.rstrip().endswith("nodes: gpu-a ready, gpu-b crashed")
     finals = {}
     for log in (a, b):
-        final = read_bundle(bundle_path(log)).final
+        found = store.newest(stems={store.stem(log, "")})
+        assert found is not None, f"no bundle of {log}"
+        final = read_bundle(found).final
         assert final is not None, f"no verdict in {log}'s bundle"
         finals[log.name] = final
     assert (finals["a.log"]["state"], finals["b.log"]["state"]) == ("ready", "crashed"), finals

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -19,8 +18,7 @@ from tests.notify.kit import READY_LOG
 
 pytestmark = [
     pytest.mark.tmux,
-    pytest.mark.skipif(shutil.which("tmux") is None or shutil.which("script") is None,
-                       reason="tmux and script are needed (.ci/run installs tmux; script is util-linux)"),
+    pytest.mark.needs("tmux", "script"),  # skipped with the reason where missing; a failure in CI
 ]
 
 

@@ -14,6 +14,7 @@ from symmtui.core.verdict import NodeView, findings, ordered_events, verdict_of
 from symmtui.errors import UserError
 from symmtui.launch.notifyconf import NotifyConfig, Webhook, redact
 from symmtui.launch.profile import parse_profile
+from symmtui.notify.message import VerdictNote
 from symmtui.notify.notifier import Notifier
 from symmtui.session.messages import VerdictReached
 from tests.notify.kit import KEYERROR_LOG, READY_LOG, TOKEN, Receiver, receiver, snapshot_of
@@ -132,3 +133,79 @@ def test_a_notify_table_parses_with_formats_guessed_from_the_host(tmp_path: Path
     assert cfg is not None
     assert [h.format for h in cfg.webhooks] == ["ntfy", "slack", "json"]
     assert (cfg.retries, cfg.bell, cfg.desktop, cfg.on) == (0, False, True, frozenset({"crashed"}))
+
+
+HF_SECRET = "hf_" + "QwErTyUiOpAsDfGhJkLzXcVbNm123456"
+BEARER_SECRET = "eyBearerS3cretValue0987654321zz"
+
+
+def test_a_crash_lines_secrets_never_reach_a_webhook_body(hooks: Receiver, tmp_path: Path) -> None:
+    # The fixture's traceback with a planted exception line, as a failing hub download would print it
+    lines = KEYERROR_LOG.read_text().splitlines()
+    first = min(i for i, line in enumerate(lines) if line == "KeyError: 12")  # the cause is the first crash
+    lines[first] = (f"requests.exceptions.HTTPError: 401 Client Error for url https://huggingface.co/api/models/x "
+                   f"(headers {{'Authorization': 'Bearer {BEARER_SECRET}'}}, token {HF_SECRET}) password=hunter2hunter2")
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(lines) + "\n")
+    snap = snapshot_of(log)
+    before = len(hooks.got)
+    n, warnings = _notifier(Webhook(hooks.url("/json"), "json"), Webhook(hooks.url("/slack/T/B/x"), "slack"),
+                            Webhook(hooks.url("/ntfy/topic"), "ntfy"))
+    _tell(n, snap, log_path=f"/logs/run-{HF_SECRET}.log")
+    n.finish()
+    got = hooks.wait_for(before + 3)[before:]
+    import json as _json
+
+    for received in got:
+        raw = _json.dumps(received.body)
+        assert BEARER_SECRET not in raw and HF_SECRET not in raw and "hunter2hunter2" not in raw, raw
+    body = next(r.body for r in got if r.path == "/json")
+    assert body["state"] == "CRASHED" and "[REDACTED]" in str(body["cause"]) and "HTTPError" in str(body["cause"])
+    assert warnings == []
+
+
+def test_a_webhook_answering_with_an_endless_body_is_read_no_further_than_the_cap() -> None:
+    import http.server
+    import threading
+
+    from symmtui.notify.webhook import MAX_ANSWER, deliver
+    from tests.httpkit import serving
+
+    sent = [0]
+    done = threading.Event()
+
+    class Endless(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            chunk = b"%x\r\n%s\r\n" % (65536, b"x" * 65536)
+            try:
+                while sent[0] < 4 << 30:  # 4 GiB: "endless" for a client without a cap
+                    self.wfile.write(chunk)
+                    sent[0] += 65536
+            except OSError:
+                pass
+            finally:
+                done.set()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with serving(Endless) as url:
+        why = deliver(Webhook(url + "/hook", "json"), snapshot_note(), timeout=5, retries=0)
+        assert done.wait(10)
+    assert why is None  # a 200: delivered
+    assert sent[0] < 64 * MAX_ANSWER + (16 << 20)  # what the socket buffers held, not gigabytes
+
+
+def snapshot_note() -> VerdictNote:
+    from symmtui.notify.message import note_of
+
+    snap = snapshot_of(READY_LOG)
+    note = note_of(verdict_of([NodeView("h", snap)]), name="n", host="h")
+    assert note is not None
+    return note

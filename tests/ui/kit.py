@@ -204,8 +204,11 @@ class FixedSession:
     def request_stacks(self, node: str | None = None, *, auto: bool = False, native: bool = False) -> None:
         self.mailbox.put(self.take_stacks(node, auto=auto))
 
-    def line_label(self, node: str | None, no: int, timeout: float = 0.0) -> str:
+    def line_label(self, node: str | None, no: int) -> str:
         return f"line {no}"
+
+    def read_through(self, node: str | None, quiet: float) -> bool | None:
+        return None
 
     def notify(self, text: str, severity: str = "information") -> None:
         self.mailbox.put(Notice(text, severity))

@@ -31,8 +31,9 @@ async def test_exporter_gpus_in_the_panel_and_an_unreachable_node() -> None:
         screen = text(app)
         h200 = next(ln for ln in screen.splitlines() if "H200" in ln)
         l40s = next(ln for ln in screen.splitlines() if "L40S" in ln)
-        assert "100%" in h200 and "54°C" in h200 and "n/ap" in h200  # processes: n/a, not 0
-        assert "32°C" in l40s and "n/a" in l40s  # no capability from an exporter
+        # processes and capability unknown (an exporter publishes neither): a dash, not 0, "n/a" or "n/ap"
+        assert "100%" in h200 and "54°C" in h200 and "54°C  –  " in h200 and "n/ap" not in h200
+        assert "32°C" in l40s and " – " in l40s and "n/a" not in l40s
     lost = dataclasses.replace(gpus, samples=(dataclasses.replace(gpus.samples[0], lost=True),) + gpus.samples[1:])
     session = FixedSession(lines, events, snap, lost, None, our_pids=frozenset())
     app = SymmApp(session, tick=0)

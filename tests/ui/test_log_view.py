@@ -227,7 +227,8 @@ async def test_footer_lists_the_keys_and_the_palette_entries_run(tmp_path: Path)
         await wait_for(pilot, lambda: {"f", "slash", "e", "n", "N"} <= {
             item.key for item in app.query("FooterKey")}, "the log view's keys in the footer")  # type: ignore[attr-defined]
         commands = {cmd.title: cmd for cmd in view.commands()}
-        assert len(commands) == 5
+        assert {"Log: search", "Log: filter in…", "Log: filter out…", "Log: clear filters", "Log: soft wrap on/off",
+                "Log: fold tracebacks on/off", "Log: go to…", "Log: next error"} <= set(commands)
         commands["Log: follow on/off"].callback()
         assert not view.following
         commands["Log: errors only"].callback()
@@ -248,21 +249,32 @@ async def test_traceback_shows_as_one_block_under_its_summary(tmp_path: Path) ->
         view, feeder = await start(pilot, tmp_path, lines)
         await pilot.press("home")
         screen = body(view)
-        head = screen.index("▶ KeyError: 12 at torch_symm_mem.py:83 (8 ranks)")
+        # the 8 ranks' identical tracebacks are one block: the other 7 copies are folded under it
+        head = screen.index("▶ KeyError: 12 at torch_symm_mem.py:83 ×8 ranks (7 copies folded: z)")
         assert screen[head - 1].endswith("TP7] Init torch distributed begin.")
         block = screen[head + 1 : head + 7]
         assert block[0].startswith("┃ [2026-11-29 09:40:17 TP0] Scheduler hit an exception")
         assert all(row.startswith("┃ ") for row in block)
         assert block[-1] == "┃ KeyError: 12"
-        # the next rank's block gets its own summary row
-        assert screen[head + 8] == "▶ KeyError: 12 at torch_symm_mem.py:83 (same as line 10, 8 ranks)"
+        assert not any("TP1] Scheduler" in row for row in screen), "the copies are folded"
+        assert screen[head + 7] == ""  # the blank lines between the copies went with them; the last one stays
+        assert screen[head + 8].startswith("┃ [2026-11-29 09:40:18] Received sigquit")
         # crash rows are drawn in the crash style, ordinary rows are not
         crash = view.lines.get_component_rich_style("log-view--crash")
         row = view.lines.render_line(head + 6)
         assert any(seg.text == "KeyError: 12" and seg.style and seg.style.color == crash.color for seg in row)
         plain = view.lines.render_line(head - 1)
         assert all(seg.style is None or seg.style.color != crash.color for seg in plain if seg.text.strip())
-        assert view.error_count == 9  # 8 blocks and the sigquit line
+        assert view.error_count == 2  # the block and the sigquit line
+        # z unfolds: every copy is a block of its own, and an n/N stop
+        await pilot.press("z", "home")
+        screen = body(view)
+        assert screen[head] == "▶ KeyError: 12 at torch_symm_mem.py:83 ×8 ranks"
+        assert screen[head + 8] == "▶ KeyError: 12 at torch_symm_mem.py:83 (another copy; same as line 10)"
+        assert screen[head + 9].startswith("┃ [2026-11-29 09:40:17 TP1] Scheduler hit an exception")
+        assert view.error_count == 9
+        await pilot.press("z")
+        assert "▶ KeyError: 12 at torch_symm_mem.py:83 ×8 ranks (7 copies folded: z)" in body(view)
         feeder.close()
 
 
@@ -304,7 +316,8 @@ async def test_n_and_shift_n_walk_the_errors_and_wrap(tmp_path: Path) -> None:
 
 
 async def test_shift_n_from_the_end_selects_the_latest_error(tmp_path: Path) -> None:
-    lines = startup_lines() + traceback_lines(0) + numbered(100) + traceback_lines(5) + numbered(100, 101)
+    lines = startup_lines() + traceback_lines(0) + numbered(100) + traceback_lines(5, "ValueError: x")
+    lines += numbered(100, 101)
     app = LogApp()
     async with app.run_test(size=SIZE) as pilot:
         view, feeder = await start(pilot, tmp_path, lines)
@@ -375,8 +388,18 @@ async def test_search_highlights_and_enter_jumps_to_the_next_match(tmp_path: Pat
         match = view.lines.get_component_rich_style("log-view--match")
         segs = list(view.lines.render_line(y))
         assert any(seg.text == "shard 17" and seg.style and seg.style.bgcolor == match.bgcolor for seg in segs)
-        await pilot.press("enter")
+        # Enter hands the keys to the pane: n / N walk the matches, the status line says which one
+        assert view.lines.has_focus and search.display
+        assert "/shard 17/ 1 of 2" in app.query_one("LogStatus").render().plain
+        await pilot.press("n")
         assert view.cursor_line_no == 300, "lower-case search ignores case"
+        assert "/shard 17/ 2 of 2" in app.query_one("LogStatus").render().plain
+        await pilot.press("N")
+        assert view.cursor_line_no == 50
+        await pilot.press("slash")  # back in the box, its text kept: Up / Down walk the matches there
+        assert search.has_focus and search.value == "shard 17"
+        await pilot.press("down")
+        assert view.cursor_line_no == 300
         await pilot.press("up")
         assert view.cursor_line_no == 50
         # a search with capitals is case-sensitive
@@ -384,6 +407,7 @@ async def test_search_highlights_and_enter_jumps_to_the_next_match(tmp_path: Pat
         await pilot.press(*"SHARD")
         await pilot.press("enter")
         assert view.cursor_line_no == 300
+        assert "/SHARD/ 1 of 1" in app.query_one("LogStatus").render().plain
         await pilot.press("escape")
         assert not search.display and view.search_text == ""
         assert view.lines.has_focus
@@ -649,9 +673,145 @@ async def test_a_traceback_from_eight_ranks_counts_as_one_error_event(tmp_path: 
     async with app.run_test(size=SIZE) as pilot:
         view, feeder = await start(pilot, tmp_path, lines)
         status = app.query_one("LogStatus").render().plain
-        assert view.error_count == 9, "every rank's block (8) and the sigquit line are n/N stops"
+        assert view.error_count == 2, "the block (its 7 copies folded) and the sigquit line are n/N stops"
         # the engine's events: KeyError: 12 (one event, 8 ranks) and the secondary sigquit line
         assert "· 2 errors ·" in status, status
         await pilot.press("n")
         assert f"/{view.error_count}" in app.query_one("LogStatus").render().plain.split("mark ")[1]
+        feeder.close()
+
+
+# ---------------------------------------------------------------------------- filters, counts, wrap, go-to
+
+READY_FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "sglang-tp8-ready.log"
+
+
+def status(app: App[None]) -> str:
+    return app.query_one("LogStatus").render().plain
+
+
+async def test_errors_only_on_a_clean_log_says_no_errors(tmp_path: Path) -> None:
+    app = LogApp()
+    async with app.run_test(size=SIZE) as pilot:
+        view, feeder = await start(pilot, tmp_path, numbered(20))
+        await pilot.press("e")
+        assert body(view)[0] == "  no errors in 20 lines (e shows everything)"
+        assert "no errors" in status(app) and "errors only (e)" in status(app)
+        await pilot.press("e")
+        assert [row for row in body(view) if row][-1].endswith("line 000020 loading layer 20")
+        feeder.close()
+
+
+async def test_filters_in_and_out_show_chips_with_the_hidden_count(tmp_path: Path) -> None:
+    app = LogApp()
+    async with app.run_test(size=SIZE) as pilot:
+        lines = startup_lines() + [f"[2026-11-29 09:40:1{r % 10} TP{r % 4}] Load weight begin. step {r}"
+                                   for r in range(40)]
+        view, feeder = await start(pilot, tmp_path, lines)
+        await pilot.press("i", *"tp3", "enter")  # lower case: any case, as the search
+        await wait_for(pilot, lambda: not view.filtering, "the filter's rows")
+        shown = [row for row in body(view) if row]
+        assert shown and all("TP3]" in row for row in shown) and len(shown) == 11
+        assert " in /tp3/ " in status(app) and f"{len(lines) - 11} hidden (X clears)" in status(app)
+        await pilot.press("x", *"step [0-9]$", "enter")  # filter-out a regex: one-digit steps go
+        await wait_for(pilot, lambda: not view.filtering, "the filter's rows")
+        shown = [row for row in body(view) if row]
+        assert len(shown) == 9 and not any(row.endswith(("step 3", "step 7")) for row in shown)
+        assert " in /tp3/ " in status(app) and " out /step [0-9]$/ " in status(app)
+        await pilot.press("x", *"(", "enter")
+        assert "bad regex '('" in status(app)
+        await pilot.press("X")
+        assert "filters cleared" in status(app) and "hidden" not in status(app)
+        assert view.index.view_len() == len(lines)
+        # lnav's own words, on the command line
+        await pilot.press("colon", *"filter-out Init torch", "enter")
+        await wait_for(pilot, lambda: not view.filtering, "the filter's rows")
+        assert not any("Init torch" in row for row in body(view))
+        feeder.close()
+
+
+async def test_a_filter_reads_lines_that_left_memory_back_from_the_file(tmp_path: Path) -> None:
+    app = LogApp(ring=100)
+    async with app.run_test(size=SIZE) as pilot:
+        lines = numbered(5_000)
+        for i in (10, 1_234, 4_990):
+            lines[i] = f"needle at {i + 1}"
+        view, feeder = await start(pilot, tmp_path, lines)
+        assert view.index.text_base > 1_234
+        view.add_filter(True, "needle")
+        await wait_for(pilot, lambda: not view.filtering, "the filter's rows")
+        assert [row for row in body(view) if row] == ["  needle at 11", "  needle at 1235", "  needle at 4991"]
+        assert "4,997 hidden" in status(app)
+        # new lines are judged as they come
+        feeder.write_lines(["a needle again", "nothing"])
+        feeder.pump()
+        await pilot.pause()
+        assert [row for row in body(view) if row][-1] == "  a needle again"
+        feeder.close()
+
+
+async def test_search_counts_its_matches_and_n_walks_them(tmp_path: Path) -> None:
+    app = LogApp(ring=100)
+    async with app.run_test(size=SIZE) as pilot:
+        lines = numbered(3_000)
+        hits = list(range(5, 2_990, 176))  # 17 of them, most out of memory
+        assert len(hits) == 17
+        for i in hits:
+            lines[i] = f"shard {i} done"
+        view, feeder = await start(pilot, tmp_path, lines)
+        await pilot.press("home", "slash", *"shard", "enter")
+        await wait_for(pilot, lambda: "1 of 17" in status(app), "the first match of 17")
+        for _ in range(2):
+            await pilot.press("n")
+        await wait_for(pilot, lambda: view.cursor_line_no == hits[2] + 1, "the third match")
+        assert "/shard/ 3 of 17" in status(app)
+        await pilot.press("N")
+        await wait_for(pilot, lambda: view.cursor_line_no == hits[1] + 1, "the second match")
+        assert "/shard/ 2 of 17" in status(app)
+        # errors keep their own keys: ] and [ (n / N are the search's while it is on)
+        await pilot.press("right_square_bracket")
+        assert "no errors" in status(app)
+        await pilot.press("escape")
+        assert view.search_text == "" and "/shard/" not in status(app)
+        feeder.close()
+
+
+async def test_soft_wrap_shows_a_long_line_whole_and_keeps_the_gutter(tmp_path: Path) -> None:
+    app = LogApp()
+    async with app.run_test(size=SIZE) as pilot:
+        long = "[2026-11-29 09:40:17 TP0] " + " ".join(f"word{i:03d}" for i in range(40)) + " END"
+        view, feeder = await start(pilot, tmp_path, numbered(5) + [long] + numbered(3, 6))
+        cut = body(view)
+        assert not any("END" in row for row in cut)
+        await pilot.press("w")
+        wrapped = body(view)
+        first = next(i for i, row in enumerate(wrapped) if row.startswith("  [2026-11-29 09:40:17 TP0] word000"))
+        assert wrapped[first + 2].endswith("END") and "word039" in wrapped[first + 2]
+        assert wrapped[first + 1].startswith("  ") and wrapped[first + 3].endswith("line 000006 loading layer 6")
+        assert "wrap (w)" in status(app)
+        assert "".join(row[2:] for row in wrapped[first : first + 3]) == long
+        await pilot.press("w")
+        assert body(view) == cut
+        feeder.close()
+
+
+async def test_go_to_a_phase_a_log_time_a_time_since_the_start_and_a_line(tmp_path: Path) -> None:
+    app = LogApp()
+    async with app.run_test(size=SIZE) as pilot:
+        view, feeder = await start(pilot, tmp_path, READY_FIXTURE.read_text(encoding="utf-8").splitlines())
+        await pilot.press("g", *"capturing CUDA graphs", "enter")
+        assert view.cursor_line_no == 134 and "capturing CUDA graphs at line 134" in status(app)
+        assert any(row.startswith("▸ ") and "Capture cuda graph begin" in row for row in body(view))
+        await pilot.press("g", *"weights", "enter")
+        assert view.cursor_line_no == 18
+        await pilot.press("g", *"09:47:25", "enter")
+        assert view.cursor_line_no == 118 and "09:47:25 at line 118" in status(app)
+        await pilot.press("g", *"+7m22s", "enter")  # the first line is stamped 09:40:03
+        assert view.cursor_line_no == 118
+        await pilot.press("g", *"60", "enter")
+        assert view.cursor_line_no == 60
+        await pilot.press("colon", *"goto ready", "enter")
+        assert view.cursor_line_no == 166
+        await pilot.press("g", *"no such place", "enter")
+        assert view.cursor_line_no == 166 and "nothing to go to for 'no such place'" in status(app)
         feeder.close()

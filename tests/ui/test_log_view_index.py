@@ -85,20 +85,33 @@ def test_numbering_jumps_are_kept_without_one_integer_per_row() -> None:
     assert index.no_for_row(4) == 102
 
 
-def test_traceback_is_one_block_and_its_event_sets_the_summary() -> None:
+def fed(texts: list[str], index: LineIndex | None = None, start_no: int = 1, start_offset: int = 0,
+        builder: EventBuilder | None = None, *, flush: bool = True) -> LineIndex:
+    """An index fed ``texts`` and the real engine's events for them (its only source of blocks and marks)."""
+    index = index if index is not None else LineIndex()
+    builder = builder if builder is not None else EventBuilder()
+    lines = lines_of(texts, start_no, start_offset)
+    index.append(lines)
+    index.add_events([ev for line in lines for ev in builder.feed(line)] + (builder.flush() if flush else []))
+    return index
+
+
+def test_traceback_is_one_block_from_its_event_and_its_span() -> None:
     index = LineIndex()
-    index.append(lines_of(["start"] + tb(0) + ["", "after"]))
+    lines = lines_of(["start"] + tb(0) + ["", "after"])
+    index.append(lines)
+    assert index.blocks == [] and not any(index.flags(r) & ERRORISH for r in range(9)), "no event: no block"
+    builder = EventBuilder()
+    events = [ev for line in lines for ev in builder.feed(line)]
+    assert [ev.spans for ev in events if ev.kind is Kind.CRASH] == [((2, 7),)]
+    index.add_events(events)
     assert len(index.blocks) == 1
     block = index.blocks[0]
-    assert (block.start, block.end, block.closed) == (1, 6, True)
+    assert (block.start, block.end) == (1, 6)
     assert block.summary() == "KeyError: 12 at torch_symm_mem.py:83"
     assert all(index.flags(r) & BLOCK and index.flags(r) & KIND_MASK == CRASH for r in range(1, 7))
     assert index.flags(6) & BLOCK_END
     assert not index.flags(7) & ERRORISH and not index.flags(8) & ERRORISH
-    ev = Event(Kind.CRASH, "traceback", "KeyError: 12 at torch_symm_mem.py:83", 2, "x",
-               ranks=frozenset(range(8)), count=8)
-    assert index.add_events([ev]) == [1]
-    assert block.summary() == "KeyError: 12 at torch_symm_mem.py:83 (8 ranks)"
     # view: the summary row sits just above the block's first row
     assert [index.view_entry(y) for y in range(4)] == [(False, 0), (True, 0), (False, 1), (False, 2)]
     assert index.view_y(1, summary=True) == 1 and index.view_y(1) == 2
@@ -106,42 +119,46 @@ def test_traceback_is_one_block_and_its_event_sets_the_summary() -> None:
 
 
 def test_a_quoted_traceback_header_is_not_a_block_as_the_engine_says() -> None:
-    index = LineIndex()
     quoted = ["INFO grep for 'Traceback (most recent call last)' found nothing", "next line",
               "[2026-11-29 09:40:03] server_args=ServerArgs(model_path='Traceback (most recent call last):')"]
-    index.append(lines_of(quoted))
+    index = fed(quoted)
     assert index.blocks == [] and index.block_at(0) is None and index.block_at(2) is None
     assert all(index.flags(i) & KIND_MASK != CRASH for i in range(3))
     assert index.view_len() == 3
-    b = EventBuilder()
-    assert [e for i, ln in enumerate(quoted, 1) for e in b.feed_plain(i, ln) if e.kind is Kind.CRASH] + b.flush() == []
 
 
-def test_an_unfinished_block_is_closed_on_request() -> None:
-    index = LineIndex()
-    index.append(lines_of(tb(0)[:4]))
-    assert index.blocks == [] and index.block_at(2) is not None
-    r = index.close_open_block()
-    assert r.blocks_changed
-    assert index.blocks[0].summary() == "Traceback with no exception line at torch_symm_mem.py:83"
-    assert index.blocks[0].end == 3 and index.targets == [0]
+def test_copies_from_other_ranks_fold_under_the_first_and_unfold() -> None:
+    index = fed(["start"] + tb(0) + [""] + tb(1) + [""] + tb(2) + ["", "end"])
+    assert [(b.start, b.end, b.copy, b.folded) for b in index.blocks] == [
+        (1, 6, False, False), (8, 13, True, True), (15, 20, True, True)]
+    assert index.blocks[0].summary() == "KeyError: 12 at torch_symm_mem.py:83 ×3 ranks (2 copies folded: z)"
+    shown = [index.view_entry(y) for y in range(index.view_len())]
+    # the copies are hidden with the blank line above each (the gap between two copies)
+    assert shown == [(False, 0), (True, 0), *((False, r) for r in range(1, 7)), (False, 21), (False, 22)]
+    assert index.targets == [1] and not index.is_shown(10)
+    index.set_folding(False)
+    assert index.blocks[1].summary() == "KeyError: 12 at torch_symm_mem.py:83 (another copy; same as line 2)"
+    assert index.targets == [1, 8, 15] and index.view_len() == 23 + 3
+    assert index.find("TP2", 0) == 15
+    index.set_folding(True)
+    assert index.find("TP2", 0) is None, "a search skips the folded copies"
 
 
-def test_an_engine_event_closes_an_unfinished_block() -> None:
-    index = LineIndex()
-    index.append(lines_of(["x"] + tb(0)[:4]))
-    ev = Event(Kind.CRASH, "traceback", "Traceback with no exception line at torch_symm_mem.py:83", 2, "x")
-    index.add_events([ev])
-    assert len(index.blocks) == 1 and index.targets == [1]
-    assert index.view_entry(1) == (True, 0)
+def test_an_interleaved_copy_is_marked_but_no_block_of_its_own() -> None:
+    """Two ranks' tracebacks alternating line by line: their spans overlap, so only the first is a block."""
+    a, b = tb(0), tb(1)
+    texts = [line for pair in zip(a, b, strict=True) for line in pair]
+    index = fed(texts)
+    assert len(index.blocks) <= 1
+    assert all(index.flags(r) & ERRORISH for r in range(len(texts)))
 
 
-def test_a_prefixed_line_from_another_rank_ends_a_block_without_an_exception() -> None:
-    index = LineIndex()
-    index.append(lines_of(tb(0)[:3] + ["[2026-11-29 09:40:18 TP3] Load weight begin."]))
-    assert index.blocks[0].end == 2
-    assert not index.flags(3) & ERRORISH
-    assert index.view_len() == 5
+def test_a_copy_of_a_span_not_yet_appended_is_applied_when_its_lines_arrive() -> None:
+    builder = EventBuilder()
+    index = fed(tb(0) + [""] + tb(1)[:3], builder=builder, flush=False)
+    assert len(index.blocks) == 1
+    fed(tb(1)[3:] + ["", "end"], index, start_no=11, start_offset=5000, builder=builder)
+    assert [(b.start, b.end, b.folded) for b in index.blocks] == [(0, 5, False), (7, 12, True)]
 
 
 def test_events_mark_rows_and_repeated_warnings_from_other_ranks() -> None:
@@ -149,13 +166,15 @@ def test_events_mark_rows_and_repeated_warnings_from_other_ranks() -> None:
     texts = [f"[2026-11-29 09:40:20 TP{r}] {warn}" for r in range(4)] + ["The server is fired up and ready to roll!"]
     index = LineIndex()
     index.append(lines_of(texts))
-    first = Event(Kind.WARNING, "symm-unsupported", warn, 1, texts[0], ranks=frozenset({0}))
+    first = Event(Kind.WARNING, "symm-unsupported", warn, 1, texts[0], ranks=frozenset({0}), key="w",
+                  spans=((1, 1),))
     assert index.add_events([first]) == [0]
-    merged = Event(Kind.WARNING, "symm-unsupported", warn, 1, texts[0], ranks=frozenset(range(4)), count=4)
+    merged = Event(Kind.WARNING, "symm-unsupported", warn, 1, texts[0], ranks=frozenset(range(4)), count=4,
+                   key="w", spans=((1, 1), (2, 2), (3, 3), (4, 4)))
     assert sorted(index.add_events([merged])) == [1, 2, 3]
     assert all(index.flags(r) & KIND_MASK == WARNING for r in range(4))
     assert index.targets == [0, 1, 2, 3]
-    assert index.target_summary(2).endswith("(4 ranks)")
+    assert index.target_summary(2).endswith("×4 ranks")
     ready = Event(Kind.READY, "sglang-ready", "ready", 5, texts[4])
     index.add_events([ready])
     assert index.flags(4) & KIND_MASK == READY and not index.flags(4) & ERRORISH
@@ -172,25 +191,28 @@ def test_an_event_for_a_line_not_yet_appended_is_applied_when_it_arrives() -> No
 
 
 def test_errors_only_view_keeps_blocks_and_error_rows(tmp_path: Path) -> None:
-    index = LineIndex()
-    index.append(lines_of(["a", "b"] + tb(1) + ["c", "d"]))
+    builder = EventBuilder()
+    index = fed(["a", "b"] + tb(1) + ["", "d"], builder=builder)
     index.add_events([Event(Kind.WARNING, "w", "warn", 10, "d")])
     index.set_errors_only(True)
     entries = [index.view_entry(y) for y in range(index.view_len())]
     assert entries == [(True, 0)] + [(False, r) for r in range(2, 8)] + [(False, 9)]
     assert index.view_y(0) is None and index.view_y(9) == 7
-    index.append(lines_of(["e"] + tb(2, "ValueError: x"), start_no=11, start_offset=1000))
+    fed(["e"] + tb(2, "ValueError: x"), index, start_no=11, start_offset=1000, builder=builder)
     assert index.view_len() == 8 + 7
     assert index.view_entry(8) == (True, 1)
 
 
 def test_pruning_keeps_memory_bounded_and_the_view_consistent() -> None:
     index = LineIndex(ring=100, max_rows=1_000)
+    builder = EventBuilder()
     for chunk in range(30):
         texts = [f"row {chunk * 500 + i}" for i in range(500)]
         if chunk % 3 == 0:
-            texts[10:16] = tb(chunk % 8)
-        index.append(lines_of(texts, start_no=chunk * 500 + 1, start_offset=chunk * 10_000))
+            texts[10:16] = tb(chunk % 8, f"ValueError: {chunk % 2}")  # two errors, each with copies folded
+        fed(texts, index, start_no=chunk * 500 + 1, start_offset=chunk * 10_000, builder=builder)
+        if chunk % 3 == 0:
+            assert index.blocks[-1].start == index.row_for_no(chunk * 500 + 11)
         assert index.rows <= 1_000
         assert len(index._texts) <= 200  # ring plus slack
     assert index.end == 15_000 and index.base >= 14_000
@@ -201,6 +223,7 @@ def test_pruning_keeps_memory_bounded_and_the_view_consistent() -> None:
         else:
             assert index.view_y(value) == y
     assert all(t >= index.base for t in index.targets)
+    assert all(b.start >= index.base for b in index.blocks)
 
 
 def test_read_back_from_the_file_for_rows_outside_the_ring(tmp_path: Path) -> None:
@@ -252,8 +275,7 @@ def test_find_searches_the_ring_and_the_file_both_ways_with_smart_case(tmp_path:
 
 
 def test_find_in_errors_only_view_skips_hidden_rows() -> None:
-    index = LineIndex()
-    index.append(lines_of(["KeyError in a normal line"] + tb(0)))
+    index = fed(["KeyError in a normal line"] + tb(0))
     index.set_errors_only(True)
     assert index.find("KeyError", 0) == 6
 
@@ -267,6 +289,7 @@ def test_find_in_errors_only_view_skips_hidden_rows() -> None:
 def test_view_mapping_round_trips(kinds: list[str], errors_only: bool, max_rows: int) -> None:
     index = LineIndex(ring=5, max_rows=max(max_rows, 5))
     index.set_errors_only(errors_only)
+    builder = EventBuilder()
     no = 1
     off = 0
     for kind in kinds:
@@ -280,6 +303,7 @@ def test_view_mapping_round_trips(kinds: list[str], errors_only: bool, max_rows:
         if kind == "progress":
             batch = [LogLine(no, off, "50%", "50%", progress=True), LogLine(no, off, "99%", "99%", progress=True)]
         index.append(batch)
+        index.add_events([ev for line in batch if not line.progress for ev in builder.feed(line)])
         if kind == "warn":
             index.add_events([Event(Kind.WARNING, "w", "something", no, "WARNING something")])
         no += len(texts)
@@ -296,7 +320,7 @@ def test_view_mapping_round_trips(kinds: list[str], errors_only: bool, max_rows:
                 assert index.flags(value) & ERRORISH
     assert seen == sorted(seen)
     if not errors_only:
-        assert seen == list(range(index.base, index.end))
+        assert seen == [r for r in range(index.base, index.end) if not index.hidden(r)]
 
 
 def test_a_warning_repeated_on_every_line_is_marked_everywhere_via_the_real_builder() -> None:
@@ -371,3 +395,25 @@ def test_find_agrees_with_a_line_by_line_search(
     finally:
         log_index._SCAN_CHUNK = saved
         index.close_file()
+
+
+def test_texts_reads_rows_out_of_memory_in_chunks_as_text_does(tmp_path: Path) -> None:
+    import symmtui.ui.widgets.log_index as log_index
+
+    path = tmp_path / "t.log"
+    texts = [f"row {i} " + "x" * (i % 50) for i in range(3_000)]
+    texts[5] = "\x1b[31mred\x1b[0m"
+    texts[2_000] = "y" * 3_000  # longer than the chunk below
+    index = LineIndex(ring=100)
+    index.set_file(path)
+    index.append(write_log(path, texts))
+    saved = log_index._SCAN_CHUNK
+    log_index._SCAN_CHUNK = 1024
+    try:
+        got = list(index.texts(index.base, index.end))
+    finally:
+        log_index._SCAN_CHUNK = saved
+    assert [r for r, _ in got] == list(range(3_000))
+    assert [t for _, t in got] == [index.text(r) for r in range(3_000)]
+    assert got[5][1] == "red"
+    index.close_file()

@@ -40,6 +40,8 @@ async def test_the_footer_shows_the_focused_widgets_keys_and_drops_the_palette_w
         await pilot.resize_terminal(100, 40)  # narrow: compact keys, no palette key, q still shown
         await wait_for(pilot, lambda: "palette" not in _footer(app), "the palette key gone")
         assert "q Quit" in _footer(app) and app.query_one(Footer).compact
+        keys = _footer(app)  # the important keys only: ? lists the rest
+        assert "? Keys" in keys and "s Stacks" in keys and "t Theme" not in keys, keys
 
 
 def _count_layouts(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -16,14 +15,15 @@ from pathlib import Path
 import pytest
 
 from symmtui.ui.screens.confirm import KEY_GUARD
+from tests import sysparts
 
 pytestmark = [
     pytest.mark.tmux,
     pytest.mark.xdist_group("tmux"),  # one worker drives tmux: the two demos do not compete for the CPU
-    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)"),
+    pytest.mark.needs("tmux"),  # skipped with the reason where it is missing; a failure in CI
 ]
 
-TMUX = shutil.which("tmux") or "tmux"
+TMUX = sysparts.TMUX
 
 
 def _tmux(*args: str) -> str:

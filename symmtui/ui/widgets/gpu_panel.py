@@ -20,6 +20,7 @@ from symmtui.gpu.results import NA, GpuInfo, GpuProcess, GpuSample, is_na
 from symmtui.gpu.sampler import GpuSnapshot
 from symmtui.stacks.gpus import evidence, utilization_of
 from symmtui.ui.widgets.fmt import fit, gib, memory_bar, set_content, short_gpu_name, sparkline
+from symmtui.ui.widgets.plots import GpuHistory
 
 HIGH_MEMORY = 0.92  # fraction of total at which the bar turns to the "high" colour
 SPARK_POINTS = 60
@@ -146,7 +147,7 @@ class GpuTable(Widget, can_focus=True):
         used = _num(sample.memory_used) or 0.0
         reserved = _num(sample.memory_reserved) or 0.0
         cap = info.capability
-        cap_text = f"{cap[0]}.{cap[1]}" if isinstance(cap, tuple) else "n/a"
+        cap_text = f"{cap[0]}.{cap[1]}" if isinstance(cap, tuple) else "–"  # an exporter's GPU: not published
         procs = _procs(sample)
         nprocs = len(procs)
         strangers = sum(1 for p in procs if p.pid not in self.our_pids)
@@ -174,8 +175,8 @@ class GpuTable(Widget, can_focus=True):
             if cols.power:
                 parts.append(f"{_show(sample.power_w, '{:.0f}W'):>5} ")
             procs_style = "$gpu-stranger" if strangers else ("$gpu-ours" if nprocs else "$muted")
-            count = "n/a" if is_na(sample.processes) else f"{nprocs:>2}"
-            parts.append((f"{count}p", procs_style))
+            # an exporter publishes no process list: a dash, not "n/ap"
+            parts.append((" –" if is_na(sample.processes) else f"{nprocs:>2}p", procs_style))
         row = Content.assemble(*parts)
         return row.stylize("reverse") if selected and self.has_focus else (row.stylize("bold") if selected else row)
 
@@ -239,7 +240,7 @@ class ProcessList(Static):
 
 
 class GpuPanel(Vertical):
-    """The GPU table plus the process list of the selected GPU."""
+    """The GPU table plus the process list of the selected GPU; it keeps the rounds for the plots."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -247,6 +248,8 @@ class GpuPanel(Vertical):
         self._snapshot: GpuSnapshot | None = None
         self._ours: frozenset[int] = frozenset()
         self._stalled = False
+        self.history = GpuHistory()
+        """The last 10 minutes of rounds, for the plots (G)."""
 
     def compose(self) -> ComposeResult:
         yield GpuTable(id="gpu-table")
@@ -255,6 +258,7 @@ class GpuPanel(Vertical):
     def show(self, snapshot: GpuSnapshot, our_pids: Collection[int] = ()) -> None:
         self._snapshot = snapshot
         self._ours = frozenset(our_pids)
+        self.history.add(snapshot)
         table = self.query_one(GpuTable)
         table.show(snapshot, self._ours)
         self.query_one(ProcessList).show(snapshot, table.cursor, self._ours)
@@ -263,6 +267,16 @@ class GpuPanel(Vertical):
         subtitle = f"NVML slow: last round took {snapshot.cost_seconds:.1f} s" if slow else ""
         if subtitle != self.border_subtitle:
             self.border_subtitle = subtitle
+
+    @property
+    def snapshot(self) -> GpuSnapshot | None:
+        """The latest round shown."""
+        return self._snapshot
+
+    @property
+    def our_pids(self) -> frozenset[int]:
+        """Our launch's pids, as of the latest round."""
+        return self._ours
 
     def show_stall(self, stalled: bool) -> None:
         """While the bring-up is STALLED, the title carries what the GPUs say about it (symmtui.stacks.gpus)."""

@@ -31,15 +31,34 @@ class StatusHeader(Widget):
             self.refresh()
 
     def render(self) -> Content:
+        """The badge and the state always; then what fits of the detail, the note, the host and the profile
+        (the profile goes first, then the host's label, then the detail is cut with an ellipsis)."""
         words = f" {STATE_ICONS[self.state]} {STATE_WORDS[self.state]} "
-        parts: list[Content | str | tuple[str, str]] = [
+        head: list[Content | str | tuple[str, str]] = [
             (" symmtui ", "bold reverse $primary"),
             " ",
             (words, f"bold reverse {state_var(self.state)}"),
         ]
-        if self.detail:
-            parts.append((" " + visible(self.detail), f"bold {state_var(self.state)}"))  # may be log text
-        if self.note:
-            parts.append(("  [" + self.note + "]", "$accent"))
-        parts += [("   host ", "$muted"), (self.host, "bold"), ("  profile ", "$muted"), (self.profile, "bold")]
+        width = self.size.width or 200
+        detail = visible(self.detail)  # may be log text
+        note = f"  [{self.note}]" if self.note else ""
+        tails = [f"   host {self.host}  profile {self.profile}", f"   host {self.host}", f"   {self.host}"]
+        used = 9 + 1 + len(words)
+        for tail in tails:  # the detail whole if it fits with the host at least; else cut, the host kept
+            room = width - used - len(note) - len(tail)
+            if room >= len(detail) + 1:
+                break
+        if detail and room < len(detail) + 1:
+            detail = detail[: max(0, room - 2)] + "…" if room > 2 else ""
+        parts = list(head)
+        if detail:
+            parts.append((" " + detail, f"bold {state_var(self.state)}"))
+        if note:
+            parts.append((note, "$accent"))
+        if tail.startswith("   host "):
+            parts += [("   host ", "$muted"), (self.host, "bold")]
+            if "profile" in tail:
+                parts += [("  profile ", "$muted"), (self.profile, "bold")]
+        else:
+            parts += [("   ", ""), (self.host, "bold")]
         return Content.assemble(*parts)

@@ -1,4 +1,4 @@
-"""The dashboard's log pane: a windowed Line API view that follows, colours, groups, filters and searches a log.
+"""The dashboard's log pane: a windowed Line API view that follows, colours, folds, filters, searches and wraps a log.
 
 Use (the dashboard):
 
@@ -7,44 +7,49 @@ Use (the dashboard):
     log.reset(path)                         # new launch / new file: clears, and reads old lines back from `path`
     log.set_file(path)                      # only change the file old lines are read back from (os.pread)
     log.append_lines(update.lines)          # on the UI thread, batches of LogLine (O(batch))
-    log.add_events(update.events)           # crash/warning/ready/phase events: row colours, summaries, n/N stops
+    log.add_events(update.events)           # the engine's events: row colours, blocks from their spans, n/N stops
 
-Keys (bindings on the widget, `show=True`, so the footer lists them while the pane has focus):
-f follow on/off, / search (Enter: next match, Up/Down: previous/next, Escape: close), e errors only,
-n / N next / previous error. Each is a public action the app may call from its own bindings
-(`action_toggle_follow`, `action_search`, `action_toggle_errors`, `action_next_error`,
-`action_previous_error`); `LogView.commands()` gives them as command palette entries.
+Keys (bindings on the widget, each with a tooltip the help screen shows): f follow on/off, / search (Enter:
+the first match, then n / N walk the matches and the status line says "3 of 17"; Escape closes), e errors
+only, n / N the next / previous match while a search is on, else error, ] / [ next / previous error, i / x
+filter in / out by regex (lnav's :filter-in / :filter-out; a chip each with the hidden count), X clears the
+regex filters, w soft wrap, z fold / unfold the other ranks' copies of a traceback, g go to a line, a log
+time, a time since the first line or a phase (`log_goto`), : an lnav-style command line. Each is a public
+action the app may call from its own bindings; `LogView.commands()` gives them as command palette entries.
 
 Messages: `LogView.FollowChanged(following)` when following pauses or resumes,
 `LogView.ErrorSelected(line_no, summary)` when n/N lands on an error.
-State for tests and the app: `following`, `new_lines`, `errors_only`, `search_text`, `error_count`,
-`line_count`, `cursor_line_no`, `visible_lines()` (the rendered text on screen).
+State for tests and the app: `following`, `new_lines`, `errors_only`, `filters`, `wrap`, `search_text`,
+`match_position()`, `error_count`, `line_count`, `cursor_line_no`, `visible_lines()` (the text on screen).
 
 What it shows: each line behind a two-cell gutter (`┃` on crash/warning/traceback lines, `▸` on the
-selected error or match); a traceback as one block under a summary row
-(`▶ KeyError: 12 at torch_symm_mem.py:83 (8 ranks)`; another rank's copy says `(same as line N, 8 ranks)`);
-a carriage-return progress bar updated in place; a status line (`● following` or
-`❚❚ paused — N new lines`, line count, errors, filter, search result).
+selected error or match); a traceback as one block under a summary row, the other ranks' identical copies
+folded into it (`▶ KeyError: 12 at torch_symm_mem.py:83 ×8 ranks (7 copies folded: z)`); a carriage-return
+progress bar updated in place; a status line (`● following` or `❚❚ paused — N new lines`, the search's
+position, errors, filter chips and what they hide, wrap, line count). An empty filtered view says why
+("no errors in 1,234 lines").
 
 Colours come only from component classes (`log-view--crash`, `--warning`, `--ready`, `--phase`,
 `--progress`, `--info`, `--summary`, `--match`, `--cursor`, `--gutter`, `--dim`,
-`--status-following`, `--status-paused`, `--status-note`), whose defaults use Textual's theme variables; the app
-may restyle them, e.g. `LogView .log-view--crash { color: $log-crash; }`. Rendered strips are
-cached and the cache is dropped whenever styles or the theme change.
+`--status-following`, `--status-paused`, `--status-note`, `--status-chip`), whose defaults use Textual's theme
+variables; the app may restyle them, e.g. `LogView .log-view--crash { color: $log-crash; }`. Rendered strips
+are cached and the cache is dropped whenever styles or the theme change.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.cache import LRUCache
@@ -57,6 +62,9 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 from symmtui.textsafe import visible
+from symmtui.ui.clock import LogTimes
+from symmtui.ui.widgets import log_goto
+from symmtui.ui.widgets.log_filters import MAX_MATCHES, FilterRule, ViewFilter, build, count_matches, matches
 from symmtui.ui.widgets.log_index import (
     BLOCK_END,
     CRASH,
@@ -69,8 +77,10 @@ from symmtui.ui.widgets.log_index import (
     TRUNCATED,
     WARNING,
     EventLike,
+    Keep,
     LineIndex,
     LineLike,
+    errors_filter,
 )
 
 __all__ = ["LogLines", "LogSearch", "LogStatus", "LogView"]
@@ -85,6 +95,7 @@ _KIND_CLASS = {
 }
 _GUTTER = 2
 _SEARCH_SLICE = 0.01  # seconds of searching between two turns of the event loop
+MAX_EXPORT = 1_000_000  # lines an export writes at most
 
 
 def _clean(text: str) -> str:
@@ -137,6 +148,9 @@ class LogLines(ScrollView, can_focus=True):
         self._owner = owner
         self._index = index
         self._cache: LRUCache[tuple[str, int, bool], Strip] = LRUCache(1024)
+        self._version = 0  # bumped whenever a cached strip is dropped (the wrap layout follows it)
+        self._layout_key: tuple[int, ...] | None = None
+        self._layout: list[Strip] = []
 
     # -- size: new lines change the virtual size, never the pane's own; no layout for them
     def set_virtual_size(self, size: Size) -> None:
@@ -168,13 +182,16 @@ class LogLines(ScrollView, can_focus=True):
         """Styles or theme changed: every cached strip is stale."""
         super().notify_style_update()
         self._cache.clear()
+        self._version += 1
 
     def clear_cache(self) -> None:
         """Drop every rendered strip."""
         self._cache.clear()
+        self._version += 1
 
     def discard_rows(self, rows: Sequence[int]) -> None:
         """Drop the rendered strips of `rows` (replaced or re-marked)."""
+        self._version += 1
         for row in rows:
             self._cache.discard(("r", row, False))
             self._cache.discard(("r", row, True))
@@ -185,6 +202,8 @@ class LogLines(ScrollView, can_focus=True):
         self._owner._scrolled(old_value, new_value)
 
     def on_resize(self) -> None:
+        if self._owner.wrap:
+            self._owner._update_size()
         if self._owner.following:
             self._owner._scroll_end()
 
@@ -193,11 +212,70 @@ class LogLines(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         width = self.size.width
         base = self.rich_style
+        if self._owner.wrap:
+            layout = self._wrapped(width, base)
+            return layout[y] if y < len(layout) else Strip.blank(width, base)
         vy = scroll_y + y
         if vy >= self._index.view_len():
-            return Strip.blank(width, base)
+            return self._empty_line(y, width, base)
         strip, pad = self._full_strip(vy, base)
         return strip.crop_extend(scroll_x, scroll_x + width, pad)
+
+    def _empty_line(self, y: int, width: int, base: Style) -> Strip:
+        """Below the last line: blank; on an empty filtered view's first line, why it is empty."""
+        index = self._index
+        if y != 0 or index.view_len() or not index.filtered or not index.rows:
+            return Strip.blank(width, base)
+        why = self._owner.empty_reason()
+        return Strip([Segment(f"  {why}", self._style("log-view--dim"))]).crop_extend(0, width, base)
+
+    def _wrapped(self, width: int, base: Style) -> list[Strip]:
+        """The screen in soft-wrap mode: whole view lines cut into pieces of the pane's width.
+
+        Scrolling moves by view lines: the top line is the view line at ``scroll_y``; at the end of the
+        view (following) the screen is filled from the last line up, so the last line is always whole."""
+        height = self.size.height
+        index = self._index
+        key = (int(self.scroll_y), width, height, index.view_len(), self._version, self._owner._cursor or -1)
+        if self._layout_key == key:
+            return self._layout
+        total = index.view_len()
+        top = int(self.scroll_y)
+        out: list[Strip] = []
+        if total and top >= self.max_scroll_y:
+            vy = total - 1
+            while vy >= 0 and len(out) < height:
+                out[:0] = self._pieces(vy, width, base)
+                vy -= 1
+            if len(out) >= height or vy >= 0:
+                out = out[-height:]
+            else:
+                top = 0
+                out = []
+        if not out:
+            vy = top
+            while vy < total and len(out) < height:
+                out += self._pieces(vy, width, base)
+                vy += 1
+            out = out[:height]
+        if not total:
+            out = [self._empty_line(0, width, base)]
+        self._layout_key, self._layout = key, out
+        return out
+
+    def _pieces(self, vy: int, width: int, base: Style) -> list[Strip]:
+        strip, pad = self._full_strip(vy, base)
+        room = max(1, width - _GUTTER)
+        if strip.cell_length <= width:
+            return [strip.extend_cell_length(width, pad)]
+        gutter = strip.crop(0, _GUTTER)
+        body = strip.crop(_GUTTER, strip.cell_length)
+        blank = Strip([Segment(" " * _GUTTER, pad)])
+        out = []
+        for start in range(0, body.cell_length, room):
+            piece = body.crop(start, start + room)
+            out.append(Strip.join([gutter if start == 0 else blank, piece]).extend_cell_length(width, pad))
+        return out
 
     def _full_strip(self, vy: int, base: Style) -> tuple[Strip, Style]:
         """The whole line at view line `vy` (cached) and the style that pads it to the pane's width."""
@@ -279,10 +357,11 @@ class LogLines(ScrollView, can_focus=True):
 
 
 class LogSearch(Input):
-    """The search box of a `LogView`: Enter next match, Up/Down previous/next, Escape closes."""
+    """The pane's prompt: search (Enter: next match, Up/Down: previous/next), a filter in or out, a go-to, or an
+    lnav-style command (``:filter-in RE``, ``:filter-out RE``, ``:goto WHERE``, ``:clear-filters``); Escape closes."""
 
     BINDINGS = [
-        Binding("escape", "close", "Close search", show=False),
+        Binding("escape", "close", "Close", show=False),
         Binding("down", "step(True)", "Next match", show=False),
         Binding("up", "step(False)", "Previous match", show=False),
     ]
@@ -297,24 +376,42 @@ class LogSearch(Input):
     }
     """
 
+    PLACEHOLDERS = {
+        "search": "search the log (Enter: next match, then n/N; Escape: close)",
+        "filter-in": "filter in: show only lines matching this regex (Enter: apply; X clears filters)",
+        "filter-out": "filter out: hide lines matching this regex (Enter: apply; X clears filters)",
+        "goto": log_goto.HELP,
+        "command": "filter-in RE · filter-out RE · clear-filters · goto WHERE · wrap · fold",
+    }
+
     def __init__(self, owner: LogView) -> None:
-        # compact: Input's own `:focus { border: tall }` would otherwise eat the one text row; no select on
-        # focus: the keys typed between / and the focus are already in the box, and the next would replace them
-        super().__init__(placeholder="search the log (Enter: next match, Escape: close)", compact=True,
-                         select_on_focus=False)
+        # compact: Input's own `:focus { border: tall }` would otherwise eat the one text row
+        super().__init__(placeholder=self.PLACEHOLDERS["search"], compact=True)
         self._owner = owner
+        self.mode = "search"
+
+    def open(self, mode: str) -> None:
+        """Show the prompt in ``mode`` and focus it (a search keeps its text; the others start empty)."""
+        if mode != self.mode or mode != "search":
+            self.value = ""
+        self.mode = mode
+        self.placeholder = self.PLACEHOLDERS[mode]
+        self.add_class("-open")
+        self.focus()
 
     def action_close(self) -> None:
         self._owner.action_close_search()
 
     def action_step(self, forward: bool) -> None:
-        self._owner.action_next_match() if forward else self._owner.action_previous_match()
+        if self.mode == "search":
+            self._owner.action_next_match() if forward else self._owner.action_previous_match()
 
 
 class LogStatus(Widget):
-    """The one-line state of a `LogView`: following or paused with new lines, filter, search, errors."""
+    """The one-line state of a `LogView`: following or paused, errors, search position, filter chips, wrap."""
 
-    COMPONENT_CLASSES = {"log-view--status-following", "log-view--status-paused", "log-view--status-note"}
+    COMPONENT_CLASSES = {"log-view--status-following", "log-view--status-paused", "log-view--status-note",
+                         "log-view--status-chip"}
 
     DEFAULT_CSS = """
     LogStatus {
@@ -324,6 +421,7 @@ class LogStatus(Widget):
         .log-view--status-following { color: $success; text-style: bold; }
         .log-view--status-paused { color: $warning; text-style: bold; }
         .log-view--status-note { color: $foreground; }
+        .log-view--status-chip { color: $background; background: $accent; }
     }
     """
 
@@ -332,15 +430,36 @@ class LogStatus(Widget):
         self._owner = owner
 
     def render(self) -> Text:
+        """What matters most first, so a narrow pane cuts the least: following, the search, the last key's
+        note, the filters and wrap, then the counts."""
         owner = self._owner
+        note_style = self.get_component_rich_style("log-view--status-note")
+        chip_style = self.get_component_rich_style("log-view--status-chip")
         text = Text(no_wrap=True, overflow="ellipsis")
         if owner.following:
             text.append(" ● following", self.get_component_rich_style("log-view--status-following"))
         else:
             new = owner.new_lines
-            text.append(f" ❚❚ paused — {new:,} new line{'s' if new != 1 else ''}",
-                        self.get_component_rich_style("log-view--status-paused"))
+            paused = f" ❚❚ paused — {new:,} new line{'s' if new != 1 else ''}" if new else " ❚❚ paused"
+            text.append(paused, self.get_component_rich_style("log-view--status-paused"))
             text.append(" (f: follow)")
+        if owner.search_text:  # "/shard/ 3 of 17"
+            text.append(" · ")
+            text.append(f"/{owner.search_text}/ {owner.match_position()}", note_style)
+        if owner._note:  # what the last key did
+            text.append(f" · {owner._note}", note_style)
+        if owner.errors_only:
+            text.append(" · errors only (e)", note_style)
+        for rule in owner.filters:
+            text.append(" ")
+            text.append(f" {rule.chip} ", chip_style)
+        if owner.filtering:
+            text.append(f" {owner.filtering}", note_style)
+        elif owner.filters or owner.errors_only:
+            hidden = owner.hidden_count
+            text.append(f" {hidden:,} hidden" + (" (X clears)" if owner.filters else ""))
+        if owner.wrap:
+            text.append(" · wrap (w)", note_style)
         # counts are the engine's events (a traceback from 8 ranks is one); n/N walks every marked line
         crashes, warnings = len(owner.index.crash_events), len(owner.index.warning_events)
         if crashes:
@@ -352,10 +471,6 @@ class LogStatus(Widget):
             text.append(f" · mark {owner.error_position}/{stops}")
         elif stops and not (crashes or warnings):
             text.append(f" · {stops:,} marked line{'s' if stops != 1 else ''}")
-        if owner._note:  # what the last key did: before the rest, so a narrow pane still shows it
-            text.append(f" · {owner._note}", self.get_component_rich_style("log-view--status-note"))
-        if owner.errors_only:
-            text.append(" · errors only (e)", self.get_component_rich_style("log-view--status-note"))
         lines = owner.index.last_no
         text.append(f" · {lines:,} line{'s' if lines != 1 else ''}")
         return text
@@ -368,8 +483,19 @@ class LogView(Vertical):
         Binding("f", "toggle_follow", "Follow", tooltip="Follow the end of the log, or pause"),
         Binding("slash", "search", "Find", key_display="/", tooltip="Search the log"),
         Binding("e", "toggle_errors", "Errors", tooltip="Show only crash and warning lines"),
-        Binding("n", "next_error", "Next", tooltip="Jump to the next error"),
-        Binding("N", "previous_error", "Prev", key_display="N", tooltip="Jump to the previous error"),
+        Binding("n", "next", "Next", tooltip="Next search match (while a search is on), else the next error"),
+        Binding("N", "previous", "Prev", key_display="N",
+                tooltip="Previous search match (while a search is on), else the previous error"),
+        Binding("right_square_bracket", "next_error", "Next error", key_display="]", show=False),
+        Binding("left_square_bracket", "previous_error", "Previous error", key_display="[", show=False),
+        Binding("i", "filter_in", "Filter in", show=False, tooltip="Show only lines matching a regex"),
+        Binding("x", "filter_out", "Filter out", show=False, tooltip="Hide lines matching a regex"),
+        Binding("X", "clear_filters", "Clear filters", key_display="X", show=False),
+        Binding("w", "toggle_wrap", "Wrap", show=False, tooltip="Soft-wrap long lines, or cut them"),
+        Binding("z", "toggle_fold", "Fold", show=False, tooltip="Fold other ranks' copies of a traceback"),
+        Binding("g", "go_to", "Go to", show=False, tooltip="Go to a line, a log time or a phase"),
+        Binding("colon", "command", "Command", key_display=":", show=False),
+        Binding("escape", "close_search", "Close search", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -418,11 +544,19 @@ class LogView(Vertical):
         self.following = True
         self.new_lines = 0
         self.error_position = 0
+        self.wrap = False
+        self.filters: tuple[FilterRule, ...] = ()
+        self.filtering = ""  # "filtering…" while a filter's rows are being judged
+        self._errors_only = False
+        self._filter_run = 0
         self._cursor: int | None = None
         self._needle = ""
+        self._matches: array[int] | None = None  # rows the search matches (None: still counting)
         self._note = ""
         self._programmatic = False
         self._search_run = 0  # bumped to cancel a search still scanning the file
+        self._first_stamp: float | None = None
+        self._last_stamp: tuple[float, float] | None = None  # (log time, time.monotonic() it arrived)
         self._lines = LogLines(self, self.index)
         self._search = LogSearch(self)
         self._status = LogStatus(self)
@@ -454,7 +588,7 @@ class LogView(Vertical):
     @property
     def errors_only(self) -> bool:
         """Whether the errors-only filter is on."""
-        return self.index.errors_only
+        return self._errors_only
 
     @property
     def search_text(self) -> str:
@@ -462,11 +596,56 @@ class LogView(Vertical):
         return self._needle
 
     @property
+    def hidden_count(self) -> int:
+        """Rows the filters hide."""
+        return self.index.rows - self.index._shown() if self.index.filtered else 0
+
+    @property
     def cursor_line_no(self) -> int | None:
         """Line number of the selected error or match, if any."""
         if self._cursor is None or not self.index.base <= self._cursor < self.index.end:
             return None
         return self.index.no_for_row(self._cursor)
+
+    def match_position(self) -> str:
+        """``3 of 17`` (the selected match among all), ``17 matches``, ``counting…`` or ``no match``."""
+        found = self._matches
+        if found is None:
+            return "counting…"
+        total = len(found)
+        more = "+" if total >= MAX_MATCHES else ""
+        if not total:
+            return "no match"
+        cursor = self._cursor
+        if cursor is not None:
+            k = bisect_left(found, cursor)
+            if k < total and found[k] == cursor:
+                return f"{k + 1:,} of {total:,}{more}"
+        return f"{total:,}{more} match{'es' if total != 1 else ''}"
+
+    def empty_reason(self) -> str:
+        """Why a filtered view is empty (shown on its first line)."""
+        if self.filtering:
+            return self.filtering
+        if self._errors_only and not self.filters:
+            return f"no errors in {self.index.last_no:,} lines (e shows everything)"
+        return "no line passes the filters (X clears the regex filters, e the errors-only one)"
+
+    def log_times(self) -> LogTimes:
+        """The log's own clock as the pane saw it: its first and latest stamped line, and when that arrived."""
+        last, seen = self._last_stamp if self._last_stamp is not None else (None, None)
+        return LogTimes(self._first_stamp, last, seen)
+
+    def _stamps(self, lines: Sequence[LineLike]) -> None:
+        """Keep the first and the latest stamped line's log time (a few lines of a batch are read, not all)."""
+        if self._first_stamp is None:
+            self._first_stamp = next((ts for line in lines[:50] if (ts := log_goto.stamp_of(line.plain)) is not None),
+                                     None)
+        for line in reversed(lines[-20:]):
+            ts = log_goto.stamp_of(line.plain)
+            if ts is not None:
+                self._last_stamp = (ts, time.monotonic())
+                return
 
     def focus(self, scroll_visible: bool = True) -> LogView:
         """Focus the scrolling body (the container itself takes no focus)."""
@@ -479,14 +658,33 @@ class LogView(Vertical):
 
     def commands(self) -> list[SystemCommand]:
         """Command palette entries for the pane's actions (yield them from `App.get_system_commands`)."""
-        return [
+        cmds = [
             SystemCommand("Log: follow on/off", "Follow the end of the log, or pause (f)", self.action_toggle_follow),
-            SystemCommand("Log: search", "Search the log (/)", self.action_search),
+            SystemCommand("Log: search", "Search the log (/), then n / N between the matches", self.action_search),
             SystemCommand("Log: errors only", "Show only crash and warning lines, or everything (e)",
                           self.action_toggle_errors),
-            SystemCommand("Log: next error", "Jump to the next error (n)", self.action_next_error),
-            SystemCommand("Log: previous error", "Jump to the previous error (N)", self.action_previous_error),
+            SystemCommand("Log: next error", "Jump to the next error (] or n)", self.action_next_error),
+            SystemCommand("Log: previous error", "Jump to the previous error ([ or N)", self.action_previous_error),
+            SystemCommand("Log: filter in…", "Show only the lines a regex matches (i; lnav's :filter-in)",
+                          self.action_filter_in),
+            SystemCommand("Log: filter out…", "Hide the lines a regex matches (x; lnav's :filter-out)",
+                          self.action_filter_out),
+            SystemCommand("Log: clear filters", "Remove every regex filter (X)", self.action_clear_filters),
+            SystemCommand("Log: soft wrap on/off", "Wrap long lines, or cut them (w)", self.action_toggle_wrap),
+            SystemCommand("Log: fold tracebacks on/off", "Fold the other ranks' copies of a traceback (z)",
+                          self.action_toggle_fold),
+            SystemCommand("Log: go to…", "A line, a log time (09:47:20, +8m01s) or a phase (g)", self.action_go_to),
         ]
+        for name, no in self._phase_starts():
+            cmds.append(SystemCommand(f"Log: go to {name}", f"The first line of {name} (line {no:,})",
+                                      partial(self.go_to, name)))
+        return cmds
+
+    def _phase_starts(self) -> list[tuple[str, int]]:
+        seen: dict[str, int] = {}
+        for name, no in self.index.phases:
+            seen.setdefault(name, no)
+        return list(seen.items())
 
     # ------------------------------------------------------------------ feeding
     def reset(self, path: str | Path | None = None) -> None:
@@ -499,6 +697,8 @@ class LogView(Vertical):
         self.error_position = 0
         self.new_lines = 0
         self._note = ""
+        self._matches = array("Q") if self._needle else None
+        self._first_stamp = self._last_stamp = None
         self._update_size()
         self._set_following(True)
         self._lines.refresh()
@@ -521,12 +721,19 @@ class LogView(Vertical):
             if anchor[0]:
                 anchor = (True, self.index.blocks[anchor[1]].start)
         shown_before = self.index.view_len()
+        end_before = self.index.end
         result = self.index.append(lines)
         if result.restart_at is not None:
             # the follower started the file over (truncated or replaced): old rows no longer match it
             self.reset(self.index.path)
             self.append_lines(lines[result.restart_at :])
             return
+        self._stamps(lines)
+        if self._needle and self._matches is not None and len(self._matches) < MAX_MATCHES:
+            index = self.index
+            for row in range(max(end_before, index.base), index.end):
+                if matches(self._needle, index.text(row)) and index.is_shown(row):
+                    self._matches.append(row)
         if result.blocks_changed or result.pruned:
             lines_widget.clear_cache()
         elif result.replaced:
@@ -536,7 +743,7 @@ class LogView(Vertical):
         self._update_size()
         if self.following:
             self._scroll_end()
-        elif anchor is not None and (result.inserted or result.pruned):
+        elif anchor is not None and (result.inserted or result.pruned or result.blocks_changed):
             # summary rows appeared above, or old rows were dropped: keep the same line at the top
             vy = self.index.view_y(anchor[1], summary=anchor[0])
             if vy is not None:
@@ -559,10 +766,15 @@ class LogView(Vertical):
         """Mark lines from engine events (kind colours, block summaries and ranks, n/N stops)."""
         if not events:
             return
+        anchor = None if self.following else self.index.nearest_row(int(self._lines.scroll_y))
         changed = self.index.add_events(events)
         if changed:
             self._lines.clear_cache()
             self._update_size()
+            if self.following:
+                self._scroll_end()
+            elif anchor is not None:  # copies folded above: keep the same line at the top
+                self._scroll_near(anchor, top=True)
             self._lines.refresh()
             self._status.refresh()
 
@@ -573,20 +785,18 @@ class LogView(Vertical):
 
     def action_toggle_errors(self) -> None:
         """Show only crash/warning lines and traceback blocks, or everything again."""
-        anchor = self._cursor if self._cursor is not None else self.index.nearest_row(int(self._lines.scroll_y))
-        self.index.set_errors_only(not self.index.errors_only)
-        self._lines.clear_cache()
-        self._programmatic = True
-        try:
-            self._update_size()
-            if self.following:
-                self._scroll_end()
-            elif anchor is not None:
-                self._scroll_near(anchor, top=True)
-        finally:
-            self._programmatic = False
-        self._lines.refresh()
-        self._status.refresh()
+        self._errors_only = not self._errors_only
+        if self._errors_only and not self.index.targets and not self.index.blocks:
+            self._note = "no errors"
+        self._apply_filter()
+
+    def action_next(self) -> None:
+        """n: the next search match while a search is on, else the next error."""
+        self.action_next_match() if self._needle else self.action_next_error()
+
+    def action_previous(self) -> None:
+        """N: the previous search match while a search is on, else the previous error."""
+        self.action_previous_match() if self._needle else self.action_previous_error()
 
     def action_next_error(self) -> None:
         """Select the next traceback block or crash/warning line (wraps around)."""
@@ -598,14 +808,58 @@ class LogView(Vertical):
 
     def action_search(self) -> None:
         """Open the search box."""
-        self._search.add_class("-open")
-        self._search.focus()
+        self._search.open("search")
+
+    def action_filter_in(self) -> None:
+        """Ask for a regex: only the lines it matches are shown (lnav's :filter-in)."""
+        self._search.open("filter-in")
+
+    def action_filter_out(self) -> None:
+        """Ask for a regex: the lines it matches are hidden (lnav's :filter-out)."""
+        self._search.open("filter-out")
+
+    def action_go_to(self) -> None:
+        """Ask where to go: a line, a log time, a time since the first line, or a phase."""
+        self._search.open("goto")
+
+    def action_command(self) -> None:
+        """An lnav-style command line (``:filter-in RE`` ...)."""
+        self._search.open("command")
+
+    def action_clear_filters(self) -> None:
+        """Remove every regex filter (errors only stays as it is)."""
+        if self.filters:
+            self.filters = ()
+            self._note = "filters cleared"
+            self._apply_filter()
+
+    def action_toggle_wrap(self) -> None:
+        """Soft-wrap long lines to the pane's width, or cut them again."""
+        anchor = self._top_row()
+        self.wrap = not self.wrap
+        self._lines.scroll_x = 0
+        self._lines.clear_cache()
+        self._update_size()
+        self._keep_place(anchor)
+        self._status.refresh()
+
+    def action_toggle_fold(self) -> None:
+        """Fold the other ranks' copies of every traceback under its first occurrence, or unfold them."""
+        anchor = self._top_row()
+        self.index.set_folding(not self.index.folding)
+        self._note = "copies folded" if self.index.folding else "copies unfolded"
+        self._lines.clear_cache()
+        self._update_size()
+        self._keep_place(anchor)
+        self._recount()
+        self._status.refresh()
 
     def action_close_search(self) -> None:
-        """Close the search box and clear the highlight; the last match stays selected."""
+        """Close the prompt; a search's highlight goes with it (the last match stays selected)."""
         self._search.remove_class("-open")
-        self._search.value = ""
-        self._set_needle("")
+        if self._search.mode == "search" or self._needle:
+            self._search.value = ""
+            self._set_needle("")
         self._lines.focus()
 
     def action_next_match(self) -> None:
@@ -616,17 +870,66 @@ class LogView(Vertical):
         """Select the previous line that contains the search text."""
         self._step_match(forward=False)
 
-    # ------------------------------------------------------------------ search box
+    def go_to(self, where: str) -> bool:
+        """Select the line ``where`` names (see ``log_goto``); the status line says what it found."""
+        landing = log_goto.go_to(self.index, where)
+        self._note = landing.note
+        if landing.row is None:
+            self._status.refresh()
+            return False
+        if not self.index.is_shown(landing.row) and self.index.filtered:
+            self._note += " (hidden by a filter: showing the next line shown)"
+        self._select(landing.row, summary=False)
+        return True
+
+    def add_filter(self, include: bool, pattern: str) -> bool:
+        """Add a filter-in / filter-out regex; a bad one is a note, not an error."""
+        try:
+            rule = FilterRule.parse(include, pattern)
+        except ValueError as exc:
+            self._note = str(exc)
+            self._status.refresh()
+            return False
+        self.filters = (*[r for r in self.filters if r.chip != rule.chip], rule)
+        self._note = ""
+        self._apply_filter()
+        return True
+
+    # ------------------------------------------------------------------ prompt
     @on(Input.Changed, "LogSearch")
     def _search_changed(self, event: Input.Changed) -> None:
         event.stop()
-        self._set_needle(event.value)
+        if self._search.mode == "search":
+            self._set_needle(event.value)
 
     @on(Input.Submitted, "LogSearch")
     def _search_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self._set_needle(event.value)
-        self._step_match(forward=True)
+        mode, value = self._search.mode, event.value.strip()
+        if mode == "search":
+            self._set_needle(event.value)
+            self._lines.focus()  # the pane takes the keys from here: n / N walk the matches
+            self._step_match(forward=True)
+            return
+        self._search.remove_class("-open")
+        self._lines.focus()
+        if mode == "command":
+            mode, _, value = value.partition(" ")
+            mode = {"filter-in": "filter-in", "filter-out": "filter-out", "goto": "goto", "go": "goto"}.get(
+                mode.lower(), mode.lower())
+            if mode in ("clear-filters", "unfilter", "clear"):
+                self.action_clear_filters()
+                return
+            if mode in ("wrap", "fold", "errors"):
+                {"wrap": self.action_toggle_wrap, "fold": self.action_toggle_fold,
+                 "errors": self.action_toggle_errors}[mode]()
+                return
+            if mode not in ("filter-in", "filter-out", "goto"):
+                mode, value = "goto", event.value.strip()
+        if mode in ("filter-in", "filter-out"):
+            self.add_filter(mode == "filter-in", value.strip())
+        else:
+            self.go_to(value)
 
     def _set_needle(self, needle: str) -> None:
         if needle != self._needle:
@@ -635,7 +938,27 @@ class LogView(Vertical):
             self._note = ""
             self._lines.clear_cache()
             self._lines.refresh()
+            self._recount()
             self._status.refresh()
+
+    def _recount(self) -> None:
+        """Count the search's matches again (in slices); the status line says "counting…" meanwhile."""
+        self._matches = None
+        if not self._needle:
+            return
+        self._count(self._search_run, count_matches(self.index, self._needle))
+
+    @work(group="log-count", exclusive=True)
+    async def _count(self, run: int, steps: Iterator[array[int] | None]) -> None:
+        """Count in slices, one per turn of the event loop (a worker: the coroutine is made when it starts)."""
+        for found in steps:
+            if run != self._search_run:
+                return
+            if found is not None:
+                self._matches = found
+                self._status.refresh()
+                return
+            await asyncio.sleep(0)
 
     def _step_match(self, forward: bool) -> None:
         needle = self._needle
@@ -652,10 +975,13 @@ class LogView(Vertical):
             start = index.end - 1
         self._search_run += 1
         run = self._search_run
+        if self._matches is None:
+            self._recount()  # the count superseded by this step: start it again under the new run
         steps = index.find_steps(needle, start, forward=forward)
         if not self._search_slice(run, needle, steps):
-            self.run_worker(self._search_rest(run, needle, steps), group="log-search", exclusive=True)
+            self._search_rest(run, needle, steps)
 
+    @work(group="log-search", exclusive=True)
     async def _search_rest(self, run: int, needle: str, steps: Iterator[int | None]) -> None:
         """A search that needs the file: one slice per turn of the event loop, so keys stay responsive."""
         while run == self._search_run:
@@ -681,10 +1007,90 @@ class LogView(Vertical):
         self._status.refresh()
         return True
 
+    # ------------------------------------------------------------------ export
+    def export(self, path: Path) -> None:
+        """Write the lines the pane shows (its filters and folds applied, summary rows as ``▶ ...``) to ``path``:
+        gathered in slices on the loop, written (atomically, 0600) on a thread; a toast says where, or why not."""
+        self._export(path)
+
+    @work(group="log-export", exclusive=True)
+    async def _export(self, path: Path) -> None:
+        index = self.index
+        out: list[str] = []
+        deadline = time.monotonic() + _SEARCH_SLICE
+        for y in range(min(index.view_len(), MAX_EXPORT)):
+            if y >= index.view_len():
+                break
+            is_summary, value = index.view_entry(y)
+            out.append(f"▶ {index.block_summary(index.blocks[value])}" if is_summary else index.text(value))
+            if time.monotonic() > deadline:
+                await asyncio.sleep(0)
+                deadline = time.monotonic() + _SEARCH_SLICE
+        from symmtui.fsatomic import write_atomic
+
+        data = ("\n".join(visible(line) for line in out) + "\n").encode()
+        try:
+            await asyncio.to_thread(write_atomic, path, data)
+        except OSError as exc:
+            self.notify(f"export failed: {path}: {exc.strerror or exc}", severity="error", timeout=8)
+            return
+        cut = f" (the first {MAX_EXPORT:,})" if index.view_len() > MAX_EXPORT else ""
+        self.notify(f"{len(out):,} lines{cut} written to {path}", timeout=8)
+
+    # ------------------------------------------------------------------ filters
+    def _apply_filter(self) -> None:
+        """Show what errors-only and the regex filters keep; regexes are judged in slices (a worker)."""
+        self._filter_run += 1
+        keep = ViewFilter(self.index, self._errors_only, self.filters)
+        if not self.filters:
+            self.filtering = ""
+            self._show_filtered(errors_filter() if self._errors_only else None, None)
+            return
+        self.filtering = "filtering…"
+        self._status.refresh()
+        self._build(self._filter_run, keep)
+
+    @work(group="log-filter", exclusive=True)
+    async def _build(self, run: int, keep: ViewFilter) -> None:
+        """Judge the filter's rows in slices; the view changes once they are all judged."""
+        for rows in build(keep):
+            if run != self._filter_run:
+                return
+            if rows is not None:
+                self.filtering = ""
+                self._show_filtered(keep, rows)
+                return
+            await asyncio.sleep(0)
+
+    def _show_filtered(self, keep: Keep | None, rows: array[int] | None) -> None:
+        anchor = self._top_row()
+        self.index.set_filter(keep, rows)
+        self._lines.clear_cache()
+        self._keep_place(anchor)
+        self._recount()
+        self._lines.refresh()
+        self._status.refresh()
+
+    def _top_row(self) -> int | None:
+        """The row to keep in place across a change of the view: the cursor's, else the top row."""
+        return self._cursor if self._cursor is not None else self.index.nearest_row(int(self._lines.scroll_y))
+
+    def _keep_place(self, anchor: int | None) -> None:
+        self._programmatic = True
+        try:
+            self._update_size()
+            if self.following:
+                self._scroll_end()
+            elif anchor is not None:
+                self._scroll_near(anchor, top=True)
+        finally:
+            self._programmatic = False
+        self._lines.refresh()
+
     # ------------------------------------------------------------------ errors
     def _step_error(self, forward: bool) -> None:
         index = self.index
-        targets = index.targets
+        targets = [t for t in index.targets if index.is_shown(t)] if index.filtered else index.targets
         if not targets:
             self._note = "no errors"
             self._status.refresh()
@@ -737,8 +1143,10 @@ class LogView(Vertical):
         scroll_y = int(lines.scroll_y)
         if top:
             lines.scroll_to(y=vy, animate=False, immediate=True, force=True)
-        elif not scroll_y <= vy < scroll_y + height:
-            lines.scroll_to(y=max(0, vy - height // 3), animate=False, immediate=True, force=True)
+        elif not scroll_y <= vy < scroll_y + (1 if self.wrap else height):
+            # in wrap mode the top line is the one scrolled to (its pieces fill the screen downwards)
+            lines.scroll_to(y=max(0, vy - (0 if self.wrap else height // 3)), animate=False, immediate=True,
+                            force=True)
 
     def _nearest_view_y(self, row: int) -> int:
         """For a row hidden by the filter: the view line of the next shown row."""
@@ -750,7 +1158,8 @@ class LogView(Vertical):
         return max(index.view_len() - 1, 0)
 
     def _update_size(self) -> None:
-        self._lines.set_virtual_size(Size(self.index.width + _GUTTER + 1, self.index.view_len()))
+        width = 1 if self.wrap else self.index.width + _GUTTER + 1
+        self._lines.set_virtual_size(Size(width, self.index.view_len()))
 
     def _scroll_end(self) -> None:
         if not self._lines.is_mounted:
@@ -780,7 +1189,7 @@ class LogView(Vertical):
         if self._programmatic:
             return
         if new >= self._lines.max_scroll_y:
-            if not self.following:
+            if new > old and not self.following:  # not a clamp (the pane grew: a prompt closed)
                 # already at the end; scrolling again here would stop the animation driving this call
                 self._set_following(True, scroll=False)
         elif new < old and self.following:

@@ -1,0 +1,403 @@
+"""The dashboard against toolong and lnav, each in its own tmux pane (120x40), the same run: `bench.peers` rows.
+
+Every program runs as a user starts it, in a real terminal (tmux), on the same files: idle CPU on a
+quiet log, first paint and peak RSS on a 1M-line (~129 MB) log, a key's effect on screen during a
+50k lines/s flood, the demo idle after READY (8 simulated GPUs), and the dashboard's RSS during a
+1M-line flood with a search typed. A key is timed from `tmux send-keys` until `capture-pane` shows
+its effect (polled; each capture costs ~2 ms). CPU and memory are the whole process tree's (psutil;
+peak RSS is the sum of each process's VmHWM). A missing peer is a line saying so.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import psutil
+
+if TYPE_CHECKING:
+    from bench.peers import Table, Tree
+
+SOCKET = f"bench-peers-{os.getpid()}"
+SIZE = (120, 40)
+IDLE_SECONDS = 10.0
+FLOOD_RATE = 50_000
+FLOOD_SECONDS = 8.0
+BIG_LINES = 1_000_000
+
+FLOOD_WRITER = r'''
+import os, sys, time
+path, rate, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+total = int(rate * seconds)
+chunk = max(1, rate // 100)
+t0 = time.perf_counter()
+n = 0
+while n < total:
+    body = "".join(f"[2026-11-29 10:{(n + i) // 60000 % 60:02d}:{(n + i) // 1000 % 60:02d} TP{(n + i) % 8}] Decode batch. "
+                   f"#running-req: {(n + i) % 97}, #token: {n + i}, token usage: 0.42, gen throughput (token/s): "
+                   f"1234.56, #queue-req: 0, seq={n + i:07d}\n" for i in range(min(chunk, total - n)))
+    os.write(fd, body.encode())
+    n += chunk
+    delay = t0 + n / rate - time.perf_counter()
+    if delay > 0:
+        time.sleep(delay)
+os.close(fd)
+'''
+
+BARE_APP = (
+    "from textual.app import App\nfrom textual.widgets import Static\n"
+    "class Bare(App):\n    def compose(self):\n        yield Static('Decode batch. (a bare Textual app)')\n"
+    "Bare().run()\n"
+)
+
+
+@dataclass
+class Program:
+    """A terminal program to start in a pane, and the key that shows and hides something."""
+
+    name: str
+    argv: Callable[[Path], list[str]]
+    env: dict[str, str]
+    open_key: str
+    open_marker: str
+    close_key: str
+    cwd: Path | None = None
+
+
+def _tmux(*args: str) -> str:
+    r = subprocess.run(["tmux", "-L", SOCKET, "-f", "/dev/null", *args], capture_output=True, text=True, check=False)
+    return r.stdout
+
+
+class Pane:
+    """One program in a detached tmux session of SIZE."""
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], cwd: Path | None = None) -> None:
+        self.name = name
+        cmd = "exec env " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " " + shlex.join(argv)
+        self.started = time.perf_counter()
+        where = ["-c", str(cwd)] if cwd is not None else []
+        _tmux("new-session", "-d", "-s", name, *where, "-x", str(SIZE[0]), "-y", str(SIZE[1]), cmd)
+        pid = _tmux("display", "-p", "-t", name, "#{pane_pid}").strip()
+        self.proc = psutil.Process(int(pid))
+
+    def capture(self) -> str:
+        return _tmux("capture-pane", "-p", "-t", self.name)
+
+    def keys(self, key: str) -> None:
+        _tmux("send-keys", "-t", self.name, key)
+
+    def wait_for(self, cond: Callable[[str], bool], timeout: float) -> float | None:
+        """Seconds until ``cond(screen)`` holds (polled), None after ``timeout``."""
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < timeout:
+            if cond(self.capture()):
+                return time.perf_counter() - t0
+            time.sleep(0.001)
+        return None
+
+    def tree(self) -> list[psutil.Process]:
+        try:
+            return [self.proc, *self.proc.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def cpu(self) -> dict[int, float]:
+        out = {}
+        for p in self.tree():
+            try:
+                t = p.cpu_times()
+                out[p.pid] = t.user + t.system
+            except psutil.NoSuchProcess:
+                pass
+        return out
+
+    def hwm_mb(self) -> float:
+        total = 0.0
+        for p in self.tree():
+            try:
+                for line in Path(f"/proc/{p.pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        total += int(line.split()[1]) / 1024
+            except OSError:
+                pass
+        return total
+
+    def rss_mb(self) -> float:
+        total = 0.0
+        for p in self.tree():
+            try:
+                total += p.memory_info().rss / 2**20
+            except psutil.NoSuchProcess:
+                pass
+        return total
+
+    def close(self) -> None:
+        procs = self.tree()
+        _tmux("kill-session", "-t", self.name)
+        _, alive = psutil.wait_procs(procs, timeout=3)
+        for p in alive:  # the programs we started, by their pid
+            p.kill()
+
+
+def cpu_percent(pane: Pane, seconds: float) -> float:
+    c0, w0 = pane.cpu(), time.perf_counter()
+    time.sleep(seconds)
+    c1, w1 = pane.cpu(), time.perf_counter()
+    used = sum(c1[p] - c0[p] for p in c1 if p in c0)
+    return 100.0 * used / (w1 - w0)
+
+
+def programs(trees: list[Tree], tmp: Path, toolong: str | None) -> tuple[list[Program], list[str]]:
+    """The symmtui dashboards (one per tree), then the peers that are here; and a line per missing peer."""
+    out: list[Program] = []
+    missing: list[str] = []
+    for tree in trees:
+        env = {"PYTHONPATH": str(tree.path), "XDG_STATE_HOME": str(tmp / "state"),
+               "XDG_CONFIG_HOME": str(tmp / "config"), "PYTHONDONTWRITEBYTECODE": "1"}
+        out.append(Program(f"symmtui ({tree.label})", lambda log: [sys.executable, "-m", "symmtui", "--log", str(log)],
+                           env, "/", "search the log (Enter", "Escape", tree.path))
+    tl_dir = toolong or _install_toolong(tmp)
+    if tl_dir is not None:
+        out.append(Program("toolong", lambda log: [sys.executable, "-m", "toolong", str(log)],
+                           {"PYTHONPATH": tl_dir}, "C-f", "Case sensitive", "Escape", tmp))
+    else:
+        missing.append("toolong: not installed (pip install --target DIR toolong failed; pass --toolong DIR)")
+    if shutil.which("lnav"):
+        home = tmp / "lnav-home"
+        home.mkdir(exist_ok=True)
+        out.append(Program("lnav", lambda log: ["lnav", str(log)], {"HOME": str(home)}, "?",
+                           "A fancy log file viewer", "q", tmp))
+    else:
+        missing.append("lnav: not installed (apt-get install lnav)")
+    return out, missing
+
+
+def _install_toolong(tmp: Path) -> str | None:
+    """toolong from PyPI into a throwaway folder (its own Textual); None when that is not possible."""
+    dest = tmp / "toolong"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--target",
+                        str(dest), "toolong"], capture_output=True, text=True, timeout=300, check=False)
+    return str(dest) if r.returncode == 0 and (dest / "toolong").is_dir() else None
+
+
+def _screen_has_log(screen: str) -> bool:
+    return "Decode batch." in screen
+
+
+def big_log(path: Path) -> Path:
+    with open(path, "w") as fh:
+        for start in range(0, BIG_LINES, 10_000):
+            fh.write("".join(
+                f"[2026-11-29 10:{i // 60000 % 60:02d}:{i // 1000 % 60:02d} TP{i % 8}] Decode batch. #running-req: "
+                f"{i % 97}, #token: {i * 7 % 100000}, token usage: 0.42, gen throughput (token/s): 1234.56, seq={i:07d}\n"
+                for i in range(start, start + 10_000)))
+    return path
+
+
+def quiet_log(path: Path) -> Path:
+    from bench.engine import READY, STARTUP
+
+    path.write_text(STARTUP + READY + "".join(
+        f"[2026-11-29 10:00:{i % 60:02d} TP0] Decode batch. #running-req: 1, seq={i:07d}\n" for i in range(200)))
+    return path
+
+
+def measure_paint(prog: Program, log: Path, runs: int) -> tuple[list[float], list[float]]:
+    """(first paint seconds, peak RSS MB after it settled) per run."""
+    paints, rss = [], []
+    for k in range(runs):
+        pane = Pane(f"paint{k}", prog.argv(log), prog.env, prog.cwd)
+        try:
+            took = pane.wait_for(_screen_has_log, 60)
+            if took is None:
+                raise SystemExit(f"{prog.name}: no log line on screen in 60 s:\n{pane.capture()}")
+            paints.append(time.perf_counter() - pane.started)
+            for _ in range(40):  # until it has settled (indexing done): 0.5 s under 5 % of a core
+                if cpu_percent(pane, 0.5) < 5:
+                    break
+            rss.append(pane.hwm_mb())
+        finally:
+            pane.close()
+    return paints, rss
+
+
+def measure_idle(prog: Program, log: Path, seconds: float = IDLE_SECONDS) -> float:
+    pane = Pane("idle", prog.argv(log), prog.env, prog.cwd)
+    try:
+        if pane.wait_for(_screen_has_log, 30) is None:
+            raise SystemExit(f"{prog.name}: no log line on screen in 30 s:\n{pane.capture()}")
+        time.sleep(3.0)  # start-up is not idle
+        return cpu_percent(pane, seconds)
+    finally:
+        pane.close()
+
+
+def measure_keys(prog: Program, log: Path, writer: Path) -> list[float]:
+    """Seconds from a key sent to its effect on screen (open and close), during a 50k lines/s flood."""
+    pane = Pane("keys", prog.argv(log), prog.env, prog.cwd)
+    out: list[float] = []
+    try:
+        if pane.wait_for(_screen_has_log, 30) is None:
+            raise SystemExit(f"{prog.name}: no log line on screen in 30 s:\n{pane.capture()}")
+        time.sleep(1.0)
+        flood = subprocess.Popen([sys.executable, str(writer), str(log), str(FLOOD_RATE), str(FLOOD_SECONDS)])
+        time.sleep(0.5)
+        try:
+            while flood.poll() is None:
+                for key, want in ((prog.open_key, True), (prog.close_key, False)):
+                    t0 = time.perf_counter()
+                    pane.keys(key)
+                    took = pane.wait_for(lambda s, w=want: (prog.open_marker in s) == w, 10)  # type: ignore[misc]
+                    out.append(time.perf_counter() - t0 if took is not None else 10.0)
+                    time.sleep(0.2)
+        finally:
+            flood.wait()
+    finally:
+        pane.close()
+    return out
+
+
+def measure_demo_idle(tree: Tree, tmp: Path) -> float | None:
+    """The demo after READY (crash, p y, r y): CPU of the dashboard process alone (not its simulated server)."""
+    env = {"PYTHONPATH": str(tree.path), "XDG_STATE_HOME": str(tmp / "state"), "XDG_CONFIG_HOME": str(tmp / "config")}
+    pane = Pane("demo", [sys.executable, "-m", "symmtui", "demo", "--speed", "10", "--no-record"], env, tree.path)
+    try:
+        steps = (("CRASHED", None), ("Apply (y)", "p"), ("[patched]", "y"), ("Relaunch (y)", "r"), ("READY", "y"))
+        for marker, key in steps:
+            if key is not None:
+                time.sleep(0.8)  # a confirmation ignores keys that come within a few hundred ms of it opening
+                pane.keys(key)
+            if pane.wait_for(lambda s, m=marker: m in (s.splitlines() or [""])[0] if m == "READY" else m in s,  # type: ignore[misc]
+                             60) is None:
+                return None
+        time.sleep(3.0)
+        c0, w0 = pane.proc.cpu_times(), time.perf_counter()
+        time.sleep(IDLE_SECONDS)
+        c1, w1 = pane.proc.cpu_times(), time.perf_counter()
+        return 100.0 * ((c1.user + c1.system) - (c0.user + c0.system)) / (w1 - w0)
+    finally:
+        pane.close()
+
+
+def measure_flood_search_rss(tree: Tree, tmp: Path, writer: Path) -> float:
+    """Peak RSS (MB) of the dashboard while 1M lines are appended (100k lines/s) with a search typed."""
+    env = {"PYTHONPATH": str(tree.path), "XDG_STATE_HOME": str(tmp / "state"), "XDG_CONFIG_HOME": str(tmp / "config")}
+    log = quiet_log(tmp / f"flood-search-{os.getpid()}.log")
+    pane = Pane("fsearch", [sys.executable, "-m", "symmtui", "--log", str(log)], env, tree.path)
+    try:
+        if pane.wait_for(_screen_has_log, 30) is None:
+            raise SystemExit(f"symmtui: no log line on screen in 30 s:\n{pane.capture()}")
+        pane.keys("/")
+        pane.wait_for(lambda s: "search the log (Enter" in s, 10)
+        _tmux("send-keys", "-t", pane.name, "-l", "Traceback")
+        flood = subprocess.Popen([sys.executable, str(writer), str(log), "100000", str(BIG_LINES / 100_000)])
+        peak = 0.0
+        while flood.poll() is None:
+            peak = max(peak, pane.rss_mb())
+            time.sleep(0.25)
+        time.sleep(3.0)
+        return max(peak, pane.hwm_mb())
+    finally:
+        pane.close()
+        log.unlink(missing_ok=True)
+
+
+PARTS = ("idle", "demo", "keys", "paint", "fsearch")
+
+
+def rows(table: Table, tmp: Path, *, quick: bool, toolong: str | None, parts: set[str] | None = None) -> None:
+    """Add the terminal rows to ``table`` (symmtui's trees first, then the peers here); ``parts``: some of PARTS."""
+    want = set(PARTS) if parts is None else parts
+    if shutil.which("tmux") is None:
+        print("tui: tmux is not installed: the terminal rows are skipped")
+        return
+    progs, missing = programs(table.trees, tmp, toolong)
+    for line in missing:
+        print(f"tui: {line}")
+    mine = progs[: len(table.trees)]
+    peers = progs[len(table.trees):]
+    writer = tmp / "tui_flood_writer.py"
+    writer.write_text(FLOOD_WRITER)
+    runs = 1 if quick else 3
+
+    def peer_text(fmt: Callable[[Program], str]) -> str:
+        return "; ".join([f"{p.name} {fmt(p)}" for p in peers] + [m.split(":")[0] + " missing" for m in missing])
+
+    if "idle" in want:
+        _idle_row(table, tmp, progs, mine, peer_text)
+    if "demo" in want:
+        _demo_row(table, tmp)
+    if "keys" in want:
+        _keys_row(table, tmp, progs, mine, peer_text, writer)
+    if "paint" in want:
+        _paint_row(table, tmp, progs, mine, peer_text, runs)
+    if "fsearch" in want:
+        print("tui: RSS during a 1M-line flood with a search typed", flush=True)
+        rss = [measure_flood_search_rss(t, tmp, writer) for t in table.trees]
+        table.add("dashboard peak RSS during a 1M-line flood (100k lines/s) with a search typed",
+                  [f"{r:.0f} MB" for r in rss], "-", "< 250 MB", rss[0] < 250)
+
+
+PeerText = Callable[[Callable[[Program], str]], str]
+
+
+def _idle_row(table: Table, tmp: Path, progs: list[Program], mine: list[Program], peer_text: PeerText) -> None:
+    print("tui: idle CPU on a quiet log", flush=True)
+    quiet = quiet_log(tmp / "quiet.log")
+    idle = {p.name: measure_idle(p, quiet) for p in progs}
+    table.add(f"dashboard idle CPU (quiet log, no GPU on this host), {IDLE_SECONDS:.0f} s",
+              [f"{idle[p.name]:.2f} % of a core" for p in mine], peer_text(lambda p: f"{idle[p.name]:.2f} %"),
+              "<= 0.5 %", idle[mine[0].name] <= 0.5)
+
+
+def _demo_row(table: Table, tmp: Path) -> None:
+    print("tui: demo idle after READY", flush=True)
+    demo = [measure_demo_idle(t, tmp) for t in table.trees]
+    table.add(f"demo dashboard idle after READY (8 simulated GPUs), {IDLE_SECONDS:.0f} s",
+              ["not READY in 60 s" if d is None else f"{d:.2f} % of a core" for d in demo], "-", "<= 1 %",
+              demo[0] is not None and demo[0] <= 1.0)
+
+
+def _keys_row(table: Table, tmp: Path, progs: list[Program], mine: list[Program], peer_text: PeerText,
+              writer: Path) -> None:
+    print("tui: a key shown during a 50k lines/s flood", flush=True)
+    keys: dict[str, list[float]] = {}
+    for p in progs:
+        flood_log = quiet_log(tmp / "keys.log")
+        keys[p.name] = measure_keys(p, flood_log, writer)
+    table.add(f"typed key shown during a {FLOOD_RATE // 1000}k lines/s flood ({FLOOD_SECONDS:.0f} s)",
+              [f"median {statistics.median(keys[p.name]) * 1000:.0f} ms, max {max(keys[p.name]) * 1000:.0f} ms "
+               f"({len(keys[p.name])} keys)" for p in mine],
+              peer_text(lambda p: f"median {statistics.median(keys[p.name]) * 1000:.0f} ms, "
+                                  f"max {max(keys[p.name]) * 1000:.0f} ms"),
+              "max <= 50 ms", max(keys[mine[0].name]) <= 0.050)
+
+
+def _paint_row(table: Table, tmp: Path, progs: list[Program], mine: list[Program], peer_text: PeerText,
+               runs: int) -> None:
+    print(f"tui: first paint and peak RSS on a {BIG_LINES // 1000}k-line log", flush=True)
+    big = big_log(tmp / "big.log")
+    mb = big.stat().st_size / 1e6
+    paint: dict[str, tuple[list[float], list[float]]] = {p.name: measure_paint(p, big, runs) for p in progs}
+    bare = Program("bare Textual app", lambda _log: [sys.executable, "-c", BARE_APP], {}, "", "", "", tmp)
+    bare_paint = statistics.median(measure_paint(bare, big, runs)[0])
+    table.add(f"first paint on a {BIG_LINES // 1000}k-line ({mb:.0f} MB) log, median of {runs}",
+              [f"{statistics.median(paint[p.name][0]):.2f} s" for p in mine],
+              peer_text(lambda p: f"{statistics.median(paint[p.name][0]):.2f} s") + f"; a bare Textual app {bare_paint:.2f} s",
+              "<= 0.8 s", statistics.median(paint[mine[0].name][0]) <= 0.8)
+    table.add(f"peak RSS, {BIG_LINES // 1000}k-line log (settled), median of {runs}",
+              [f"{statistics.median(paint[p.name][1]):.0f} MB" for p in mine],
+              peer_text(lambda p: f"{statistics.median(paint[p.name][1]):.0f} MB"),
+              "<= 80 MB", statistics.median(paint[mine[0].name][1]) <= 80)
+    big.unlink()

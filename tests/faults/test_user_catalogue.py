@@ -1,0 +1,69 @@
+"""A user's catalogue entries (the XDG file, a profile's [[rules.entry]]) meet the same checks as `--ready`:
+a pattern that can backtrack exponentially is refused before any line is read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from symmtui.boundary import regex_problem
+from symmtui.core.catalogue import user_file
+from tests.faults.hostile_kit import one_error_line, run_cli
+from tests.launch.helpers import demo_config
+
+SLOW = r"ERRX (\w+\s?)*$"
+# The line that makes SLOW take exponential time: a word run the trailing `$` can never accept.
+FREEZER = "ERRX " + "ab " * 40 + "!\n"
+
+
+def _entry(pattern: str) -> str:
+    return f"[[entry]]\nid = \"our-errx\"\nkind = \"crash\"\npatterns = ['{pattern}']\n"
+
+
+def _log(tmp_path: Path) -> Path:
+    log = tmp_path / "server.log"
+    log.write_text("[2026-01-01 00:00:00] server starting\n" + FREEZER)
+    return log
+
+
+def test_a_catastrophic_user_catalogue_pattern_is_refused_like_ready(tmp_path: Path) -> None:
+    user_file().parent.mkdir(parents=True, exist_ok=True)
+    user_file().write_text(_entry(SLOW))
+    line = one_error_line(run_cli("wait", "--log", str(_log(tmp_path)), "--timeout", "5", "--no-record", timeout=60))
+    assert "patterns[0]" in line and str(user_file()) in line
+    problem = regex_problem(SLOW)
+    assert problem is not None and problem in line  # the one check --ready uses, word for word
+    ready = one_error_line(run_cli("wait", "--log", str(_log(tmp_path)), "--ready", SLOW, timeout=60))
+    assert problem in ready
+
+
+def test_the_same_pattern_in_a_profiles_rules_entry_is_refused(tmp_path: Path) -> None:
+    cfg = demo_config(tmp_path)
+    cfg.write_text(cfg.read_text() + "\n[[rules.entry]]\n" + _entry(SLOW).split("\n", 1)[1])
+    line = one_error_line(run_cli("launch", "--config", str(cfg), "--no-record", timeout=60))
+    assert "rules.entry[0]" in line and "exponential time" in line
+    assert not (tmp_path / "logs").exists()
+
+
+def test_a_safe_user_pattern_still_judges_the_line(tmp_path: Path) -> None:
+    user_file().parent.mkdir(parents=True, exist_ok=True)
+    user_file().write_text(_entry(r"ERRX [\w ]+!$"))
+    r = run_cli("wait", "--log", str(_log(tmp_path)), "--timeout", "5", "--no-record", timeout=60)
+    assert r.returncode == 1 and b"CRASHED" in r.stdout, (r.stdout[-500:], r.stderr[-500:])
+
+
+def test_a_user_catalogue_is_capped_in_entries_patterns_and_pattern_length(tmp_path: Path) -> None:
+    import pytest
+
+    from symmtui.core.catalogue import CatalogueError, load_file
+
+    path = tmp_path / "catalogue.toml"
+    cases = {
+        "1001 entries; at most 1000": "".join(f'[[entry]]\nid = "e{i}"\nkind = "info"\npatterns = ["m{i}x"]\n'
+                                              for i in range(1001)),
+        "65 patterns; at most 64": _entry("p").replace("['p']", "[" + ", ".join(["'p'"] * 65) + "]"),
+        "a pattern of 5000 characters (at most 4096": _entry("x" * 5000),
+    }
+    for says, text in cases.items():
+        path.write_text(text)
+        with pytest.raises(CatalogueError, match=says.replace("(", r"\(")):
+            load_file(path)
