@@ -19,7 +19,7 @@ from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
 from symmtui.gpu.standin import load_standin, standin_host
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.processes import ProcessScreen
-from tests.ui.kit import answer, settle, text, wait_for
+from tests.ui.kit import answer, settle, text, toasts, wait_for
 
 GIB = 1024**3
 
@@ -72,10 +72,6 @@ class ProcApp(App[None]):
         self.push_screen(ProcessScreen(self.snapshot, self.ours))
 
 
-def toasts(app: App[object]) -> str:
-    return "\n".join(str(n.message) for n in app._notifications)
-
-
 def table_text(app: App[object]) -> list[str]:
     return [line.rstrip() for line in text(app).splitlines()]
 
@@ -88,6 +84,7 @@ async def test_the_process_view_lists_sorts_marks_and_signals_only_your_own(
     stranger = children["stranger"].pid if "stranger" in children else 1
     app = ProcApp(round_with(children), frozenset({server.pid}))
     async with app.run_test(size=(160, 40)) as pilot:
+        said = toasts(app)  # every notification from now on (App.notify)
         screen = app.screen
         assert isinstance(screen, ProcessScreen)
         await wait_for(pilot, lambda: bool(screen.host) and all(r.host for r in screen.shown), "/proc read")
@@ -115,8 +112,8 @@ async def test_the_process_view_lists_sorts_marks_and_signals_only_your_own(
         # another user's process: refused, with the reason, nothing sent
         table.move_cursor(row=[r.pid for r in screen.shown].index(stranger))
         await pilot.press("k")
-        await wait_for(pilot, lambda: "not to you" in toasts(app), "the refusal")
-        assert f"pid {stranger} belongs to" in toasts(app)
+        await wait_for(pilot, lambda: "not to you" in "\n".join(said), "the refusal")
+        assert f"pid {stranger} belongs to" in "\n".join(said)
         assert not isinstance(app.screen, ConfirmScreen)
         assert "stranger" not in children or children["stranger"].poll() is None
         # our own: a confirmation that names it; n keeps it running
@@ -138,5 +135,5 @@ async def test_the_process_view_lists_sorts_marks_and_signals_only_your_own(
         while orphan.poll() is None and time.monotonic() < deadline:
             await pilot.pause(0.05)
         assert orphan.returncode == -9
-        await wait_for(pilot, lambda: f"SIGKILL sent to pid {orphan.pid}" in toasts(app), "the result")
+        await wait_for(pilot, lambda: f"SIGKILL sent to pid {orphan.pid}" in "\n".join(said), "the result")
         assert server.poll() is None

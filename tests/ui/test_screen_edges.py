@@ -9,7 +9,6 @@ from dataclasses import replace
 import pytest
 from textual.geometry import Region
 from textual.widgets import Button
-from textual.widgets._toast import Toast  # not exported by textual.widgets; the toasts on screen
 
 from symmtui.core.readiness import State
 from symmtui.session.messages import StacksTaken
@@ -67,9 +66,9 @@ async def test_toasts_cover_no_border_no_status_line_and_no_dialog_button(size: 
         await settle(pilot)
         app.notify(LONG, timeout=30)
         app.notify("theme: symmtui-dark", timeout=30)
-        await wait_for(pilot, lambda: len(app.screen.query(Toast)) == 2, "two toasts")
+        await wait_for(pilot, lambda: len(app.screen.query("Toast")) == 2, "two toasts")
         await settle(pilot)
-        toasts = [t.region for t in app.screen.query(Toast)]
+        toasts = [t.region for t in app.screen.query("Toast")]
         lines = app.screen.query_one(LogLines).region
         for toast in toasts:
             assert not any(toast.overlaps(b) for b in _borders(app)), (toast, text(app))
@@ -79,11 +78,11 @@ async def test_toasts_cover_no_border_no_status_line_and_no_dialog_button(size: 
                                       yes="Relaunch"))
         await settle(pilot)
         app.notify(LONG, timeout=30)
-        await wait_for(pilot, lambda: bool(app.screen.query(Toast)), "a toast over the dialog")
+        await wait_for(pilot, lambda: bool(app.screen.query("Toast")), "a toast over the dialog")
         await settle(pilot)
         buttons = [b.region for b in app.screen.query(Button)]
         assert buttons and all(b.area for b in buttons)
-        for toast in (t.region for t in app.screen.query(Toast)):
+        for toast in (t.region for t in app.screen.query("Toast")):
             assert not any(toast.overlaps(b) for b in buttons), text(app)
 
 
