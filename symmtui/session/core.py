@@ -28,7 +28,6 @@ from symmtui.core.engine import EngineUpdate
 from symmtui.core.readiness import Readiness, Snapshot, State
 from symmtui.core.verdict import NodeView, Verdict, findings, ordered_events, verdict_of
 from symmtui.errors import UserError
-from symmtui.launch.report import OnProgress, Progress, Step, StopReport
 from symmtui.session.mailbox import Mailbox, Relay, Wake
 from symmtui.session.messages import (
     VERDICTS,
@@ -54,7 +53,7 @@ if TYPE_CHECKING:
     from symmtui.launch.nodes import StopCommandResult
     from symmtui.launch.profile import Profile
     from symmtui.launch.profilefix import ProfileFix
-    from symmtui.launch.report import GpuPids
+    from symmtui.launch.report import GpuPids, OnProgress, Progress, StopReport
     from symmtui.launch.state import LaunchRecord
     from symmtui.launch.supervisor import Supervisor
     from symmtui.patch.preflight import Prediction
@@ -471,7 +470,7 @@ class Session:
             return on_progress
 
         def show(p: Progress) -> None:
-            if node.plan.remote and p.step in (Step.GPU, Step.PORT):
+            if node.plan.remote and p.step in ("gpu", "port"):  # Step.GPU, Step.PORT (a StrEnum: `wait` never loads it)
                 return
             on_progress(replace(p, node=node.name, message=f"{node.name}: {p.message}"))
 
