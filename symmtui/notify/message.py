@@ -1,10 +1,11 @@
 """What a verdict notification says: a title and a few lines, formatted from the verdict view (log text
-made safe for a terminal and redacted: a notification leaves the process)."""
+made safe for a terminal and redacted: a notification leaves the process; a fix said as a command, not a key)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from symmtui.clitext import headless
 from symmtui.core.readiness import State
 from symmtui.core.verdict import Verdict
 from symmtui.redact import redact
@@ -76,7 +77,7 @@ def note_of(verdict: Verdict, *, name: str, host: str, log_path: str | None = No
         cause = _safe(snap.cause.headline()) if snap.cause is not None else _safe(snap.detail or "the server exited")
         headline = f"{word} after {after:.1f} s: {cause}"
         found = verdict.about.finding(snap.cause)
-        action = _safe(found.diagnosis.action) if found is not None and found.diagnosis is not None else None
+        action = _safe(headless(found.diagnosis.action)) if found is not None and found.diagnosis is not None else None
     elif state is State.STALLED:
         cause = _safe(snap.detail or "no progress")
         headline = f"{word} after {after:.1f} s in {phase or 'no phase yet'}: {cause}"
