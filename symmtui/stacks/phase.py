@@ -20,7 +20,9 @@ WARMUP = rules.HANG_WARMUP
 # Checked from the innermost frame outwards: the first frame that names a phase decides.
 _BY_FRAME: tuple[tuple[str, re.Pattern[str]], ...] = (
     (PEERS, re.compile(r"barrier|TCPStore|store_based|_store\.(?:get|wait)|rendezvous|wait_for_workers|"
-                       r"monitored_barrier|_wait_for_(?:peers|ready)", re.I)),
+                       r"monitored_barrier|_wait_for_(?:peers|ready)|"
+                       # a collective: a rank there waits for the peer that has not joined it
+                       r"all_reduce|allreduce|all_gather|allgather|reduce_scatter|all_to_all|alltoall|broadcast", re.I)),
     (NCCL_INIT, re.compile(r"ncclCommInit|init_process_group|_new_process_group|new_group|"
                            r"init_distributed_environment|initialize_model_parallel|pynccl|ProcessGroupNCCL|"
                            r"init_torch_distributed|ncclGetUniqueId")),

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from symmtui import boundary, fsatomic
+from symmtui.core.lineparts import split_records
 from symmtui.core.ranks import RankBoard
 from symmtui.core.rules import RuleSet, strip_ansi
 from symmtui.errors import UserError
@@ -42,7 +43,7 @@ class LogFacts:
 
 
 def read_log(path: Path | None, ruleset: RuleSet | None = None) -> LogFacts:
-    """The last LOG_TAIL_BYTES of ``path``: the last phase, and per rank its last phase and line time.
+    """The last LOG_TAIL_BYTES of ``path``, record by record: the last phase, and per rank its last phase and line time.
 
     A line's time is its own timestamp where it has one (SGLang's, local time), else the file's
     last modification.
@@ -58,11 +59,11 @@ def read_log(path: Path | None, ruleset: RuleSet | None = None) -> LogFacts:
         return LogFacts(None, board, time.time())
     phase: str | None = None
     for raw in data.decode("utf-8", errors="replace").splitlines():
-        plain = strip_ansi(raw.split("\r")[-1])
-        m = rs.match(plain)
-        line_phase = m.rule.phase if m is not None and m.rule.phase else None
-        phase = line_phase or phase
-        board.feed(plain, _line_time(plain, mtime), line_phase, m.rule.ends if m is not None else None)
+        for plain in split_records(strip_ansi(raw.split("\r")[-1])):  # two ranks' records on one line: both
+            m = rs.match(plain)
+            line_phase = m.rule.phase if m is not None and m.rule.phase else None
+            phase = line_phase or phase
+            board.feed(plain, _line_time(plain, mtime), line_phase, m.rule.ends if m is not None else None)
     return LogFacts(phase, board, time.time())
 
 

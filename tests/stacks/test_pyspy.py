@@ -6,8 +6,8 @@ import subprocess
 import sys
 import time
 
-from symmtui.stacks.collapse import fold, headline
-from symmtui.stacks.model import Frame
+from symmtui.stacks.collapse import collapse, fold, headline
+from symmtui.stacks.model import Frame, ProcDump, ThreadStack
 from symmtui.stacks.phase import phase_of, phase_of_stack
 from symmtui.stacks.pyspy import dump_many, dump_one
 from tests.stacks.test_stacks_real import needs_ptrace
@@ -81,3 +81,25 @@ def test_the_innermost_torch_frame_leads_and_names_the_phase() -> None:
     idle = (f("event_loop", f"{SITE}/sglang/srt/managers/scheduler.py"),)
     assert phase_of_stack(idle) is None
     assert phase_of(idle, "capturing CUDA graphs") == "CUDA graph capture"  # the log decides then
+
+
+def test_ranks_in_a_collective_wait_for_peers_and_the_odd_rank_is_pointed_at() -> None:
+    """The frames py-spy read on an H200 (torch 2.11, 8 gloo ranks, rank 5 never joining the all_reduce; the
+    run is kept in docs/h200-2026-12-01-job.txt): the seven in the collective are "waiting for peers", whose
+    hint sends the reader to the odd rank, rather than the log's phase ("loading weights") and its disk hints."""
+    site = "/opt/torch/.venv/lib/python3.12/site-packages"
+    waiting = (f("all_reduce", f"{site}/torch/distributed/distributed_c10d.py", 3075),
+               f("_exception_logger.<locals>.wrapper", f"{site}/torch/distributed/c10d_logger.py", 83),
+               f("<module>", "hang8.py", 19))
+    assert phase_of_stack(waiting) == "waiting for peers"
+    tp = (f("tensor_model_parallel_all_reduce", f"{SITE}/sglang/srt/distributed/communication_op.py"),)
+    assert phase_of_stack(tp) == "waiting for peers"
+    hung = (f("<module>", "hang8.py", 17),)
+
+    def dump(pid: int, rank: int, frames: tuple[Frame, ...]) -> ProcDump:
+        return ProcDump(pid, "python -u hang8.py", "ok", threads=(ThreadStack(pid, "MainThread", True, frames),),
+                        rank=f"rank {rank}")
+
+    groups = collapse([dump(800 + r, r, hung if r == 5 else waiting) for r in range(8)], "loading weights")
+    assert [(len(g.procs), g.phase) for g in groups] == [(7, "waiting for peers"), (1, "weight loading")]
+    assert "odd rank" in groups[0].hints[0].text
