@@ -231,6 +231,14 @@ class Printer:
                 last = self.clock()
         return False
 
+    def _others_read(self, node: str) -> None:
+        """With several nodes, the other nodes' backlogs printed before the verdict block (their phase lines
+        under their names, as the block's "nodes:" line counts them), waiting at most SETTLE_MAX for them."""
+        start = self.clock()
+        while (not all(self.caught_up.get(n, False) for n in self.session.nodes if n != node)
+               and self.clock() - start < SETTLE_MAX):
+            self._take(0.05)
+
     def run(self) -> WaitResult:
         """Print phase lines until the verdict is decided (after a crash, a moment more for the other ranks'
         copies of the error), then the verdict block; the exit code of `wait`."""
@@ -242,6 +250,7 @@ class Printer:
         assert verdict is not None, "the session closed before its engine said anything"
         if verdict.state is State.CRASHED:
             read = self._settle(verdict.node)
+            self._others_read(verdict.node)
             self._take(0)
             verdict = (self.session.verdict_now() if read else None) or self.verdict
         assert verdict is not None
