@@ -27,9 +27,11 @@ GIB = 1024**3
 @pytest.fixture
 def children() -> Iterator[dict[str, subprocess.Popen[bytes]]]:
     """Two real processes of this user, and (as root) one of uid nobody."""
-    sleep = [sys.executable, "-c", "import time; time.sleep(120)"]
-    procs = {"server": subprocess.Popen([*sleep, "--served-by-symmtui-test"]),
-             "orphan": subprocess.Popen([*sleep, "--orphan"])}
+    def sleep(mark: str) -> list[str]:  # the mark right after the interpreter: shown whatever the clone's path
+        return [sys.executable, "-X", mark, "-c", "import time; time.sleep(120)"]
+
+    procs = {"server": subprocess.Popen(sleep("--served-by-symmtui-test")),
+             "orphan": subprocess.Popen(sleep("--orphan"))}
     if os.geteuid() == 0 and shutil.which("setpriv"):
         procs["stranger"] = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
                                               "sleep", "120"], cwd="/")
