@@ -13,10 +13,12 @@ import importlib
 import math
 import os
 import re
+import signal
 import stat
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any, NoReturn
 
 from symmtui import clitext
@@ -111,16 +113,45 @@ class Parser(argparse.ArgumentParser):
         raise InputError(f"{message}; see `{self.prog} --help`")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP to a headless verb: it unwinds as Ctrl-C does (what it started, a log command
+    with its helpers, is stopped on the way out) and exits 128 + the signal's number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def interrupted_code(exc: KeyboardInterrupt) -> int:
+    """The exit code of a verb ended by Ctrl-C (130) or by :class:`Terminated` (143 for SIGTERM, 129 SIGHUP)."""
+    return 128 + (exc.signum if isinstance(exc, Terminated) else signal.SIGINT)
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signum, signal.SIG_DFL)  # a second one ends the process at once
+    raise Terminated(signum)
+
+
+def stop_on_signals() -> None:
+    """SIGTERM and SIGHUP end a headless verb as Ctrl-C does; they used to kill it at once, and a
+    ``timeout 60 symmtui wait --log-cmd 'docker logs -f ...'`` left its log command running for ever.
+    A signal the parent made ignored (``nohup``) stays ignored. Called by the `symmtui` command only
+    (tests call :func:`symmtui.cli.main` in their own process)."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is signal.SIG_DFL:
+            signal.signal(sig, _terminated)
+
+
 def run_checked(body: Callable[[], int]) -> int:
-    """Run a verb: a UserError is its one line and exit code; Ctrl-C is 130; an unexpected exception
+    """Run a verb: a UserError is its one line and exit code; Ctrl-C is 130 (SIGTERM 143); an unexpected exception
     (a bug) is one line too, exit 2, with its traceback only when $SYMMTUI_DEBUG is set."""
     try:
         return body()
     except UserError as exc:
         clitext.print_error(str(exc))
         return exc.exit_code
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:
+        return interrupted_code(exc)
     except RecursionError:
         clitext.print_error("input nested too deep to read (a file or value with thousands of levels); "
                             "check the file named in the command")

@@ -86,13 +86,18 @@ def build_parser(*, every_verb: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Parse, check every value at the boundary, run the verb; every failure is one line and an exit code."""
+# Verbs that run a Textual app or a server with its own signal handling: SIGTERM / SIGHUP left to them.
+OWN_SIGNALS = frozenset({"demo", "replay", "serve"})
+
+
+def main(argv: Sequence[str] | None = None, *, signals: bool = False) -> int:
+    """Parse, check every value at the boundary, run the verb; every failure is one line and an exit code.
+    ``signals``: SIGTERM and SIGHUP end a headless verb as Ctrl-C does (the `symmtui` command's process)."""
     saved = clitext.guard_streams()
     hook = threading.excepthook
     threading.excepthook = _thread_error
     try:
-        return boundary.run_checked(lambda: _dispatch(argv))
+        return boundary.run_checked(lambda: _dispatch(argv, signals))
     finally:
         threading.excepthook = hook
         clitext.restore_streams(saved)
@@ -108,14 +113,16 @@ def console() -> int:
     writes is closed before it returns (``with`` blocks, ``fsatomic``).
     (:func:`main` itself leaves the collector alone: tests call it in-process, many times.)"""
     try:
-        return main()
+        return main(signals=True)
     finally:  # also after --help or --version (argparse's SystemExit)
         gc.freeze()
 
 
-def _dispatch(argv: Sequence[str] | None) -> int:
+def _dispatch(argv: Sequence[str] | None, signals: bool = False) -> int:
     args = build_parser().parse_args(argv)
     boundary.check_values(args)
+    if signals and args.verb and args.verb not in OWN_SIGNALS:
+        boundary.stop_on_signals()
     modname = VERBS[args.verb] if args.verb else DASHBOARD
     code: int = _load(modname).run(args)
     return code

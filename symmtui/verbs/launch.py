@@ -75,11 +75,11 @@ def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
             clitext.note(f"earlier launches of this command were ready after {took} s (median of {est.samples})", err)
         try:
             waited = printer.run()  # the session writes the launch history at the verdict
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: the server goes on
             clitext.emit("", err)
             pids = ", ".join(str(rec.pid) for _node, rec in result.records)
             clitext.note(f"stopped waiting; the server is still running (pid {pids}); `symmtui stop` ends it", err)
-            return 130
+            return boundary.interrupted_code(exc)
         if waited.state is not State.READY:
             alive = session.still_running()
             if alive:
