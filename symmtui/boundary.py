@@ -8,6 +8,7 @@ file is opened non-blocking and read up to a cap, numbers are range-checked, str
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
 import math
@@ -16,7 +17,8 @@ import re
 import signal
 import stat
 import sys
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
@@ -127,19 +129,47 @@ def interrupted_code(exc: KeyboardInterrupt) -> int:
     return 128 + (exc.signum if isinstance(exc, Terminated) else signal.SIGINT)
 
 
+_SIGNALS = {"installed": 0, "held": 0, "pending": 0, "terminating": 0}  # this process's state (main thread)
+
+
 def _terminated(signum: int, frame: FrameType | None) -> None:
+    if _SIGNALS["held"]:
+        _SIGNALS["pending"] = signum  # a cleanup runs: it ends first (signals_held), then this one acts
+        return
+    _SIGNALS["terminating"] = 1
     signal.signal(signum, signal.SIG_DFL)  # a second one ends the process at once
     raise Terminated(signum)
 
 
 def stop_on_signals() -> None:
-    """SIGTERM and SIGHUP end a headless verb as Ctrl-C does; they used to kill it at once, and a
+    """SIGTERM and SIGHUP end a verb as Ctrl-C does; they used to kill it at once, and a
     ``timeout 60 symmtui wait --log-cmd 'docker logs -f ...'`` left its log command running for ever.
     A signal the parent made ignored (``nohup``) stays ignored. Called by the `symmtui` command only
-    (tests call :func:`symmtui.cli.main` in their own process)."""
+    (tests call :func:`symmtui.cli.main` in their own process). A Textual app takes them over while it
+    runs (the dashboard's own exit on SIGTERM, its clean-up on SIGHUP)."""
+    _SIGNALS["installed"] = 1
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is signal.SIG_DFL:
             signal.signal(sig, _terminated)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """A clean-up (``Session.close``) that SIGTERM or SIGHUP cannot cut half-way: one arriving inside acts
+    when it ends. Where the `symmtui` command handles them and a Textual app, stopping, left them at their
+    default, they are taken back first (unless the process is already ending on one: then a second one
+    still ends it at once)."""
+    main = threading.current_thread() is threading.main_thread()
+    if main and _SIGNALS["installed"] and not _SIGNALS["terminating"]:
+        stop_on_signals()
+    _SIGNALS["held"] += 1
+    try:
+        yield
+    finally:
+        _SIGNALS["held"] -= 1
+        if not _SIGNALS["held"] and _SIGNALS["pending"]:
+            pending, _SIGNALS["pending"] = _SIGNALS["pending"], 0
+            signal.raise_signal(pending)  # handled now, in the main thread: Terminated from there
 
 
 def run_checked(body: Callable[[], int]) -> int:
@@ -237,35 +267,80 @@ def path(text: str) -> str:
     return text
 
 
-def nested_repeat(pattern: str) -> bool:
-    """True when ``pattern`` repeats, without bound, a group that itself repeats without bound
-    (``(a+)+``, ``(\\w+\\s?)*``): such a regex can take exponential time on one unlucky line."""
-    parser: Any = importlib.import_module("re._parser")  # the stdlib's own regex parser
+WIDE_REPEAT = 16  # a {m,n} repeat with n above this counts as unbounded for the slow-regex check
+RUN_OF_REPEATS = 4  # this many unbounded repeats in a row (\w*\w*\w*\w*) try O(n^4) splits of a line
+EVERY_LINE_PROBES = ("x", "0", "ok", "Load weight begin.")  # unrelated lines: a pattern matching all of them is not specific
 
-    def walk(items: Any, inside: bool) -> bool:
+
+def slow_repeat(pattern: str) -> str | None:
+    r"""Why ``pattern`` can take exponential (or high polynomial) time on one unlucky line, or None: a wide
+    repeat (unbounded, or more than WIDE_REPEAT times) of a group that itself repeats (``(a+)+``,
+    ``(\w+\s?){1,60}``) or that holds alternatives able to match the same text (``(\w|\w)*``,
+    ``(a|aa)*``, ``(a|a?)+``), or RUN_OF_REPEATS unbounded repeats in a row (``\w*\w*\w*\w*``).
+    Python's ``re`` backtracks and cannot be interrupted (not even by SIGTERM): such a line froze `wait`."""
+    parser: Any = importlib.import_module("re._parser")  # the stdlib's own regex parser
+    repeats = (parser.MAX_REPEAT, parser.MIN_REPEAT)
+
+    def first(items: Any) -> set[int] | None:
+        """The literal a sequence must start with ({c}), or None when it could start with anything."""
         for op, arg in items:
-            if op in (parser.MAX_REPEAT, parser.MIN_REPEAT):
-                lo, hi, body = arg
-                unbounded = hi == parser.MAXREPEAT
-                if unbounded and inside:
-                    return True
-                if walk(body, inside or unbounded):
-                    return True
-            elif op is parser.SUBPATTERN:
-                if walk(arg[3], inside):
-                    return True
-            elif op is parser.BRANCH:
-                if any(walk(branch, inside) for branch in arg[1]):
-                    return True
-            elif op in (parser.ASSERT, parser.ASSERT_NOT):
-                if walk(arg[1], inside):
-                    return True
+            if op is parser.LITERAL:
+                return {arg}
+            if op is parser.SUBPATTERN:
+                return first(arg[3])
+            return None
+        return None
+
+    def overlapping(branches: Any) -> bool:
+        seen: set[int] = set()
+        for branch in branches:
+            if parser.SubPattern(parser.State(), branch).getwidth()[0] == 0:
+                return True  # an empty alternative: the repeat can match nothing in many ways
+            lead = first(branch)
+            if lead is None or lead & seen:
+                return True
+            seen |= lead
         return False
+
+    def walk(items: Any, inside: bool) -> str | None:
+        run = 0
+        for op, arg in items:
+            if op in repeats:
+                lo, hi, body = arg
+                wide = hi == parser.MAXREPEAT or hi > WIDE_REPEAT
+                run = run + 1 if hi == parser.MAXREPEAT else 0
+                if run >= RUN_OF_REPEATS:
+                    return f"has {run} unbounded repeats in a row"
+                if wide and inside:
+                    return "repeats a repeated group"
+                why = walk(body, inside or wide)
+                if why is not None:
+                    return why
+                continue
+            run = 0
+            if op is parser.SUBPATTERN:
+                why = walk(arg[3], inside)
+            elif op is parser.BRANCH:
+                if inside and overlapping(arg[1]):
+                    return "repeats alternatives that can match the same text"
+                why = next((w for b in arg[1] if (w := walk(b, inside)) is not None), None)
+            elif op in (parser.ASSERT, parser.ASSERT_NOT):
+                why = walk(arg[1], inside)
+            else:
+                why = None
+            if why is not None:
+                return why
+        return None
 
     try:
         return walk(parser.parse(pattern), False)
     except Exception:  # noqa: BLE001 - a pattern re itself rejects is reported by re.compile
-        return False
+        return None
+
+
+def matches_every_line(rx: re.Pattern[str]) -> bool:
+    """A pattern no line escapes: it matches the empty string, or each of a few unrelated short lines."""
+    return rx.search("") is not None or all(rx.search(p) is not None for p in EVERY_LINE_PROBES)
 
 
 def regex_problem(pattern: str) -> str | None:
@@ -274,9 +349,10 @@ def regex_problem(pattern: str) -> str | None:
         re.compile(pattern)
     except (re.error, OverflowError, RecursionError) as exc:
         return f"bad regular expression {shown(pattern)}: {exc}"
-    if nested_repeat(pattern):
-        return (f"the regular expression {shown(pattern)} repeats a repeated group, which can take "
-                "exponential time on one line; drop the inner or the outer repeat (e.g. (a+)+ -> a+)")
+    why = slow_repeat(pattern)
+    if why is not None:
+        return (f"the regular expression {shown(pattern)} {why}, which can take exponential time on one "
+                "line; drop the inner or the outer repeat (e.g. (a+)+ -> a+, (a|aa)* -> a*)")
     return None
 
 

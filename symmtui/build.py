@@ -352,7 +352,12 @@ def open_session(spec: SessionSpec) -> Session:
     """The Session of ``spec`` with its plug-ins, started (following, sampling), and its first launch made.
 
     A plug-in that cannot start (a taken metrics port) is one UserError line, with nothing left running."""
-    session = Session(spec)
+    try:
+        session = Session(spec)
+    except BaseException:
+        for hook in reversed(spec.cleanup):  # the demo's temp dir: nothing else will remove it
+            hook()
+        raise
     try:  # each plug-in's modules load only when the spec names it (the recorder's, httpx, prometheus_client)
         if spec.metrics is not None:
             from symmtui.session.metrics import plug_in as metrics_plug_in

@@ -86,13 +86,13 @@ def build_parser(*, every_verb: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
-# Verbs that run a Textual app or a server with its own signal handling: SIGTERM / SIGHUP left to them.
-OWN_SIGNALS = frozenset({"demo", "replay", "serve"})
+# A verb whose server handles SIGTERM / SIGHUP itself (aiohttp's loop: every tab's dashboard told to go).
+OWN_SIGNALS = frozenset({"serve"})
 
 
 def main(argv: Sequence[str] | None = None, *, signals: bool = False) -> int:
     """Parse, check every value at the boundary, run the verb; every failure is one line and an exit code.
-    ``signals``: SIGTERM and SIGHUP end a headless verb as Ctrl-C does (the `symmtui` command's process)."""
+    ``signals``: SIGTERM and SIGHUP end a verb as Ctrl-C does (the `symmtui` command's process)."""
     saved = clitext.guard_streams()
     hook = threading.excepthook
     threading.excepthook = _thread_error
@@ -121,8 +121,8 @@ def console() -> int:
 def _dispatch(argv: Sequence[str] | None, signals: bool = False) -> int:
     args = build_parser().parse_args(argv)
     boundary.check_values(args)
-    if signals and args.verb and args.verb not in OWN_SIGNALS:
-        boundary.stop_on_signals()
+    if signals and args.verb not in OWN_SIGNALS:
+        boundary.stop_on_signals()  # before anything starts: a log command, the demo's servers
     modname = VERBS[args.verb] if args.verb else DASHBOARD
     code: int = _load(modname).run(args)
     return code

@@ -79,7 +79,7 @@ def _strs(where: str, key: str, value: Any) -> tuple[str, ...]:
 def _regex(where: str, key: str, pattern: str, *, user: bool) -> re.Pattern[str]:
     """A pattern compiled; a user's must also pass ``--ready``'s check (no repeated repeat: exponential
     time on one line). The shipped ones are reviewed instead (``(?:\\w+\\.)*`` is safe behind its dot)."""
-    from symmtui.boundary import regex_problem
+    from symmtui import boundary
 
     if not pattern:
         raise _fail(where, key, "empty pattern (it would match every line)")
@@ -87,11 +87,12 @@ def _regex(where: str, key: str, pattern: str, *, user: bool) -> re.Pattern[str]
         rx = re.compile(pattern)
     except (re.error, RecursionError, OverflowError) as exc:
         raise _fail(where, key, f"bad regular expression {pattern[:80]!r}: {exc}") from None
-    problem = regex_problem(pattern) if user else None
+    problem = boundary.regex_problem(pattern) if user else None
     if problem is not None:
         raise _fail(where, key, problem)
-    if rx.search("") is not None:
-        raise _fail(where, key, f"pattern {pattern[:80]!r} matches every line (an empty match): make it specific")
+    if boundary.matches_every_line(rx) if user else rx.search("") is not None:
+        raise _fail(where, key, f"pattern {pattern[:80]!r} matches every line (even an empty or a one-letter one): "
+                    "make it specific")
     return rx
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from symmtui import boundary
 from symmtui.core.catalogue import builtin_entries, user_entries
 from symmtui.core.decode import strip_ansi as strip_ansi  # the follower's ANSI rule, re-exported
 from symmtui.core.lineparts import split_prefix
@@ -203,8 +204,12 @@ class RuleSet:
                         f"bad {kind.value} pattern {pat!r}: {exc} (write a Python regular expression; "
                         f"escape literal characters such as ( [ . with a backslash)"
                     ) from None
-                if rx.search("") is not None:
-                    raise UserError(f"{kind.value} pattern {pat!r} matches every line (an empty match): make it specific")
+                slow = boundary.regex_problem(pat)
+                if slow is not None:
+                    raise UserError(f"{kind.value} pattern: {slow}")
+                if boundary.matches_every_line(rx):
+                    raise UserError(f"{kind.value} pattern {pat!r} matches every line (even an empty or a one-letter one): "
+                                    "make it specific")
                 crash_kind = kind is Kind.CRASH
                 extra.append(
                     Rule(f"user-{kind.value}-{n}", kind, pat, f"user {kind.value} pattern {pat!r}",

@@ -67,3 +67,34 @@ def test_a_user_catalogue_is_capped_in_entries_patterns_and_pattern_length(tmp_p
         path.write_text(text)
         with pytest.raises(CatalogueError, match=says.replace("(", r"\(")):
             load_file(path)
+
+
+# Ways around the first check found by a hostile run (each froze `scan` for 16 s to over 20 s on a 47-byte
+# line, and `wait` for good, SIGTERM and --timeout included: Python's re cannot be interrupted).
+AROUND = [r"ERRX (\w|\w)*$", r"ERRX (\w+\s?){1,60}$", r"ERRX (a|a?)+$", r"ERRX \w*\w*\w*\w*\w*\w*\w*\w*\w*\w*$",
+          r"ERRX (a|aa)*$"]
+STALL_LINE = "ERRX " + "a" * 40 + "!\n"
+
+
+def test_the_ways_around_the_check_are_refused_too(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("[2026-01-01 00:00:00] server starting\n" + STALL_LINE)
+    user_file().parent.mkdir(parents=True, exist_ok=True)
+    for pattern in AROUND:
+        assert regex_problem(pattern) is not None, pattern
+        user_file().write_text(_entry(pattern))
+        assert "exponential time" in one_error_line(run_cli("scan", str(log), timeout=30))
+        user_file().unlink()
+        assert "exponential time" in one_error_line(run_cli("wait", "--log", str(log), "--crash", pattern,
+                                                            "--timeout", "5", "--no-record", timeout=30))
+
+
+def test_patterns_that_match_any_line_are_refused() -> None:
+    """faults.md: a regex that matches every line is refused; matching the empty string was the only case
+    caught, and `\\S`, `\\b` or `(?=.)` as a crash pattern made every log CRASHED."""
+    for pattern in (r"\S", r"\b", r"(?=.)", r"x?"):
+        line = one_error_line(run_cli("scan", "--crash", pattern, str(Path(__file__)), timeout=30))
+        assert "matches every line" in line, (pattern, line)
+    for pattern in (r"KeyError: \d+", "e", " "):  # specific enough, if unwise: the user's choice
+        r = run_cli("scan", "--crash", pattern, str(Path(__file__)), timeout=30)
+        assert b"matches every line" not in r.stderr and r.returncode != 2, pattern

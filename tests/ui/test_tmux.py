@@ -210,3 +210,57 @@ def test_demo_nodes_in_tmux_stalled_then_r_y_ready_everywhere(session: tuple[Pan
     assert "✔ READY" in screen.splitlines()[0], screen
     assert "stalled" not in screen and "STALLED" not in screen and "nccl_comm_init_rank" not in screen, screen
     _quit_and_check_nothing_is_left(pane, tmpdir, marker)
+
+
+def _app_pid(marker: str) -> int | None:
+    """The demo's own process (the dashboard), not its simulated servers."""
+    for pid in _demo_pids(marker):
+        try:
+            if b"symmtui\0demo" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+def _nothing_left(tmpdir: Path, marker: str) -> None:
+    deadline = time.monotonic() + 30
+    while (_demo_pids(marker) or any(tmpdir.iterdir())) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _demo_pids(marker), "the demo left processes behind"
+    assert not any(tmpdir.iterdir()), f"the demo left files: {list(tmpdir.iterdir())}"
+
+
+@pytest.mark.timeout(120)
+def test_sigterm_before_the_screen_is_up_stops_the_demo_and_cleans_up(session: tuple[Pane, Path, str]) -> None:
+    """SIGTERM the moment the demo's server runs, before the dashboard took over the signals: the server
+    stopped and the temp dir removed all the same (it killed the demo at once and left both)."""
+    _pane, tmpdir, marker = session
+    deadline = time.monotonic() + 60
+    while len(_demo_pids(marker)) < 2:  # the app and its first server
+        assert time.monotonic() < deadline, "the demo never started its server"
+        time.sleep(0.01)
+    pid = _app_pid(marker)
+    assert pid is not None
+    os.kill(pid, 15)
+    _nothing_left(tmpdir, marker)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("session", ["nodes"], indirect=True)
+def test_sigterm_while_the_demo_quits_lets_it_finish_cleaning_up(session: tuple[Pane, Path, str]) -> None:
+    """q, then SIGTERM while the demo stops its two servers: the signal waits for the clean-up (it killed
+    the demo half-way and left the temp dir)."""
+    pane, tmpdir, marker = session
+    pane.wait(r"STALLED: node1 is behind", 90)
+    pid = _app_pid(marker)
+    assert pid is not None
+    pane.keys("q")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # SIGTERM again and again, until it has gone (the clean-up's window)
+        try:
+            os.kill(pid, 15)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    _nothing_left(tmpdir, marker)
