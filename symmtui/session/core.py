@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from symmtui import clitext
+from symmtui import boundary, clitext
 from symmtui.core.engine import EngineUpdate
 from symmtui.core.readiness import Readiness, Snapshot, State
 from symmtui.core.verdict import NodeView, Verdict, findings, ordered_events, verdict_of
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 
 DEFAULT_STACKS_LIMIT = 10.0  # seconds a process's dump may take (symmtui.stacks.pyspy's DEFAULT_LIMIT)
 
-CLOSE_BOUND = 5.0  # seconds close() gives each observer to finish what is queued
+CLOSE_BOUND = 5.0  # close() gives each observer up to this to drain its inbox, and as long again for its thread
 Observer = Callable[[SessionMessage], None]
 T = TypeVar("T")
 R = TypeVar("R")
@@ -141,6 +141,9 @@ class Session:
 
             self._port_owner = port_owner
         self._stacks_lock = threading.Lock()  # one dump at a time
+        self._stacks_jobs = threading.Lock()  # guards the two below: request_stacks' worker and its next job
+        self._stacks_running: tuple[str | None, bool, bool] | None = None
+        self._stacks_next: tuple[str | None, bool, bool] | None = None
 
     def _supervisor(self, plan: NodePlan, gpu_pids: GpuPids | None) -> Supervisor | None:
         if plan.profile is None:
@@ -217,6 +220,10 @@ class Session:
         """Stop every thread, let the observers finish, end the plug-ins, then the spec's cleanup."""
         if self._closed.is_set():
             return
+        with boundary.signals_held():  # SIGTERM / SIGHUP now act when everything is closed
+            self._close()
+
+    def _close(self) -> None:
         try:
             if self.spec.stop_at_close:
                 # the demo's servers: their STOPPED is not news (its bundle's story ends where the user quit)
@@ -286,9 +293,13 @@ class Session:
             if restarted:
                 node.generation = up.generation
                 node.batch_log_path = node.log_path  # the file of the relaunch, or the command's copy
-            if up.snapshot.state in RECORDED:
-                warn = node.finish(up.snapshot, up.generation)
             self._views[node.name] = self._node_view(node, up.snapshot, up.ranks)
+            judged = up.snapshot
+            if self.named and judged.state in RECORDED:  # as the verdict sees it: a quiet worker of a READY server
+                views = [self._views[n.name] for n in self._nodes]
+                judged = verdict_of(views, patched=self._patched).view(node.name).snapshot  # is ready, not timed out
+            if judged.state in RECORDED:
+                warn = node.finish(judged, up.generation)  # before the verdict: READY's timings read this launch
             verdict = self._judge()
             self._send(EngineBatch(node.name, up, node.batch_log_path, verdict, restarted,
                                    node.launch_id(up.generation)))
@@ -417,20 +428,32 @@ class Session:
         return StacksTaken(rep, None, auto, saved, name)
 
     def request_stacks(self, node: str | None = None, *, auto: bool = False, native: bool = False) -> None:
-        """Take a dump on a worker thread and post it (StacksTaken); a dump in progress is not doubled."""
-        if self._stacks_lock.locked():
-            return
+        """Take a dump on a worker thread and post it (StacksTaken). One runs at a time: a request made
+        meanwhile waits for it (the latest one; the same dump asked again is not doubled, another node's
+        is not lost)."""
+        job = (node if node is not None else self._verdict.node, auto, native)
+        with self._stacks_jobs:
+            if self._stacks_running is not None:
+                if job[0::2] != self._stacks_running[0::2]:
+                    self._stacks_next = job
+                return
+            self._stacks_running = job
 
-        def work() -> None:
-            self._send(self.take_stacks(node, native=native, auto=auto))
+        def work(job: tuple[str | None, bool, bool] | None) -> None:
+            while job is not None:
+                name, auto_, native_ = job
+                self._send(self.take_stacks(name, native=native_, auto=auto_))
+                with self._stacks_jobs:
+                    job, self._stacks_next = self._stacks_next, None
+                    self._stacks_running = job
 
-        threading.Thread(target=work, name="symmtui-stacks", daemon=True).start()
+        threading.Thread(target=work, args=(job,), name="symmtui-stacks", daemon=True).start()
 
     # ---- intents (blocking: call them from a worker thread) ----------------------------------
 
     def why_not(self, intent: str) -> str | None:
-        """None when ``intent`` ("launch", "patch", "fix", "stacks") can be asked of this Session, else why not."""
-        if intent == "launch":
+        """None when ``intent`` ("launch" or "relaunch", "patch", "fix", "stacks") can be asked of this Session, else why not."""
+        if intent in ("launch", "relaunch"):
             missing = [n.name for n in self._nodes if n.supervisor is None or n.supervisor.profile.argv is None]
             if not missing:
                 return None
