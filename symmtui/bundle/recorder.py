@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from symmtui.core.ranks import RankSummary
     from symmtui.core.readiness import Snapshot
     from symmtui.core.rules import RuleSet
+    from symmtui.core.verdict import Finding
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.sampler import GpuSnapshot
 
@@ -72,10 +73,13 @@ def gpu_rows(snap: GpuSnapshot) -> list[list[Any]]:
     return rows
 
 
-def cause_json(event: Event | None, ruleset: RuleSet | None = None) -> dict[str, Any] | None:
-    """A cause as ``symmtui scan --json`` gives one: summary, headline, line, block, and the catalogue's diagnosis."""
+def cause_json(event: Event | None, ruleset: RuleSet | None = None, found: Finding | None = None) -> dict[str, Any] | None:
+    """A cause as ``symmtui scan --json`` gives one: summary, headline, line, block, and the diagnosis (the
+    verdict view's ``found``, with the session's rules, port owner and patch state; else the catalogue's)."""
     if event is None:
         return None
+    if found is not None:
+        return event_json(event, ruleset, time=event.ts, diagnosis=found.diagnosis)
     return event_json(event, ruleset, time=event.ts)
 
 
@@ -278,7 +282,8 @@ class Recorder:
             "launch_id": batch.launch_id, "log_path": batch.log_path,
             "elapsed": round(snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed, 3),
             "phase": snap.phase, "detail": snap.detail,
-            "cause": cause_json(snap.cause, self.ruleset), "phases": phases_json(snap),
+            "cause": cause_json(snap.cause, self.ruleset, batch.verdict.view(batch.node).finding(snap.cause)),
+            "phases": phases_json(snap),
         })
         return True
 

@@ -123,10 +123,13 @@ def diagnose(event: Event, ruleset: RuleSet | None = None, *, port_owner: PortOw
     )
 
 
-def event_json(event: Event, ruleset: RuleSet | None = None, *, time: object) -> dict[str, Any]:
+def event_json(event: Event, ruleset: RuleSet | None = None, *, time: object,
+               diagnosis: Diagnosis | None | Literal["ask"] = "ask") -> dict[str, Any]:
     """An event as ``symmtui scan --json`` documents it (summary, headline, line, block, the catalogue's
-    diagnosis); ``time`` is its time as the caller writes it (scan: ISO text, a bundle: the timestamp)."""
-    d = diagnose(event, ruleset)
+    diagnosis); ``time`` is its time as the caller writes it (scan: ISO text, a bundle: the timestamp);
+    ``diagnosis``: the one the Session's verdict view gave (its rules, port owner, patch state), else
+    asked of ``ruleset`` here."""
+    d = diagnose(event, ruleset) if diagnosis == "ask" else diagnosis
     return {
         "summary": event.summary,
         "headline": event.headline(),

@@ -79,7 +79,8 @@ def note_of(verdict: Verdict, *, name: str, host: str, log_path: str | None = No
         found = verdict.about.finding(snap.cause)
         action = _safe(headless(found.diagnosis.action)) if found is not None and found.diagnosis is not None else None
     elif state is State.STALLED:
-        cause = _safe(snap.detail or "no progress")
+        # the node named is stalled itself: why; or it is behind a stalled one while it still moves: the Session's words
+        cause = _safe((snap.detail if verdict.about.state is State.STALLED else verdict.detail) or "no progress")
         headline = f"{word} after {after:.1f} s in {phase or 'no phase yet'}: {cause}"
         ranks = verdict.ranks.text if verdict.ranks is not None else ""
         if ranks and verdict.named:

@@ -85,9 +85,10 @@ class Notifier:
             self._report(d, problem)
 
         d.thread = threading.Thread(target=run, name="symmtui-notify", daemon=True)
-        with self._lock:
+        with self._lock:  # the ones done are let go: a dashboard whose verdict flips for hours keeps no list
+            self._deliveries = [o for o in self._deliveries if o.thread is not None and o.thread.is_alive()]
             self._deliveries.append(d)
-        d.thread.start()
+            d.thread.start()  # under the lock: a delivery in the list is always started
 
     def _local(self, note: VerdictNote, _cancel: threading.Event) -> str | None:
         problems: list[str] = []

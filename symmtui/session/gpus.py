@@ -114,9 +114,14 @@ class Gpus:
             self.sampler.stop()
 
     def close(self) -> None:
-        """Close the source and NVML (the Session owns them)."""
+        """Close the source and NVML (the Session owns them); not while the sampler is still inside a hung
+        NVML call (its stop timed out): shutting NVML down under a call can crash the process, and the
+        process is ending anyway."""
         if self.spec.gpus is not None:
             self.spec.gpus.close()
+        if self.sampler is not None and self.sampler.running:
+            self._stacks_nvml = self.nvml = None
+            return
         for nvml in (self._stacks_nvml, self.nvml):
             if nvml is not None:
                 nvml.shutdown()

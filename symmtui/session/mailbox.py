@@ -2,7 +2,7 @@
 
 - :class:`Mailbox` (the front end's): each node's engine batches are merged while the front end has
   not taken them; their lines are capped at MAX_LINES and past it the oldest are dropped and counted
-  in the batch's ``dropped`` (the log pane reads them back from the file); events are capped at
+  in the batch's ``dropped`` (the pane never shows them; the file keeps them); events are capped at
   MAX_EVENTS (an event updated later replaces its older copy; past the cap the oldest go); the verdict
   (every batch taken carries the newest), the GPU round and the topology are latest-wins; notices,
   stacks dumps, verdicts and bells wait in order, at most MAX_NOTES (past it the oldest go, counted in
@@ -12,7 +12,8 @@
 - :class:`Relay` (each observer's: recorder, notifier, metrics): the observer runs on a thread of its
   own, fed through an inbox of at most OBSERVER_CAP messages; past it the oldest message that is not a
   verdict is dropped (counted in ``dropped``). Verdicts are never dropped, so a notifier hears CRASHED
-  however slow the screen or the other observers are.
+  however slow the screen or the other observers are. An observer that raises is said once per
+  distinct error (at most MAX_SAID), then only counted in ``failures``: the note it sends comes back to it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ MAX_LINES = 100_000
 MAX_EVENTS = 10_000
 MAX_NOTES = 256
 OBSERVER_CAP = 4096
+MAX_SAID = 16  # distinct failures of one observer said to the user (each once); the rest are counted
 Wake = Callable[[], object]
 
 
@@ -130,6 +132,8 @@ class Relay:
         self.failed = failed
         self.cap = cap
         self.dropped = 0
+        self.failures = 0  # messages the observer raised on
+        self._said: set[str] = set()
         self._inbox: deque[SessionMessage] = deque()
         self._lock = threading.Condition()
         self._closing = False
@@ -160,8 +164,12 @@ class Relay:
                 self._busy = True
             try:
                 self.observer(message)
-            except Exception as exc:  # noqa: BLE001 - one observer's bug is said once per message, the others go on
-                self.failed(f"{self.name}: {type(exc).__name__}: {exc}")
+            except Exception as exc:  # noqa: BLE001 - one observer's bug is said, the others go on
+                self.failures += 1
+                text = f"{self.name}: {type(exc).__name__}: {exc}"
+                if text not in self._said and len(self._said) < MAX_SAID:  # once: the note it sends comes back here
+                    self._said.add(text)
+                    self.failed(text)
             finally:
                 with self._lock:
                     self._busy = False

@@ -287,7 +287,7 @@ class SymmApp(App[int]):
         self.query_one(StatusHeader).show(verdict)
         self.query_one(ReadinessGauge).show(verdict, self.shown, log_times=self.log_view.log_times())
         self.query_one(GpuPanel).show_stall(verdict.state is State.STALLED)
-        self.query_one(StacksView).show_state(view.state)
+        self.query_one(StacksView).show_state(verdict.state)  # the dump is of the node the verdict names
         if isinstance(self.screen, PlotsScreen):
             self.screen.marks = self._phase_marks()
         self.query_one(DiagnosisView).show(shown_diagnoses(view))

@@ -84,3 +84,15 @@ def test_a_stalled_verdict_names_the_node_behind() -> None:
     assert note is not None and note.headline.startswith("STALLED on gpu-b after ")
     assert note.host == "gpu-b" and "no new log line for 300 s" in note.headline
     assert note.lines[-1].startswith("nodes: gpu-a ") and note.lines[-1].endswith("gpu-b stalled in init distributed")
+
+
+def test_a_stalled_verdict_about_a_node_still_moving_says_it_is_behind() -> None:
+    """gpu-a stalled late (its log silent), gpu-b still logging in an earlier phase: the verdict names gpu-b,
+    the node the other waits for, and the note says so rather than gpu-b's own "phase: ..." detail."""
+    stalled = replace(snapshot_of(READY_LOG), state=State.STALLED, cause=None, detail="no new log line for 300 s")
+    moving = replace(snapshot_of(KEYERROR_LOG), state=State.STARTING, cause=None, detail="phase: init distributed")
+    verdict = verdict_of([NodeView("gpu-a", stalled), NodeView("gpu-b", moving)])
+    note = note_of(verdict, name="pair", host="h")
+    assert (verdict.state, verdict.node) == (State.STALLED, "gpu-b")
+    assert note is not None and note.headline.startswith("STALLED on gpu-b after ")
+    assert "gpu-b is behind (init distributed" in note.headline, note.headline

@@ -41,6 +41,7 @@ async def test_dashboard_attaches_to_a_log(tmp_path: Path, monkeypatch: pytest.M
     log.write_bytes(CRASH_LOG.read_bytes())
     session = dashboard(None, str(log), None)
     assert session.why_not("launch") is not None and session.name == "attach server.log"
+    assert session.why_not("relaunch") == session.why_not("launch")  # the help screen's note on r
     app = SymmApp(session)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
