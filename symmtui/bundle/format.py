@@ -57,8 +57,10 @@ class Bundle:
     @property
     def lines(self) -> list[list[Any]]:
         """The kept log lines, ``[t, generation, line_no, offset, text]``, head then tail, in order."""
-        log = self.data.get("log") or {}
-        return [*log.get("head", []), *log.get("tail", [])]
+        log = self.data.get("log")
+        if not isinstance(log, dict):  # read_bundle checked the lists only where they are
+            return []
+        return [*(log.get("head") or []), *(log.get("tail") or [])]
 
     @property
     def verdicts(self) -> list[dict[str, Any]]:

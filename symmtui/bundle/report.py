@@ -31,6 +31,11 @@ def _state(value: Any) -> str:
     return _STATES.get(str(value), str(value).upper())
 
 
+def _no(value: Any) -> str:
+    """A kept line's number, right-aligned; a line without one (check lets absent fields through) "–"."""
+    return f"{value:>6}" if isinstance(value, int) else f"{'–':>6}"
+
+
 def _seconds(value: Any) -> str:
     if not isinstance(value, int | float):
         return "–"
@@ -82,7 +87,7 @@ def _excerpt(bundle: Bundle, generation: int, line_no: int) -> tuple[list[str], 
     out = []
     for r in rows[max(0, idx - EXCERPT_BEFORE): idx + EXCERPT_AFTER + 1]:
         mark = ">>" if r[2] == line_no else "  "
-        out.append(f"{mark} {r[2]:>6}  {r[4]}")
+        out.append(f"{mark} {_no(r[2])}  {r[4]}")
     return out, True
 
 
@@ -222,7 +227,7 @@ def _tail(bundle: Bundle, count: int) -> list[str]:
     omitted = int(log.get("omitted_lines") or 0)
     note = f" ({omitted} lines in the middle not kept in the bundle)" if omitted else ""
     out = ["", f"<details><summary>Log tail: the last {len(shown)} of {seen} lines{note}</summary>", ""]
-    out += _fence([f"{r[2]:>6}  {r[4]}" for r in shown if len(r) >= 5])
+    out += _fence([f"{_no(r[2])}  {r[4]}" for r in shown if len(r) >= 5])
     return [*out, "", "</details>"]
 
 

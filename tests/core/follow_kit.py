@@ -114,7 +114,7 @@ class Writer:
         )
 
     def do(self, op: str, **kw: Any) -> float:
-        """Run one command; returns the writer's time.monotonic() just after it."""
+        """Run one command; returns the writer's time.monotonic() just before it acted."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(json.dumps({"op": op, **kw}) + "\n")
         self.proc.stdin.flush()

@@ -279,12 +279,17 @@ def test_any_bundle_is_reported_or_refused_in_one_line(data: st.DataObject, reco
     for _ in range(data.draw(st.integers(min_value=1, max_value=4))):
         where = data.draw(st.sampled_from(spots[1:]))
         node = doc
-        for key in where[:-1]:
-            node = node[key] if isinstance(node, dict) or (isinstance(node, list) and isinstance(key, int)
-                                                          and key < len(node)) else None
+        for key in where[:-1]:  # an earlier replacement may have changed the way down: then nothing here
+            if isinstance(node, dict):
+                node = node.get(key)
+            elif isinstance(node, list) and isinstance(key, int) and key < len(node):
+                node = node[key]
+            else:
+                node = None
             if node is None:
                 break
-        if node is not None and (isinstance(node, dict) or (isinstance(node, list) and where[-1] < len(node))):
+        last = where[-1]
+        if isinstance(node, dict) or (isinstance(node, list) and isinstance(last, int) and last < len(node)):
             node[where[-1]] = data.draw(st.one_of(JSON, st.just(json.loads(_deep(60)))))
     raw = json.dumps(doc).encode()
     form = data.draw(st.sampled_from(["gzip", "plain", "cut", "bytes"]))
