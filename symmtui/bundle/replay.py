@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from symmtui.bundle.codec import decode
-from symmtui.bundle.format import Bundle
+from symmtui.bundle.format import Bundle, BundleError
 from symmtui.bundle.recorder import GPU_FIELDS
 from symmtui.core.decode import LogLine
 from symmtui.core.engine import EngineUpdate
@@ -33,6 +33,7 @@ from symmtui.errors import UserError
 from symmtui.gpu.results import NA, GpuInfo, GpuProcess
 from symmtui.gpu.results import GpuSample as NvmlSample
 from symmtui.gpu.sampler import GpuSnapshot
+from symmtui.gpu.topology import Topology
 from symmtui.launch.profilefix import ProfileFix
 from symmtui.launch.report import OnProgress
 from symmtui.session.core import Launched, NodeStop, RelaunchPlan
@@ -88,6 +89,13 @@ class Recording:
     """A bundle decoded for replay: its launches, GPU rounds, topology and a sorted list of frames."""
 
     def __init__(self, bundle: Bundle) -> None:
+        try:
+            self._read(bundle)
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:  # a hand-edited bundle
+            raise BundleError(f"{bundle.path}: damaged bundle ({type(exc).__name__}: {exc}); "
+                              "give a bundle as symmtui wrote it") from None
+
+    def _read(self, bundle: Bundle) -> None:
         data = bundle.data
         self.bundle = bundle
         self.launches: dict[int, _Launch] = {}
@@ -117,7 +125,8 @@ class Recording:
         self.gpu_rounds: list[list[Any]] = list(gpu.get("rounds") or [])
         self.gpu_t = [float(r[0]) for r in self.gpu_rounds]
         topo = data.get("topology")
-        self.topology = decode(topo) if topo is not None else None
+        topology = decode(topo) if topo is not None else None
+        self.topology: Topology | None = topology if isinstance(topology, Topology) else None
         self.topology_reason: str | None = data.get("topology_reason") or (None if topo else "not recorded")
         frames: list[Frame] = []
         for g, launch in self.launches.items():

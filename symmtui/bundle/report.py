@@ -192,18 +192,22 @@ def check(bundle: Bundle) -> None:
     log = data.get("log") or {}
     for key in ("lines_seen", "omitted_lines"):
         need(log.get(key), (int,), f"log.{key}")
+    def item(value: Any, kinds: tuple[type, ...], name: str) -> None:
+        """An element of a list: never absent, so null is damage too."""
+        need(value if value is not None else _NULL, kinds, name)
+
     for i, row in enumerate(bundle.lines):
-        need(row, seq, f"log line {i + 1}")
+        item(row, seq, f"log line {i + 1}")
         for j, kinds in ((1, (int,)), (2, (int,)), (4, text)):
             need(row[j] if len(row) > j else None, kinds, f"log line {i + 1}[{j}]")
     for i, v in enumerate(bundle.verdicts):
         at = f"verdicts[{i}]"
-        need(v, obj, at)
+        item(v, obj, at)
         for key, kinds in (("state", text), ("generation", (int,)), ("elapsed", number), ("detail", text),
                            ("cause", obj), ("phases", seq)):
             need(v.get(key), kinds, f"{at}.{key}")
         for j, phase in enumerate(v.get("phases") or []):
-            need(phase, obj, f"{at}.phases[{j}]")
+            item(phase, obj, f"{at}.phases[{j}]")
             for key, kinds in (("name", text), ("start", number), ("duration", number)):
                 need(phase.get(key), kinds, f"{at}.phases[{j}].{key}")
         cause = v.get("cause") or {}
@@ -215,8 +219,13 @@ def check(bundle: Bundle) -> None:
             need(diag.get(key), kinds, f"{at}.cause.diagnosis.{key}")
 
 
+class _Null:
+    """null where a list holds an element (check names it "null")."""
+
+
+_NULL = _Null()
 _KIND_NAMES = {str: "a string", int: "an integer", float: "a number", dict: "an object", list: "a list",
-               bool: "a boolean"}
+               bool: "a boolean", _Null: "null"}
 
 
 def _tail(bundle: Bundle, count: int) -> list[str]:

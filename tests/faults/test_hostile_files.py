@@ -305,5 +305,30 @@ def test_any_bundle_is_reported_or_refused_in_one_line(data: st.DataObject, reco
         bundle = read_bundle(path)
     except BundleError:
         return
-    with contextlib.suppress(ValueError, TypeError, IndexError, KeyError):  # the replay verb's one line (exit 2)
+    with contextlib.suppress(BundleError):  # the replay verb's one line (exit 2); anything else is a bug
         Recording(bundle)
+
+
+@pytest.mark.parametrize("field", ["gpu", "topology", "events", "snapshots"])
+def test_replay_of_a_bundle_with_a_field_of_the_wrong_shape_is_one_line(recorded: dict[str, Any], tmp_path: Path,
+                                                                        field: str) -> None:
+    """A hand-edited bundle (`"gpu": "x"`, `"topology": "x"`, ...): `replay` refuses it in one line before any
+    screen (it raised AttributeError: 'internal error'), or plays it without the damaged part (a topology that is
+    not one is "not recorded"; a Textual traceback drew it on the screen)."""
+    from symmtui.bundle.format import BundleError, read_bundle
+    from symmtui.bundle.replay import Recording
+
+    doc = json.loads(json.dumps(recorded))
+    doc[field] = "x" if field != "events" else [[0.1, 0, "x"], "y"]
+    path = tmp_path / "x.symmtui-bundle.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    try:
+        recording = Recording(read_bundle(path))
+    except BundleError as exc:
+        assert "damaged bundle" in str(exc)
+        with _captured() as (_out, err):
+            code = main(["replay", str(path)])
+        lines = err.getvalue().splitlines()
+        assert code == 2 and len(lines) == 1 and "damaged bundle" in lines[0], err.getvalue()
+        return
+    assert field == "topology" and recording.topology is None
