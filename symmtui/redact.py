@@ -9,7 +9,10 @@ the same things the same way:
   (``https://user:PASS@host``, ``redis://:PASS@host``), and the value of any ``name=value`` /
   ``name: value`` / ``--name value`` / ``"name": "value"`` (also ``\"name\": \"value\"``) whose name ends in a
   secret word (token, key, secret, password, passwd, credential(s), auth); a quoted value to its
-  closing quote, spaces and all. Nothing is ever masked across a line break: the line count stays.
+  closing quote, spaces and all; a ``Cookie:`` / ``Set-Cookie:`` value whole; a private key printed on
+  one line between its BEGIN and END markers (the body lines of a multi-line PEM block are not
+  recognised). Colour codes are taken out first where they are in the line (``password=ESC[0mX``).
+  Nothing is ever masked across a line break: the line count stays.
 - :func:`redact_env` for one environment variable: a secret-named variable's value is replaced whole.
 - :func:`redact_argv` for a command's words: the word after a secret-named flag is replaced whole.
 
@@ -24,6 +27,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
+
+from symmtui.textsafe import strip_ansi
 
 MASK = "[REDACTED]"
 
@@ -47,6 +52,10 @@ _SHAPES = re.compile(
 _AUTH_HEADER = re.compile(
     r"(?i)(\b(?:proxy-)?authorization\b\\?['\"]?[ \t]*[:=][ \t]*\\?['\"]?)([^\s'\",;\\]+(?:[ \t]+[^\s'\",;\\]+)?)")
 _BEARER = re.compile(r"(?i)(\bbearer[ \t]+)([A-Za-z0-9._~+/=-]{8,})")
+# "Cookie: sid=abc; x=y", "Set-Cookie: ...", "cookie": "..." (JSON): the whole value, to a quote or the line's end.
+_COOKIE = re.compile(r"(?i)(\b(?:set-)?cookie\b\\?['\"]?[ \t]*[:=][ \t]*\\?['\"]?)([^'\"\\\r\n]+)")
+# A private key printed on one line: everything between its BEGIN and END lines (or the line's end).
+_PRIVATE_KEY = re.compile(r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(.*?)(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)")
 # scheme://user:PASS@host, also with no user (redis://:PASS@host); the password runs to the last @ of the word.
 _URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)([^\s/]+)(@)", re.IGNORECASE)
 # name=value, name: value, name='value with spaces', "name": "value" (JSON), \"name\": \"value\" (JSON in
@@ -108,6 +117,14 @@ _CACHED_LEN = 2048
 
 
 def _redact(text: str) -> str:
+    if "\x1b" in text:  # colour codes can split a name from its value: judge the plain text
+        plain = strip_ansi(text)
+        masked = _redact_plain(plain)
+        return text if masked == plain else masked  # a line with a secret leaves without its colours
+    return _redact_plain(text)
+
+
+def _redact_plain(text: str) -> str:
     # Each rule runs only where a plain substring says it could match (most log lines hold none).
     low = text.lower()
     out = text
@@ -117,6 +134,10 @@ def _redact(text: str) -> str:
         out = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, out)
     if "bearer" in low:
         out = _BEARER.sub(lambda m: m.group(0) if m.group(2) == MASK else m.group(1) + MASK, out)
+    if "cookie" in low:
+        out = _COOKIE.sub(lambda m: m.group(1) + MASK, out)
+    if "private key-----" in low:
+        out = _PRIVATE_KEY.sub(lambda m: m.group(1) + (" " + MASK + " " if m.group(2).strip() else m.group(2)) + m.group(3), out)
     if "://" in out and "@" in out:
         out = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + m.group(3), out)
     if any(w in low for w in _WORDS):

@@ -21,6 +21,18 @@ _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u20
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
 
 
+# CSI (colours, cursor moves), OSC (titles, hyperlinks: ended by BEL or ST), DCS/SOS/PM/APC strings, and
+# two-byte escapes. None of them may swallow a newline, so a whole block can be stripped at once.
+ANSI = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[PX^_][^\x1b\n]*(?:\x1b\\)?|[ -/]*[0-~])?"
+)
+
+
+def strip_ansi(text: str) -> str:
+    """`text` without ANSI escape sequences (fast when there are none): the follower's rule, and the redactor's."""
+    return ANSI.sub("", text) if "\x1b" in text else text
+
+
 def _escape(m: re.Match[str]) -> str:
     code = ord(m.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

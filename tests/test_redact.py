@@ -31,6 +31,13 @@ SK = "sk-" + "proj-0123456789abcdefABCDEF"
         (f"{SK} leaked", SK),
         ("ghp_" + "a" * 36, "ghp_" + "a" * 36),
         ("AWS key AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+        # colour codes between the name and its value (a hostile run: they reached the bundle and the report)
+        ("auth failed \x1b[1mpassword=\x1b[0mansihook0031", "ansihook0031"),
+        ("\x1b[1mAuthorization: Bearer\x1b[0m ansibearer0032", "ansibearer0032"),
+        ("pass\x1b[0mword=ansisplit0023", "ansisplit0023"),
+        ("Cookie: session=cookie0019; theme=dark", "cookie0019"),
+        ("headers={'Set-Cookie': 'sid=cookiehook0033'}", "cookiehook0033"),
+        ("-----BEGIN PRIVATE KEY----- MIIEvQIBADANBgkq -----END PRIVATE KEY-----", "MIIEvQIBADANBgkq"),
     ],
 )
 def test_a_secret_is_masked(text: str, secret: str) -> None:
@@ -49,6 +56,8 @@ def test_a_secret_is_masked(text: str, secret: str) -> None:
         "server_args=ServerArgs(api_key=None, tokenizer_path='/models/GLM', hf_token=None)",
         "the cache key is computed from the model name",
         "File \"/sglang/srt/distributed/device_communicators/torch_symm_mem.py\", line 83",
+        "\x1b[32mINFO\x1b[0m:     Application startup complete.",  # colours kept where nothing is masked
+        "cookies were set for 3 users",
     ],
 )
 def test_ordinary_log_text_is_kept(text: str) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gc
-import re
 from functools import partial
 from itertools import accumulate, chain, count, repeat
 from typing import NamedTuple
+
+from symmtui.textsafe import ANSI as _ANSI
+from symmtui.textsafe import strip_ansi as strip_ansi  # one ANSI rule: the follower's and the redactor's
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -22,11 +24,6 @@ __all__ = [
 DEFAULT_MAX_LINE_BYTES = 64 * 1024
 """Longest line kept (bytes, after NUL removal); the rest of a longer line is discarded while streaming."""
 
-# CSI (colours, cursor moves), OSC (titles, hyperlinks: ended by BEL or ST), DCS/SOS/PM/APC strings, and
-# two-byte escapes. None of them may swallow a newline, so a whole block can be stripped at once.
-_ANSI = re.compile(
-    r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[PX^_][^\x1b\n]*(?:\x1b\\)?|[ -/]*[0-~])?"
-)
 _ONE_PLUS = (1).__add__
 
 
@@ -50,11 +47,6 @@ class LogLine(NamedTuple):
 
 
 _new_line = partial(tuple.__new__, LogLine)
-
-
-def strip_ansi(text: str) -> str:
-    """`text` without ANSI escape sequences (fast when there are none)."""
-    return _ANSI.sub("", text) if "\x1b" in text else text
 
 
 def cut_utf8(raw: bytes, cap: int) -> bytes:

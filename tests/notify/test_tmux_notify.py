@@ -65,7 +65,7 @@ def test_wait_notify_in_tmux_shows_a_message_and_rings_the_window(tmux: Tmux, tm
     # in a second window, not the one on screen: a bell there sets the window's bell flag
     tmux("new-window", "-d", "-t", "main:1", "-n", "waiter",
          f"env -u DISPLAY -u WAYLAND_DISPLAY {wait}; echo $? > {shlex.quote(str(status))}; sleep 60")
-    _until(status.exists, "wait to exit")
+    _until(lambda: status.exists() and status.read_text().endswith("\n"), "wait to exit")  # the shell creates it, then writes
     _until(lambda: status.read_text().strip() != "", "the exit code")
     assert status.read_text().strip() == "0"
     # the shell wrote the exit code; the tmux server reads the pane's output (the text, the bell) on its own
