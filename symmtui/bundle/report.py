@@ -65,6 +65,16 @@ def _prose(text: Any) -> str:
     return s.replace("[", "\\[").replace("]", "\\]")
 
 
+_AUTOLINK = re.compile(r"://|\bwww\.|@|\b[\w.+-]+\.[a-z]{2,}/", re.IGNORECASE)
+
+
+def _said(text: Any) -> str:
+    """A diagnosis line: catalogue prose (:func:`_prose`), or code where it holds what a renderer would turn into
+    a link or a mention by itself (GitHub autolinks ``http://``, ``www.`` and ``@name`` in text, escaped or not;
+    the cause quotes the log)."""
+    return _code(text) if _AUTOLINK.search(str(text)) else _prose(text)
+
+
 def _fence(lines: list[str], lang: str = "text") -> list[str]:
     """A fenced block longer than any backtick run inside it, so a log line cannot close it."""
     longest = max((len(m) for line in lines for m in re.findall(r"`+", line)), default=0)
@@ -129,9 +139,9 @@ def _cause_section(bundle: Bundle, v: dict[str, Any], earlier: bool) -> list[str
     if not diag:
         out.append("No catalogue entry names this error (symmtui's catalogue: docs/catalogue.md).")
         return out
-    out.append(f"- **Cause:** {_prose(diag.get('cause'))}")
+    out.append(f"- **Cause:** {_said(diag.get('cause'))}")
     action = diag.get("action")
-    out.append(f"- **Fix:** {_prose(headless(action) if isinstance(action, str) else action)}")
+    out.append(f"- **Fix:** {_said(headless(action) if isinstance(action, str) else action)}")
     fix = diag.get("fix") or {}
     typed = [f"{k} {_code(fix[k])}" for k in ("flag", "env", "value", "package", "version", "path") if fix.get(k)]
     if fix.get("type"):

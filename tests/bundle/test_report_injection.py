@@ -16,7 +16,8 @@ from symmtui.bundle import store
 from symmtui.bundle.format import SUFFIX
 from tests.launch.helpers import run_cli
 
-HOSTILE = "<img src=x onerror=alert(1)> [click](http://evil.example/x) </details> ``` `tick` <script>alert(2)</script>"
+HOSTILE = ("<img src=x onerror=alert(1)> [click](http://evil.example/x) </details> ``` `tick` <script>alert(2)</script>"
+           " @octocat see www.evil.example and http://evil.example/p.png")
 
 
 class Tags(HTMLParser):
@@ -44,7 +45,8 @@ class Tags(HTMLParser):
 
 
 def _render(md: str) -> Tags:
-    html = MarkdownIt("commonmark", {"html": True}).enable("table").render(md)
+    # GitHub's autolinks too (http://, www.): a bare URL in text becomes a link there, escaped or not
+    html = MarkdownIt("commonmark", {"html": True, "linkify": True}).enable(["table", "linkify"]).render(md)
     tags = Tags()
     tags.feed(html)
     return tags
@@ -80,6 +82,7 @@ def test_hostile_log_text_is_code_in_the_report_title_verdict_cause_and_tail(tmp
     assert HOSTILE in code  # shown verbatim, as code: the title, the verdict line, the root cause, the tail
     assert code.count("<img src=x onerror=alert(1)>") >= 4
     assert "</details> after the crash" in code
+    assert "@octocat" not in "".join(ln for ln in md.splitlines() if "`" not in ln)  # no mention outside code
 
 
 @pytest.mark.parametrize(("path", "value", "named"), [
