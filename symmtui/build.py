@@ -136,6 +136,12 @@ def _record(enabled: bool, bundle: str | Path | None, *, several: bool = False, 
     if bundle is not None and several:
         raise UserError("--bundle PATH names one file: a [[nodes]] profile records one bundle per node "
                         "(in $XDG_STATE_HOME/symmtui/bundles/)")
+    if bundle is not None and Path(bundle).is_dir():  # before anything starts (it warned twice at the end)
+        raise UserError(f"--bundle {boundary.shown(str(bundle))} is a directory; give the bundle's file name "
+                        "(or leave --bundle out: bundles go to $XDG_STATE_HOME/symmtui/bundles/)")
+    if bundle is not None and not Path(bundle).resolve().parent.is_dir():
+        raise UserError(f"--bundle {boundary.shown(str(bundle))}: no directory {boundary.shown(str(Path(bundle).parent))} "
+                        "to write it in; create it or name another path")
     return Record(dest=Path(bundle) if bundle is not None else None, pid=pid, announce=announce) if enabled else None
 
 

@@ -175,6 +175,9 @@ def _is_profile_file(p: Path, env: str | None) -> bool:
         fix = f"fix its permissions or set {env} elsewhere" if env else "fix its permissions"
         raise ProfileError(f"{p}: cannot look for a profile there ({exc.strerror}); {fix}, "
                            "or pass --config FILE") from None
+    if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):  # a FIFO, a device: there, but never read
+        raise ProfileError(f"{p} is not a regular file (a FIFO or a device is never read as a profile); "
+                           "replace it with the profile's TOML, or pass --config FILE")
     return stat.S_ISREG(st.st_mode)
 
 

@@ -56,6 +56,15 @@ def test_a_user_catalogue_that_is_a_fifo_or_device_is_one_line(tmp_path: Path, l
 
 
 @pytest.mark.parametrize("kind", sorted(MAKERS))
+@pytest.mark.parametrize("verb", ["launch", "stop"])
+def test_a_default_profile_that_is_a_fifo_or_device_is_named(tmp_path: Path, kind: str, verb: str) -> None:
+    """./symmtui.toml a FIFO or a device: one line naming it (it said "no launch profile: create ./symmtui.toml")."""
+    MAKERS[kind](tmp_path / "symmtui.toml")
+    line = one_error_line(run_cli(verb, cwd=tmp_path, timeout=60))
+    assert "symmtui.toml is not a regular file" in line and "no launch profile" not in line, line
+
+
+@pytest.mark.parametrize("kind", sorted(MAKERS))
 @pytest.mark.parametrize("verb", ["history", "launch", "stop"])
 def test_a_history_that_is_a_fifo_or_device_is_one_line_and_launches_nothing(tmp_path: Path, kind: str, verb: str) -> None:
     MAKERS[kind](history_path())

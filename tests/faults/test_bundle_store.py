@@ -156,3 +156,14 @@ def test_bundle_path_with_a_nodes_profile_is_refused(tmp_path: Path, verb: str) 
                    f'[[nodes]]\nname = "b"\nlog = "{tmp_path / "b.log"}"\n')
     line = one_error_line(run_cli(verb, "--config", str(cfg), "--bundle", str(tmp_path / "x.gz"), timeout=60))
     assert "one bundle per node" in line
+
+
+def test_a_bundle_path_that_cannot_be_written_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    """`--bundle DIR` (or a path in no directory) is one line at the start: it ran the whole wait and then
+    warned twice that it could not write the bundle (a hostile re-test)."""
+    log = _log(tmp_path)
+    line = one_error_line(run_cli("wait", "--log", str(log), "--bundle", str(tmp_path), timeout=60))
+    assert "is a directory" in line
+    line = one_error_line(run_cli("wait", "--log", str(log), "--bundle", str(tmp_path / "no" / "x.gz"), timeout=60))
+    assert "no directory" in line
+    assert not list(store.store_dir().glob(f"*{SUFFIX}"))  # nothing ran, nothing was recorded elsewhere
