@@ -27,18 +27,21 @@ def run_demo(speed: float, theme: str | None, story: str = "crash", record: bool
     """`symmtui demo`: build, run the app, and on quit stop the demo's servers and remove its temp dir."""
     chosen = check_theme(theme)
     boundary.require_terminal("the demo")  # before the demo server starts
-    spec, _demo = demo_spec(speed, story, nodes=nodes, record_bundle=record)
-    session = open_session(spec)
+    session = None
     try:
+        with boundary.signals_held():  # SIGTERM / SIGHUP while the temp dir and servers are made: acted on after
+            spec, _demo = demo_spec(speed, story, nodes=nodes, record_bundle=record)
+            session = open_session(spec)
         result = SymmApp(session, theme=chosen).run()
     finally:
-        # The terminal may be gone (SIGHUP): the note is best effort, the cleanup is not.
-        with contextlib.suppress(OSError):
-            print("symmtui demo: stopping the demo's servers and removing its temp dir…", file=sys.stderr)
-        session.close()
-        if spec.record is not None and spec.record.dest is not None and spec.record.dest.exists():
+        if session is not None:
+            # The terminal may be gone (SIGHUP): the note is best effort, the cleanup is not.
             with contextlib.suppress(OSError):
-                print(f"symmtui demo: bundle kept: {spec.record.dest} (symmtui replay / report)", file=sys.stderr)
+                print("symmtui demo: stopping the demo's servers and removing its temp dir…", file=sys.stderr)
+            session.close()
+            if spec.record is not None and spec.record.dest is not None and spec.record.dest.exists():
+                with contextlib.suppress(OSError):
+                    print(f"symmtui demo: bundle kept: {spec.record.dest} (symmtui replay / report)", file=sys.stderr)
     return result or 0
 
 
@@ -55,9 +58,12 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
                           metrics_port=metrics[0], metrics_host=metrics[1], record_bundle=record,
                           bundle=bundle)
     boundary.require_terminal("the dashboard")  # after the profile's and options' own errors
-    session = open_session(spec)
+    session = None
     try:
+        with boundary.signals_held():  # SIGTERM / SIGHUP while its log command starts: acted on after
+            session = open_session(spec)
         result = SymmApp(session, theme=chosen).run()
     finally:
-        session.close()  # webhooks still in flight: a bounded wait, warnings on stderr now
+        if session is not None:
+            session.close()  # webhooks still in flight: a bounded wait, warnings on stderr now
     return result or 0

@@ -130,7 +130,8 @@ class Tab:
             await proc.stdin.drain()
 
     async def _watch_ready(self) -> None:
-        """Input goes in once the app handles SIGHUP (mounted); the held input, then the page's size."""
+        """Input goes in once the process handles SIGHUP (symmtui's handler is set before it starts anything; a
+        SIGHUP during its start-up acts when that is done, and it cleans up); the held input, then the page's size."""
         proc = self.proc
         assert proc is not None
         while proc.returncode is None and not catches(proc.pid, signal.SIGHUP):
