@@ -44,7 +44,7 @@ async def test_cli_and_dashboard_launches_record_the_same_fields(tmp_path: Path,
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: app.verdict is not None, "a first verdict")
             await pilot.press("r")
-            assert isinstance(app.screen, ConfirmScreen)
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the relaunch question")  # a loaded box
             await answer(pilot)
             # the Session writes the history before it posts the READY batch: wait for both
             await wait_for(pilot, lambda: app.verdict is not None and app.verdict.state is State.READY
