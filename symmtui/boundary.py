@@ -136,8 +136,9 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
     if _SIGNALS["held"]:
         _SIGNALS["pending"] = signum  # a cleanup runs: it ends first (signals_held), then this one acts
         return
+    if _SIGNALS["terminating"]:
+        return  # already ending on one: a second must not cut the clean-up it runs (SIGKILL forces)
     _SIGNALS["terminating"] = 1
-    signal.signal(signum, signal.SIG_DFL)  # a second one ends the process at once
     raise Terminated(signum)
 
 
@@ -155,12 +156,11 @@ def stop_on_signals() -> None:
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """A clean-up (``Session.close``) that SIGTERM or SIGHUP cannot cut half-way: one arriving inside acts
-    when it ends. Where the `symmtui` command handles them and a Textual app, stopping, left them at their
-    default, they are taken back first (unless the process is already ending on one: then a second one
-    still ends it at once)."""
+    """A clean-up (``Session.close``) or a start-up that SIGTERM or SIGHUP cannot cut half-way: one arriving
+    inside acts when it ends (unless the process is already ending on one). Where the `symmtui` command
+    handles them and a Textual app, stopping, left them at their default, they are taken back first."""
     main = threading.current_thread() is threading.main_thread()
-    if main and _SIGNALS["installed"] and not _SIGNALS["terminating"]:
+    if main and _SIGNALS["installed"]:
         stop_on_signals()
     _SIGNALS["held"] += 1
     try:
@@ -169,7 +169,16 @@ def signals_held() -> Iterator[None]:
         _SIGNALS["held"] -= 1
         if not _SIGNALS["held"] and _SIGNALS["pending"]:
             pending, _SIGNALS["pending"] = _SIGNALS["pending"], 0
-            signal.raise_signal(pending)  # handled now, in the main thread: Terminated from there
+            if not _SIGNALS["terminating"]:
+                signal.raise_signal(pending)  # handled now, in the main thread: Terminated from there
+
+
+def hold_signals() -> None:
+    """From now on SIGTERM and SIGHUP only wait: the process is ending (a Textual app has stopped and given them
+    back at their default, which would kill it half-way through its clean-up). The `symmtui` command only."""
+    if _SIGNALS["installed"] and threading.current_thread() is threading.main_thread():
+        _SIGNALS["held"] += 1
+        stop_on_signals()
 
 
 def run_checked(body: Callable[[], int]) -> int:

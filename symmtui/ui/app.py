@@ -21,6 +21,7 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Input
 
+from symmtui import boundary
 from symmtui.core.readiness import State
 from symmtui.core.verdict import Verdict
 from symmtui.errors import UserError
@@ -211,6 +212,7 @@ class SymmApp(App[int]):
             loop = asyncio.get_running_loop()
             loop.remove_signal_handler(signal.SIGTERM)
             loop.remove_signal_handler(signal.SIGHUP)
+        boundary.hold_signals()  # asyncio left them at their default: the clean-up after this must not be cut
 
     def _hangup(self) -> None:
         try:
