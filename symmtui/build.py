@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from symmtui import boundary
 from symmtui.errors import UserError
+from symmtui.paths import user_state_dir
 from symmtui.session.core import Session
 from symmtui.session.settings import bringup_settings
 from symmtui.session.spec import Metrics, NodePlan, Notify, PatchTarget, Record, SessionSpec
@@ -336,19 +337,21 @@ def demo_spec(speed: float, story: str = "crash", *, nodes: int = 1, record_bund
     from symmtui.demo.story import HOST_NAME, PROFILE_NAME, build_demo
 
     if nodes > 1:  # the 2-node story (no bundle: it is recorded per node next to logs in its temp dir)
+        stacks = user_state_dir("stacks")  # the user's: a dump saved in the demo outlives it
         pair = build_nodes_demo(speed, isolate=isolate, stall=stall, tp=tp if tp is not None else TP)
         spec = _profile_spec(pair.profile, _nodes(pair.profile, url=pair.profile.url, follow=False), Limits(),
                              gpus=nodes_source(pair.profile), sample_gpus=True, auto_stacks=True,
-                             first_launch="launch", stop_at_close=True, cleanup=(pair.close,))
+                             first_launch="launch", stop_at_close=True, cleanup=(pair.close,), stacks_dir=stacks)
         return spec, pair
     kept = demo_bundle_path(story) if record_bundle else None  # the user's state dir, before the demo isolates its own
+    stacks = user_state_dir("stacks")  # the same: a dump saved in the demo outlives it
     demo = build_demo(speed, story=story, isolate=isolate)
     node = NodePlan(HOST_NAME, demo.profile.log_cmd, url=demo.profile.url, profile=demo.profile, follow=False)
     spec = SessionSpec(PROFILE_NAME, HOST_NAME, (node,), bringup_settings(demo.profile), profile=demo.profile,
                        nvml=demo.nvml, sample_gpus=True, port_owner=True, auto_stacks=True,
                        patch=PatchTarget(demo.site, "sglang"), gpu_timeout=10.0, port_timeout=10.0,
                        first_launch="unchecked", stop_at_close=True, cleanup=(demo.close,),
-                       record=Record(dest=kept) if kept is not None else None)
+                       record=Record(dest=kept) if kept is not None else None, stacks_dir=stacks)
     return spec, demo
 
 

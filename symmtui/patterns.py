@@ -20,13 +20,20 @@ from symmtui.errors import UserError
 
 MAX_PATTERN = 2000
 """Characters a user pattern may have."""
-_OPTIONS = re2.Options()
-_OPTIONS.log_errors = False  # RE2 prints parse errors to stderr itself otherwise
-_OPTIONS.max_mem = 32 << 20  # a pattern whose program needs more than this is refused, not run
-_FLAGS_CI = re2.Options()
-_FLAGS_CI.log_errors = False
-_FLAGS_CI.max_mem = 32 << 20
-_FLAGS_CI.case_sensitive = False
+
+
+def _options(ignore_case: bool, lines: bool, literal: bool) -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False  # RE2 prints parse errors to stderr itself otherwise
+    options.max_mem = 32 << 20  # a pattern whose program needs more than this is refused, not run
+    options.case_sensitive = not ignore_case
+    options.never_nl = lines  # a match never spans two lines of a text of many
+    options.literal = literal
+    return options
+
+
+_OPTIONS = {(ci, lines, lit): _options(ci, lines, lit) for ci in (False, True) for lines in (False, True)
+            for lit in (False, True)}
 
 
 class PatternError(UserError):
@@ -61,6 +68,10 @@ class UserPattern:
     def finditer(self, text: str) -> Iterator[Match]:
         return self._rx.finditer(text)  # type: ignore[attr-defined, no-any-return]
 
+    def finditer_bytes(self, data: bytes) -> Iterator[Match]:
+        """Matches in UTF-8 ``data``: their spans are byte offsets (the log pane searches a file's bytes)."""
+        return self._rx.finditer(data)  # type: ignore[attr-defined, no-any-return]
+
     @property
     def groupindex(self) -> dict[str, int]:
         return dict(self._rx.groupindex)  # type: ignore[attr-defined]
@@ -73,14 +84,18 @@ def _reason(exc: Exception) -> str:
     return str(text)
 
 
-def compile_user(pattern: str, *, what: str = "pattern", ignore_case: bool = False) -> UserPattern:
+def compile_user(pattern: str, *, what: str = "pattern", ignore_case: bool = False, lines: bool = False,
+                 literal: bool = False) -> UserPattern:
     """Compile a user's ``pattern`` (``what`` names it in the error: "filter", "--ready pattern", ...).
 
-    PatternError (one line: the pattern, RE2's reason and what to do) when RE2 cannot run it."""
+    ``lines``: the text searched holds many lines (``^``/``$`` match at each, no match spans two);
+    ``literal``: ``pattern`` is plain text, not a regex. PatternError (one line: the pattern, RE2's reason
+    and what to do) when RE2 cannot run it."""
     if len(pattern) > MAX_PATTERN:
         raise PatternError(f"{what} is {len(pattern)} characters long: at most {MAX_PATTERN}")
     try:
-        rx = re2.compile(pattern, _FLAGS_CI if ignore_case else _OPTIONS)
+        source = f"(?m){pattern}" if lines and not literal else pattern
+        rx = re2.compile(source, _OPTIONS[(ignore_case, lines, literal)])
     except re2.error as exc:
         why = _reason(exc)
         hint = ""
