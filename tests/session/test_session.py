@@ -38,6 +38,9 @@ def test_a_front_end_that_never_takes_costs_only_the_mailboxs_capped_lines(
     log.write_text("")
     session = watched(log)
     box = session.attach(lambda: None)
+    seen: list[str] = []  # the last line of the newest Board an observer got
+    session.observe(lambda m: seen.append(m.snapshot.last_lines[-1]) if isinstance(m, EngineBatch)
+                    and m.snapshot.last_lines else None, name="test")
     try:
         total = 3000
         with log.open("a") as fh:  # written in pieces: the follower reads several batches meanwhile
@@ -45,11 +48,7 @@ def test_a_front_end_that_never_takes_costs_only_the_mailboxs_capped_lines(
                 fh.write("".join(f"line {i}\n" for i in range(start, start + 100)))
                 fh.flush()
 
-        def last() -> str:
-            view = session.verdict_now()
-            return view.snapshot.last_lines[-1] if view is not None and view.snapshot.last_lines else ""
-
-        _wait(lambda: last() == "line 2999", "the engine to judge every line")
+        _wait(lambda: bool(seen) and seen[-1] == "line 2999", "the engine to judge every line")
         session.close()  # the dispatcher's last batch is in the mailbox once its thread has ended
         [batch] = [m for m in box.take() if isinstance(m, EngineBatch)]
         assert [ln.plain for ln in batch.lines] == [f"line {i}" for i in range(total - 500, total)]
@@ -135,7 +134,7 @@ async def test_a_frozen_screen_holds_nothing_back_the_webhook_gets_crashed_withi
                          new_only=False, stacks=False, notify=True, record_bundle=False, metrics_port=None,
                          metrics_host="", metrics_linger=0)
         session = open_session(spec)
-        app = SymmApp(session, tick=0)
+        app = SymmApp(session)
         frozen = threading.Event()
         heard: dict[str, float] = {}
 
