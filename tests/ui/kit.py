@@ -57,6 +57,8 @@ from symmtui.session.messages import (
 from symmtui.session.node import eta_of
 from symmtui.session.patching import Patcher
 from symmtui.stacks.gpus import evidence, utilization_of
+from symmtui.ui.screens.confirm import KEY_GUARD
+from tests.handclock import HandClock
 from tests.ui.screen_text import screen_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -308,10 +310,14 @@ async def answer(pilot: Pilot[object], key: str = "y") -> None:
     question opening is ignored, as typed ahead)."""
     screen = pilot.app.screen
     guard = getattr(screen, "guard", None)
+    clock = getattr(pilot.app, "clock", None)
     deadline = time.monotonic() + 30
     while guard is None or not guard.accepting:
         if time.monotonic() > deadline:
             raise AssertionError(f"{type(screen).__name__} never took a key")
+        if guard is not None and isinstance(clock, HandClock):  # the test's clock: up KEY_GUARD now
+            clock.advance(KEY_GUARD)
+            continue
         await asyncio.sleep(0.05)
         guard = getattr(screen, "guard", None)
     await send_keys(pilot, key)

@@ -17,6 +17,7 @@ from symmtui.ui.screens.patch import PatchScreen
 from symmtui.ui.widgets.diagnosis import DiagnosisView
 from symmtui.ui.widgets.gpu_panel import GpuTable, ProcessList
 from symmtui.ui.widgets.log_view import LogView
+from tests.handclock import HandClock
 from tests.ui.kit import (
     FAKE_PID,
     answer,
@@ -38,7 +39,7 @@ async def test_crashed_dashboard_state_and_its_keys_in_one_app() -> None:
 
     from symmtui.ui.widgets.stacks import StacksView
 
-    app = SymmApp(crashed_session())
+    app = SymmApp(crashed_session(), clock=HandClock())  # a yes "at once" is at once whatever the load
     said = toasts(app)
     answers: list[bool | None] = []
     async with app.run_test(size=(120, 40)) as pilot:
@@ -165,7 +166,7 @@ async def test_keys_typed_fast_after_slash_are_the_searchs_text_and_act_on_nothi
     sandbox = write_sandbox(tmp_path / "site")
     session = crashed_session(
         patcher=Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((12, 0), nvlink=False)))
-    app = SymmApp(session)
+    app = SymmApp(session, clock=HandClock())  # the keys after / come within OPENING whatever the load
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await send_keys(pilot, "slash", "p", "r", "r")

@@ -116,7 +116,7 @@ class PatchScreen(ModalScreen[bool]):
                 yield Button("Close (n)", id="patch-close", compact=True)
 
     def on_mount(self) -> None:
-        self.guard = Guard()
+        self.guard = Guard(self.app)
         self.run_check()
 
     @work(thread=True, exclusive=True, group="patch-check")
