@@ -13,10 +13,12 @@ from typing import Any
 
 from symmtui import boundary
 from symmtui.errors import UserError
+from symmtui.launch.facts import LaunchFacts
 from symmtui.launch.state import launch_dir
 
 MAX_READ_BYTES = 8 << 20  # the history's last 8 MiB is read (thousands of launches; older lines are not)
-MAX_LINE_BYTES = 64 << 10  # a longer line is not one symmtui wrote: skipped and counted
+MAX_LINE_BYTES = 64 << 10  # a longer line is not one symmtui wrote: skipped and counted (facts are capped below it)
+MAX_NAMED = 16  # flags and variables a diagnosis names, kept per launch
 HINT = "remove it: symmtui writes a new one at the next verdict"
 VERDICTS = ("ready", "crashed", "stalled", "timed_out", "stopped", "failed")
 """``ready`` is the only successful verdict: only those launches feed the ETA."""
@@ -60,6 +62,12 @@ class HistoryEntry:
     log_path: str = ""
     versions: Mapping[str, str] = field(default_factory=dict)
     """What it ran with (symmtui, sglang, vllm, torch, nccl, driver, ...: ``launch.versions``); empty: not read."""
+    facts: LaunchFacts | None = None
+    """The command parsed, the variables, the model's files, GPUs, host (``launch.facts``); None: not kept
+    (a line of an older symmtui)."""
+    named: tuple[str, ...] = ()
+    """The flags and variables the diagnosis of its cause names (``launch.changes.hints_of``): what
+    `history --diff` puts first, as the verdict did."""
 
     @property
     def ready_after(self) -> float | None:
@@ -81,6 +89,8 @@ class HistoryEntry:
             "profile_key": self.profile_key,
             "log_path": self.log_path,
             "versions": dict(self.versions),
+            "facts": self.facts.to_json() if self.facts is not None else None,
+            "named": list(self.named[:MAX_NAMED]),
         }
 
     @classmethod
@@ -94,6 +104,9 @@ class HistoryEntry:
         versions = d.get("versions") or {}
         if not isinstance(versions, dict):
             raise TypeError("versions must be an object")
+        named = d.get("named") or []
+        if not isinstance(named, list) or len(named) > MAX_NAMED or not all(isinstance(n, str) for n in named):
+            raise TypeError("named must be a list of names")
         return cls(
             launch_id=str(d["launch_id"]),
             command_hash=str(d["command_hash"]),
@@ -106,6 +119,8 @@ class HistoryEntry:
             profile_key=str(d.get("profile_key", "")),
             log_path=str(d.get("log_path", "")),
             versions={str(k): str(v) for k, v in versions.items()},
+            facts=LaunchFacts.from_json(d["facts"]) if d.get("facts") is not None else None,
+            named=tuple(named),
         )
 
 
