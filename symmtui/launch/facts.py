@@ -36,6 +36,7 @@ from symmtui.redact import redact_env
 MAX_WORDS = 128  # flags and positional arguments kept of one command (the rest are counted in ``more``)
 MAX_VARS = 64  # variables kept
 MAX_VALUE = 96  # characters of a value (a flag's, a variable's, a word's) kept as they are
+MAX_NAME = 64  # characters of a flag's or a variable's name
 MAX_GPUS = 64
 MAX_FILES = 4  # weight index files kept (a model folder has one, rarely two)
 MAX_SCAN = 10000  # entries of a model folder looked at for its index files
@@ -201,11 +202,11 @@ def is_secret(value: str | None) -> bool:
 _CUT = MAX_VALUE - 16  # characters of a long value kept before its hash
 
 
-def _cut(value: str) -> str:
-    if len(value) <= MAX_VALUE:
+def _cut(value: str, top: int = MAX_VALUE) -> str:
+    if len(value) <= top:
         return value
     digest = hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()[:12]
-    return f"{value[:_CUT]}…#{digest}"
+    return f"{value[:top - 16]}…#{digest}"
 
 
 def is_cut(value: str | None) -> bool:
@@ -246,6 +247,8 @@ def parse(argv: Sequence[str]) -> tuple[tuple[str, ...], list[Flag]]:
     if len(words) == 3 and words[1] == "-c" and os.path.basename(words[0]) in ("sh", "bash", "dash"):
         with contextlib.suppress(ValueError):  # a shell profile: its text's words, where they split
             words = shlex.split(words[2]) or words
+        if len(words) > 1 and words[0] == "exec":
+            words = words[1:]
     end = _program_end(words)
     command = list(words[:end])
     flags: list[Flag] = []
@@ -322,11 +325,11 @@ def of_command(argv: Sequence[str], env: Mapping[str, str], cwd: str, *, host: s
     more = max(0, len(command) + len(flags) - MAX_WORDS)
     kept_command = tuple(kept("", w, key) for w in command[:MAX_WORDS])
     room = max(0, MAX_WORDS - len(kept_command))
-    kept_flags = sorted(((_cut(n), None if v is None else kept(n, v, key)) for n, v in flags[:room]),
+    kept_flags = sorted(((_cut(n, MAX_NAME), None if v is None else kept(n, v, key)) for n, v in flags[:room]),
                         key=lambda f: (f[0], f[1] or ""))
     names = sorted(n for n in env if n.startswith(VALUE_PREFIXES + PRESENCE_PREFIXES))
     more += max(0, len(names) - MAX_VARS)
-    kept_env = tuple((_cut(n), kept(n, env[n], key)) for n in names[:MAX_VARS])
+    kept_env = tuple((_cut(n, MAX_NAME), kept(n, env[n], key)) for n in names[:MAX_VARS])
     return LaunchFacts(
         host=_cut(host if host is not None else socket.gethostname()),
         cwd=_cut(cwd), command=kept_command, flags=tuple(kept_flags), env=kept_env,
