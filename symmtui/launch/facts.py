@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import math
 import os
 import shlex
 import socket
@@ -130,7 +131,7 @@ class LaunchFacts:
 
 
 def _number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and v == v  # NaN is not one
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)  # JSON may say Infinity
 
 
 def _text(v: Any) -> str:

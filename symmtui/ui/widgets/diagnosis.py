@@ -41,8 +41,10 @@ def shown_diagnoses(view: NodeView) -> list[tuple[Event, Diagnosis]]:
 
 
 def render_changes(changes: Changes) -> Content:
-    """``Changed since the last READY launch, ...:`` and one line per difference, the culprit first."""
-    head = Content.assemble(("◆ ", "bold $warning"), ("changed ", "bold"), (visible(changes.since), "$muted"))
+    """``◆ changed since the last READY launch, ...`` and one line per difference, the culprit first (without
+    differences: why, ``◆ no READY launch of this profile to compare with``)."""
+    said = (("changed ", "bold"),) if changes.lines else ()
+    head = Content.assemble(("◆ ", "bold $warning"), *said, (visible(changes.since), "$muted"))
     return Content("\n").join([head, *(Content.assemble(("  · ", "$muted"), visible(t)) for t in changes.lines)])
 
 
