@@ -187,13 +187,31 @@ class History:
         fd = self._open(os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            for old in self.entries():
-                if old.launch_id == entry.launch_id:
-                    return old
+            old = self.entry(entry.launch_id)
+            if old is not None:
+                return old
             self.append(entry)
             return entry
         finally:
             os.close(fd)
+
+    def entry(self, launch_id: str) -> HistoryEntry | None:
+        """The recorded entry of ``launch_id`` (its last line), None when there is none; only the lines that
+        hold the id are parsed (the verdict's write does not wait for the whole history to be read)."""
+        if boundary.regular_file(self.path, what="the launch history", missing_ok=True, hint=HINT) is None:
+            return None
+        raw = boundary.read_bytes(self.path, what="the launch history", max_bytes=MAX_READ_BYTES, last=True, hint=HINT)
+        needle = launch_id.encode("utf-8", "surrogateescape")
+        for line in reversed(raw.splitlines()):
+            if needle not in line or len(line) > MAX_LINE_BYTES:
+                continue
+            try:
+                found = HistoryEntry.from_json(json.loads(line))
+            except (ValueError, KeyError, TypeError, RecursionError):
+                continue
+            if found.launch_id == launch_id:
+                return found
+        return None
 
     def entries(self) -> list[HistoryEntry]:
         """All entries, oldest first; a launch recorded twice keeps its last line."""
@@ -217,7 +235,7 @@ class History:
         return list(by_id.values())
 
     def has(self, launch_id: str) -> bool:
-        return any(e.launch_id == launch_id for e in self.entries())
+        return self.entry(launch_id) is not None
 
     def estimate(self, command_hash: str, *, exclude: str | None = None) -> Estimate | None:
         """Median total and per-phase times of earlier ready launches of ``command_hash``; None if none."""
