@@ -13,7 +13,7 @@ from symmtui.core.verdict import Changes, Finding, Verdict
 from symmtui.errors import UserError
 from symmtui.launch.changes import hints_of, restore, since_ready
 from symmtui.launch.envinfo import ServerCommand
-from symmtui.launch.facts import of_command
+from symmtui.launch.facts import LaunchFacts, of_command
 from symmtui.launch.history import History, HistoryEntry, verdict_of
 from symmtui.session.node import Node
 
@@ -23,14 +23,25 @@ def named(findings: Iterable[Finding]) -> tuple[str, ...]:
     return hints_of(f.diagnosis for f in findings)
 
 
-def changes_since(node: Node, verdict: Verdict, now: float | None = None) -> tuple[Changes | None, tuple[Action, ...]]:
+def attached(pid: int) -> LaunchFacts | None:
+    """The facts of a running server attached by pid (``/proc``: its words, environment, directory), read
+    while it runs (at the attach: by its verdict it may be gone); None when they cannot be read."""
+    command = ServerCommand.from_pid(pid)
+    if command.argv is None:
+        return None
+    return of_command(command.argv, command.env, str(command.cwd or ""))
+
+
+def changes_since(node: Node, verdict: Verdict, *, pid_facts: LaunchFacts | None = None,
+                  now: float | None = None) -> tuple[Changes | None, tuple[Action, ...]]:
     """``node``'s launch against the last READY launch of its profile, worded, and the profile changes that
     would put the culprits back; (None, ()) when there is no history to compare with or it cannot be read.
 
     A launch of ours is its history entry (written at CRASHED and TIMED OUT; a STALLED one is built as
     it stands). A profile's log that is no launch of ours (`wait --config`) is the history's entry for that
     log file when `launch` recorded it, else the profile's command as it is now. A server attached by pid
-    (no profile) is compared with the last READY launch of the same command (program, arguments, model).
+    (no profile: ``pid_facts``, read by :func:`attached`) is compared with the last READY launch of the
+    same command (program, arguments, model).
     """
     at = time.time() if now is None else now
     hints = named(verdict.findings)
@@ -58,11 +69,8 @@ def changes_since(node: Node, verdict: Verdict, now: float | None = None) -> tup
             mine = HistoryEntry("(this log)", sup.profile.command_hash, at, None, state,
                                 profile_key=sup.profile.key, facts=facts)
         changes, diffs = since_ready(mine, [e for e in entries if e is not mine], hints=hints, at=at)
-    elif node.pid is not None:
-        command = ServerCommand.from_pid(node.pid)
-        if command.argv is None:
-            return None, ()
-        facts = of_command(command.argv, command.env, str(command.cwd or ""))
+    elif pid_facts is not None:
+        facts = pid_facts
         current = HistoryEntry("(this server)", "", at, None, state, facts=facts)
         changes, diffs = since_ready(
             current, entries, hints=hints, at=at, what="command",

@@ -50,6 +50,7 @@ from symmtui.session.spec import NodePlan, SessionSpec
 if TYPE_CHECKING:
     from symmtui.core.rules import Action
     from symmtui.launch.envinfo import EnvInfo, ServerCommand
+    from symmtui.launch.facts import LaunchFacts
     from symmtui.launch.history import Estimate
     from symmtui.launch.nodes import StopCommandResult
     from symmtui.launch.profile import Profile
@@ -135,6 +136,7 @@ class Session:
         self._timings: tuple[object, tuple[str, ...]] | None = None  # (the READY it was read for, its lines)
         # (the (node, generation, state) it was read for, what changed since the last READY, the restore)
         self._changes: tuple[tuple[str, int, State], Changes | None, tuple[Action, ...]] | None = None
+        self._attached: dict[str, LaunchFacts | None] = {}  # a node attached by pid alone: its command, read at start
         self._verdict = verdict_of(list(self._views.values()))
         self._reached_key: tuple[State, int] | None = None
         self._stalled_on: str | None = None
@@ -176,6 +178,10 @@ class Session:
         """Follow what the spec says to follow, start the GPU sampler, read the launch history for the ETA."""
         for node in self._nodes:
             plan = node.plan
+            if node.supervisor is None and plan.pid is not None:  # what it runs, while it runs (what changed)
+                from symmtui.session.changes import attached
+
+                self._attached[node.name] = attached(plan.pid)
             if plan.follow and (node.source is not None or plan.url is not None or plan.pid is not None):
                 node.follow(pid=plan.pid, new_only=plan.new_only, tail_lines=plan.tail_lines, record=plan.record,
                             recorded=plan.recorded)
@@ -287,10 +293,11 @@ class Session:
             seen = (about.name, about.generation, verdict.state)
             if self._changes is None or self._changes[0] != seen:
                 found: tuple[Changes | None, tuple[Action, ...]] = (None, ())
-                if about.supervisor is not None or about.pid is not None:  # a launch, a profile or a pid: a history
+                pid_facts = self._attached.get(about.name)
+                if about.supervisor is not None or pid_facts is not None:  # a launch, a profile or a pid: a history
                     from symmtui.session.changes import changes_since
 
-                    found = changes_since(about, verdict)
+                    found = changes_since(about, verdict, pid_facts=pid_facts)
                 self._changes = (seen, *found)
             verdict = replace(verdict, changes=self._changes[1])
         self._verdict = verdict

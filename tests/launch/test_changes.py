@@ -10,6 +10,7 @@ import datetime as dt
 import gzip
 import json
 import re
+import subprocess
 from pathlib import Path
 
 from symmtui.launch.history import History
@@ -129,3 +130,23 @@ def test_stalled_and_timed_out_say_what_changed(tmp_path: Path) -> None:
     for part in (lines[stalled:timed_out], lines[timed_out:]):  # under the STALLED line, in the TIMED OUT block
         since, items = _changed("\n".join(part))
         assert SINCE.fullmatch(since) and items == ["--hang-rank 1 added"], lines
+
+
+def test_a_server_attached_by_pid_is_compared_with_the_last_ready_launch_of_its_command(tmp_path: Path) -> None:
+    port = free_port()
+    cfg = demo_config(tmp_path, port=port, speed=800.0, shards=3)
+    assert run_cli("launch", "--config", str(cfg), "--no-record").returncode == 0
+    argv = json.loads(re.search(r"command = (\[.*\])", cfg.read_text()).group(1))  # type: ignore[union-attr]
+    by_hand = [w if w != "800.0" else "0.001" for w in argv]  # the same server started by hand, nearly still
+    log = tmp_path / "by-hand.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(by_hand, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        waited = run_cli("wait", "--log", str(log), "--pid", str(proc.pid), "--stall", "1", "--timeout", "3",
+                         "--no-record", "--no-stacks")
+    finally:
+        proc.kill()
+        proc.wait()
+    assert waited.returncode == 124, waited.stdout + waited.stderr
+    since, items = _changed(waited.stdout[waited.stdout.index("TIMED OUT after"):])
+    assert SINCE.fullmatch(since) and items == ["--speed 800.0 -> 0.001"], waited.stdout
