@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from symmtui.core.rules import Action
 from symmtui.core.verdict import Changes, Finding, Verdict
 from symmtui.errors import UserError
-from symmtui.launch.changes import hints_of, restore, since_ready
+from symmtui.launch.changes import hints_of, last_ready, restore, since_ready
 from symmtui.launch.envinfo import ServerCommand
 from symmtui.launch.facts import LaunchFacts, of_command
 from symmtui.launch.history import History, HistoryEntry, verdict_of
@@ -72,9 +72,12 @@ def changes_since(node: Node, verdict: Verdict, *, pid_facts: LaunchFacts | None
     elif pid_facts is not None:
         facts = pid_facts
         current = HistoryEntry("(this server)", "", at, None, state, facts=facts)
-        changes, diffs = since_ready(
-            current, entries, hints=hints, at=at, what="command",
-            same=lambda e: e.facts is not None and (e.facts.command, e.facts.model) == (facts.command, facts.model))
+        def same_command(e: HistoryEntry) -> bool:
+            return e.facts is not None and (e.facts.command, e.facts.model) == (facts.command, facts.model)
+
+        if last_ready(current, entries, same_command) is None:
+            return None, ()  # a server symmtui never brought up: nothing to say (a profile's first launch says it)
+        changes, diffs = since_ready(current, entries, hints=hints, at=at, same=same_command)
     else:
         return None, ()
     return changes, restore(diffs)

@@ -198,11 +198,11 @@ class Printer:
             ranks = verdict.ranks.text if verdict.ranks is not None else ""
             if ranks and ranks not in verdict.detail:
                 self._line(None, f"  ranks: {ranks}")
-            for text in changed_lines(verdict):
-                self._line(None, text)
             if self.stacks:
                 for text in stacks_lines(self.session.take_stacks(verdict.node, auto=True)):
                     self._line(None, f"  {text}")
+            for text in changed_lines(verdict):
+                self._line(None, text)
         elif self.shown is not None and verdict.state is State.STARTING:
             self.shown = None
             self._line(None, clitext.phase_line(snap.elapsed, f"moving again ({snap.phase or 'starting'})"))
