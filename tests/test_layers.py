@@ -11,6 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "symmtui"
 
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in (
     "__init__ errors textsafe catalogue",  # the ground: no symmtui imports but these
+    "patterns",  # user regexes, run by RE2 (linear time)
     "redact",  # the one redactor (its ANSI rule is textsafe's)
     "paths clitext",  # state dirs; the command line's text conventions and writer
     "boundary proc",  # the CLI boundary (argparse types, file readers); /proc, process trees, ports

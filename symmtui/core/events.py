@@ -93,6 +93,11 @@ class Event:
     entry: Rule | None = field(default=None, compare=False, repr=False)
     source: str | None = None
     spans: tuple[tuple[int, int], ...] = ()
+    offset: int = -1
+    """The byte offset in the log file of the line ``line_no`` names (-1: not known, a line fed without one)."""
+    offsets: tuple[tuple[int, int], ...] = ()
+    """Parallel to ``spans``: the byte offsets of each occurrence's first and last line. Line numbers may count
+    from where the engine attached to a big log; offsets are always the file's (the log pane places rows by them)."""
 
     def where(self) -> str:
         """``"8 ranks"``, ``"rank 3"``, ``"3 times"`` or ``""``: how widely this event was seen."""
@@ -110,7 +115,8 @@ class Event:
 
 
 class LineLike(Protocol):
-    """What the builder reads from a follower line (``symmtui.core.follow.LogLine`` fits)."""
+    """What the builder reads from a follower line (``symmtui.core.follow.LogLine`` fits; ``offset``, the
+    line's byte offset in the file, is read where the line has one)."""
 
     @property
     def no(self) -> int: ...
@@ -120,6 +126,12 @@ class LineLike(Protocol):
 
     @property
     def plain(self) -> str: ...
+
+
+def _offset(line: LineLike) -> int:
+    """The line's byte offset in its file, -1 where it has none (a test's plain line)."""
+    off = getattr(line, "offset", -1)
+    return off if isinstance(off, int) else -1
 
 
 def _clip(s: str, n: int = MAX_SUMMARY) -> str:
@@ -151,11 +163,13 @@ class _Block:
     key: str | None
     rank: int | None
     start_no: int
+    start_off: int
     ts: float | None
     head: str
     lines: list[str]
     serial: int
     end_no: int = 0
+    end_off: int = -1
     last_fed: int = 0
     prefix: str | None = None  # the shape of an unknown prefix learned from the header line
     lead: str | None = None  # exception text printed before the header on its line
@@ -172,9 +186,10 @@ class _Block:
     def frames(self) -> int:
         return sum(s.frames for s in self.sections)
 
-    def add(self, no: int, text: str, fed: int) -> None:
+    def add(self, no: int, off: int, text: str, fed: int) -> None:
         self.lines.append(text)
         self.end_no = no
+        self.end_off = off
         self.last_fed = fed
 
 
@@ -194,13 +209,13 @@ class EventBuilder:
         self.dialect: str | None = None
         self._open: list[_Block] = []
         self._merged: dict[str, Event] = {}
-        self._spans: dict[str, dict[int, tuple[int, int]]] = {}
+        self._spans: dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]] = {}
         self._serial = 0
         self._fed = 0
         self._scanner: litscan.LineFinder | None = None
         self._scanner_sample = 0
         # "Scheduler hit an exception:" with the traceback on the next line: held for one record
-        self._pending: tuple[int, str, str, RuleMatch] | None = None
+        self._pending: tuple[int, int, str, str, RuleMatch] | None = None
         self._started = False  # a bring-up phase of this run was seen (the log's start is there)
         self._warmed = False  # the engine's own warm-up request was answered (core.dialects)
         self._serving_run = False  # a serving line was judged, nothing else matched since, and another can change nothing
@@ -234,7 +249,7 @@ class EventBuilder:
 
     def feed(self, line: LineLike) -> list[Event]:
         """Events completed or updated by this line (usually none)."""
-        return self.feed_plain(line.no, line.plain, line.text)
+        return self.feed_plain(line.no, line.plain, line.text, _offset(line))
 
     def feed_many(self, lines: Sequence[LineLike]) -> list[Event]:
         """Like ``feed`` for each line in order, several times faster on big batches: the batch is
@@ -244,7 +259,7 @@ class EventBuilder:
         if n < BATCH_MIN or (n < FIRST_BATCH_MIN and self._scanner is None and self._fed == 0):
             out: list[Event] = []
             for line in lines:
-                out.extend(self.feed_plain(line.no, line.plain, line.text))
+                out.extend(self.feed_plain(line.no, line.plain, line.text, _offset(line)))
             return out
         plains = [ln.plain for ln in lines]
         text = "\n".join(plains) + "\n"
@@ -264,7 +279,7 @@ class EventBuilder:
         for ci in idxs:
             while pos < ci and self.in_block:
                 line = lines[pos]
-                out.extend(self.feed_plain(line.no, line.plain, line.text))
+                out.extend(self.feed_plain(line.no, line.plain, line.text, _offset(line)))
                 pos += 1
             if pos < ci and self._serving_lits and not self._serving_run:
                 if offs is None:
@@ -275,7 +290,7 @@ class EventBuilder:
                 pos = ci
             if ci < n and pos == ci:
                 line = lines[ci]
-                out.extend(self.feed_plain(line.no, line.plain, line.text))
+                out.extend(self.feed_plain(line.no, line.plain, line.text, _offset(line)))
                 pos = ci + 1
         return out
 
@@ -295,7 +310,7 @@ class EventBuilder:
             i = bisect_right(offs, at) - 1
             self._fed += i - a
             line = lines[i]
-            out.extend(self.feed_plain(line.no, line.plain, line.text))
+            out.extend(self.feed_plain(line.no, line.plain, line.text, _offset(line)))
             a = i + 1
         return a
 
@@ -305,7 +320,7 @@ class EventBuilder:
         m = self.ruleset.match(line.plain)
         if m is None or m.rule.kind is not Kind.PROGRESS:
             return []
-        return self._on_match(line.no, line.plain, line.text, m)
+        return self._on_match(line.no, _offset(line), line.plain, line.text, m)
 
     def _scanner_for(self, data: bytes) -> litscan.LineFinder:
         if self._scanner is None or (self._scanner_sample < RETUNE_BYTES <= len(data)):
@@ -316,55 +331,56 @@ class EventBuilder:
             self._scanner_sample = len(sample)
         return self._scanner
 
-    def feed_plain(self, no: int, plain: str, text: str | None = None) -> list[Event]:
-        """Like ``feed`` for a line given as its number and ANSI-free text (one physical line: its records)."""
+    def feed_plain(self, no: int, plain: str, text: str | None = None, off: int = -1) -> list[Event]:
+        """Like ``feed`` for a line given as its number and ANSI-free text (one physical line: its records);
+        ``off`` is its byte offset in the file (-1: unknown), carried into the events it makes."""
         shown = text if text is not None else plain
         if "[" not in plain[1:] and "(" not in plain[1:]:
-            return self._feed_record(no, plain, shown)
+            return self._feed_record(no, off, plain, shown)
         records = split_records(plain)
         if len(records) == 1:
-            return self._feed_record(no, plain, shown)
+            return self._feed_record(no, off, plain, shown)
         out: list[Event] = []
         for rec in records:
-            out.extend(self._feed_record(no, rec, rec))
+            out.extend(self._feed_record(no, off, rec, rec))
         return out
 
     def flush(self) -> list[Event]:
         """Close every open traceback (end of file, or the process is gone)."""
         out: list[Event] = []
         if self._pending is not None:
-            no, plain, text, m = self._pending
+            no, off, plain, text, m = self._pending
             self._pending = None
-            out.extend(self._on_match(no, plain, text, m, defer=False))
+            out.extend(self._on_match(no, off, plain, text, m, defer=False))
         for block in list(self._open):
             out.extend(self._close(block))
         return out
 
     # ------------------------------------------------------------------ one record
-    def _feed_record(self, no: int, plain: str, text: str) -> list[Event]:
+    def _feed_record(self, no: int, off: int, plain: str, text: str) -> list[Event]:
         self._fed += 1
         if not self._open and self._pending is None and _TB_HEAD not in plain and 'File "' not in plain:
             m = self.ruleset.match(plain)
             if m is None:
-                return self._bare(no, plain, text)
+                return self._bare(no, off, plain, text)
             if self.thin_serving and "serving" in m.rule.roles:
                 if self._serving_run:
                     return []  # decided by the run's first serving line
                 warmup = self._warmup_line(m.rule)  # (asked first: judging it may end the warm-up)
-                out = self._on_match(no, plain, text, m)
+                out = self._on_match(no, off, plain, text, m)
                 self._serving_run = bool(out) or not warmup
                 return out
             self._serving_run = False
-            return self._on_match(no, plain, text, m)
+            return self._on_match(no, off, plain, text, m)
         self._serving_run = False
-        return self._feed_slow(no, plain, text)
+        return self._feed_slow(no, off, plain, text)
 
     def _warmup_line(self, rule: Rule) -> bool:
         """In a log whose start is there, before the engine's own warm-up request was answered, a line of this
         serving entry is the warm-up's (core.dialects)."""
         return self._started and not self._warmed and rule.id in dialect_of(self.dialect).warmup_entries
 
-    def _bare(self, no: int, plain: str, text: str) -> list[Event]:
+    def _bare(self, no: int, off: int, plain: str, text: str) -> list[Event]:
         """A record that matched no rule: an event if it is nothing but an exception line (a worker's last
         words ``ValueError: Current node has no GPU available``, or the end of a traceback the excerpt cut)."""
         if "rror" not in plain and "xception" not in plain and "ailure" not in plain:
@@ -378,38 +394,38 @@ class EventBuilder:
         if _worker(pre):
             roles |= {"fatal"}
         summary = _clip(body)
-        ev = Event(Kind.CRASH, BARE_EXCEPTION, summary, no, text, ranks=_ranks(pre), key=f"exception:{summary}",
+        ev = Event(Kind.CRASH, BARE_EXCEPTION, summary, no, text, ranks=_ranks(pre), key=f"exception:{summary}", offset=off,
                    ts=pre.ts, roles=roles, diagnosis=cm.rule.id if cm is not None else None, facts=_facts(cm),
                    entry=cm.rule if cm is not None else None, source=pre.key)
-        return [self._merge(ev, self._next_serial(), (no, no))]
+        return [self._merge(ev, self._next_serial(), (no, no), (off, off))]
 
-    def _feed_slow(self, no: int, plain: str, text: str) -> list[Event]:
+    def _feed_slow(self, no: int, off: int, plain: str, text: str) -> list[Event]:
         out: list[Event] = []
         pre = split_prefix(plain)
         body = pre.body
         if self._pending is not None:
-            hno, hplain, htext, hm = self._pending
+            hno, hoff, hplain, htext, hm = self._pending
             self._pending = None
             if _TB_HEAD in body and body.lstrip().startswith(_TB_HEAD):
                 # the announced traceback: one block from the announcing line, with its rank
                 hpre = split_prefix(hplain)
-                block = self._open_block(hpre, hno, hpre.body, htext, head_rule=hm.rule)
-                block.add(no, text, self._fed)
+                block = self._open_block(hpre, hno, hoff, hpre.body, htext, head_rule=hm.rule)
+                block.add(no, off, text, self._fed)
                 return out
-            out.extend(self._on_match(hno, hplain, htext, hm, defer=False))
+            out.extend(self._on_match(hno, hoff, hplain, htext, hm, defer=False))
         at = tb.header_at(mask_quoted(body)) if _TB_HEAD in body else -1
         if at >= 0:
-            out.extend(self._header(no, plain, text, pre, at))
+            out.extend(self._header(no, off, plain, text, pre, at))
             return out
         target = self._target(pre, body)
         if target is None:
             out.extend(self._expire())
             if tb.is_frame(pre.body):  # a frame with no header before it: the log starts inside a traceback
                 loc = tb.frame_location(pre.body)
-                new = self._open_block(pre, no, "", text, headless=True)
+                new = self._open_block(pre, no, off, "", text, headless=True)
                 new.sections[0].frame, new.sections[0].frames = loc, 1
                 return out
-            out.extend(self._judge(no, plain, text))
+            out.extend(self._judge(no, off, plain, text))
             return out
         if target.prefix is not None:
             n = len(target.prefix)
@@ -417,10 +433,10 @@ class EventBuilder:
                 body = plain[n:]
             else:
                 target.prefix = None
-        out.extend(self._grow(target, no, plain, text, pre, body))
+        out.extend(self._grow(target, no, off, plain, text, pre, body))
         return out
 
-    def _header(self, no: int, plain: str, text: str, pre: Prefix, at: int) -> list[Event]:
+    def _header(self, no: int, off: int, plain: str, text: str, pre: Prefix, at: int) -> list[Event]:
         """A ``Traceback (most recent call last):`` record: a chain's next traceback, a repeated header, or a new block."""
         out: list[Event] = []
         body = pre.body
@@ -430,10 +446,10 @@ class EventBuilder:
         if existing is not None and existing.state == _CHAIN:
             existing.sections.append(_Section())
             existing.state = _FRAMES
-            existing.add(no, text, self._fed)
+            existing.add(no, off, text, self._fed)
             return out
         if existing is not None and existing.frames == 0 and not existing.headless and existing.state == _FRAMES:
-            existing.add(no, text, self._fed)  # a repeated header ("Traceback" after "hit an exception")
+            existing.add(no, off, text, self._fed)  # a repeated header ("Traceback" after "hit an exception")
             return out
         if existing is not None:
             out.extend(self._close(existing))
@@ -446,12 +462,12 @@ class EventBuilder:
                 self.dialect = head_rule.dialect
         lead = tb.lead_message(before)
         raw_before = plain[: len(plain) - len(body) + at]
-        block = self._open_block(pre, no, body, text, head_rule=head_rule)
+        block = self._open_block(pre, no, off, body, text, head_rule=head_rule)
         block.lead = lead
         block.prefix = tb.shape(raw_before) if raw_before.strip() and lead is None and pre.key is None else None
         return out
 
-    def _grow(self, block: _Block, no: int, plain: str, text: str, pre: Prefix, body: str) -> list[Event]:
+    def _grow(self, block: _Block, no: int, off: int, plain: str, text: str, pre: Prefix, body: str) -> list[Event]:
         """The next record of an open block's source."""
         out: list[Event] = []
         stripped = body.strip()
@@ -459,41 +475,41 @@ class EventBuilder:
         if pre.key is not None and pre.key == block.key:
             block.per_line = True
         elif block.per_line and pre.key is None and stripped and block.state != _EXC:
-            block.add(no, text, self._fed)  # the rest of a line a terminal wrapped (kubectl, a narrow pane)
+            block.add(no, off, text, self._fed)  # the rest of a line a terminal wrapped (kubectl, a narrow pane)
             return out
         if block.state == _EXC:
             same = pre.key == block.exc_key
             if tb.is_chain(body) and same:
                 block.state = _CHAIN
-                block.add(no, text, self._fed)
+                block.add(no, off, text, self._fed)
                 return out
             if same and tb.is_detail(body) and not self._own_record(plain):
                 sec.details.append(stripped)
-                block.add(no, text, self._fed)
+                block.add(no, off, text, self._fed)
                 out.append(self._emit(block))
                 if len(sec.details) >= tb.MAX_DETAIL_LINES:
                     out.extend(self._close(block))
                 return out
             out.extend(self._close(block))
             if stripped:
-                out.extend(self._judge(no, plain, text))
+                out.extend(self._judge(no, off, plain, text))
             return out
         if not stripped:
             block.last_fed = self._fed
             return out  # blank lines inside a traceback carry nothing
         if block.state == _CHAIN:
             out.extend(self._close(block))  # a chain marker with no traceback after it
-            out.extend(self._judge(no, plain, text))
+            out.extend(self._judge(no, off, plain, text))
             return out
         if tb.is_chain(body):
             block.state = _CHAIN  # the exception line was cut: the chain goes on
-            block.add(no, text, self._fed)
+            block.add(no, off, text, self._fed)
             return out
         after_frame = bool(block.lines) and tb.is_frame(_body_of(block.lines[-1], block))
         if tb.is_continuation(body) or tb.is_frame(body) or tb.is_elision(body) or (
                 after_frame and not tb.is_exception_line(stripped)):
             # a frame, its source line (indented, or not: a pasted excerpt loses indentation), carets, "..."
-            block.add(no, text, self._fed)
+            block.add(no, off, text, self._fed)
             loc = tb.frame_location(body) if tb.is_frame(body) else None
             if loc is not None:
                 sec.frames += 1
@@ -505,19 +521,19 @@ class EventBuilder:
             # Not a traceback after all (a header line quoted in a message): close it and judge this
             # line on its own.
             out.extend(self._close(block, quoted=True))
-            out.extend(self._judge(no, plain, text))
+            out.extend(self._judge(no, off, plain, text))
             return out
         exc = stripped if tb.is_exception_line(stripped) else tb.exception_inside(stripped)
         if exc is None:
             # The exception line is missing (cut, or another process's line came first): close the
             # block with what it has and judge this line on its own.
             out.extend(self._close(block))
-            out.extend(self._judge(no, plain, text))
+            out.extend(self._judge(no, off, plain, text))
             return out
         sec.exc = exc
         block.state = _EXC
         block.exc_key = pre.key
-        block.add(no, text, self._fed)
+        block.add(no, off, text, self._fed)
         out.append(self._emit(block))
         out.extend(self._expire())
         return out
@@ -527,24 +543,24 @@ class EventBuilder:
         m = self.ruleset.match(plain)
         return m is not None and (m.rule.kind is not Kind.CRASH or bool(m.rule.roles & {"wrapper", "new_run"}))
 
-    def _judge(self, no: int, plain: str, text: str) -> list[Event]:
+    def _judge(self, no: int, off: int, plain: str, text: str) -> list[Event]:
         """A record outside every traceback, judged by the rules."""
         if _TB_HEAD in plain:
             pre = split_prefix(plain)
             at = tb.header_at(mask_quoted(pre.body))
             if at >= 0:
-                return self._header(no, plain, text, pre, at)
+                return self._header(no, off, plain, text, pre, at)
         m = self.ruleset.match(plain)
         if m is None:
-            return self._bare(no, plain, text)
+            return self._bare(no, off, plain, text)
         if m.rule.id == TRACEBACK:
             return []
-        return self._on_match(no, plain, text, m)
+        return self._on_match(no, off, plain, text, m)
 
-    def _open_block(self, pre: Prefix, no: int, head: str, text: str, *, head_rule: Rule | None = None,
+    def _open_block(self, pre: Prefix, no: int, off: int, head: str, text: str, *, head_rule: Rule | None = None,
                     headless: bool = False) -> _Block:
         worker = _worker(pre) or (head_rule is not None and "announce" in head_rule.roles)
-        block = _Block(pre.key, pre.rank, no, pre.ts, head, [text], self._next_serial(), end_no=no,
+        block = _Block(pre.key, pre.rank, no, off, pre.ts, head, [text], self._next_serial(), end_no=no, end_off=off,
                        last_fed=self._fed, head_rule=head_rule, headless=headless, worker=worker)
         self._open.append(block)
         return block
@@ -614,7 +630,8 @@ class EventBuilder:
         ev = self._event_of(block)
         key = block.emitted if block.emitted is not None else ev.key
         block.emitted = key
-        return self._merge(replace(ev, key=key), block.serial, (block.start_no, block.end_no or block.start_no))
+        end = (block.end_no, block.end_off) if block.end_no else (block.start_no, block.start_off)
+        return self._merge(replace(ev, key=key), block.serial, (block.start_no, end[0]), (block.start_off, end[1]))
 
     def _event_of(self, block: _Block) -> Event:
         text_all = "\n".join(block.lines)
@@ -653,6 +670,7 @@ class EventBuilder:
             rule_id=TRACEBACK,
             summary=summary,
             line_no=block.start_no,
+            offset=block.start_off,
             text=block.lines[0] if block.lines else block.head,
             ranks=frozenset({block.rank}) if block.rank is not None else frozenset(),
             block=tuple(block.lines),
@@ -665,33 +683,35 @@ class EventBuilder:
             source=block.key,
         )
 
-    def _merge(self, ev: Event, serial: int, span: tuple[int, int]) -> Event:
+    def _merge(self, ev: Event, serial: int, span: tuple[int, int], at: tuple[int, int]) -> Event:
         """One occurrence (``serial``) of a keyed event, first or updated: occurrences are counted, the
-        first one's lines are what the event shows, every occurrence's span is kept (MAX_SPANS)."""
-        spans = self._spans.setdefault(ev.key, {})
-        new = serial not in spans
-        if not new or len(spans) < MAX_SPANS:
-            spans[serial] = span
+        first one's lines are what the event shows, every occurrence's span (line numbers, ``span``, and
+        byte offsets, ``at``) is kept (MAX_SPANS)."""
+        kept = self._spans.setdefault(ev.key, {})
+        new = serial not in kept
+        if not new or len(kept) < MAX_SPANS:
+            kept[serial] = (span, at)
+        spans, offsets = tuple(s for s, _ in kept.values()), tuple(a for _, a in kept.values())
         old = self._merged.get(ev.key)
         if old is None:
-            merged = replace(ev, spans=tuple(spans.values()))
+            merged = replace(ev, spans=spans, offsets=offsets)
         elif new:
             merged = replace(old, count=old.count + 1, ranks=old.ranks | ev.ranks, roles=old.roles | ev.roles,
-                             spans=tuple(spans.values()))
-        elif next(iter(spans)) == serial:  # the shown occurrence grew (detail lines, its chain)
+                             spans=spans, offsets=offsets)
+        elif next(iter(kept)) == serial:  # the shown occurrence grew (detail lines, its chain)
             merged = replace(ev, count=old.count, ranks=old.ranks | ev.ranks, roles=old.roles | ev.roles,
-                             spans=tuple(spans.values()))
+                             spans=spans, offsets=offsets)
         else:
-            merged = replace(old, ranks=old.ranks | ev.ranks, roles=old.roles | ev.roles, spans=tuple(spans.values()))
+            merged = replace(old, ranks=old.ranks | ev.ranks, roles=old.roles | ev.roles, spans=spans, offsets=offsets)
         self._merged[ev.key] = merged
         return merged
 
-    def _on_match(self, no: int, plain: str, text: str, m: RuleMatch, *, defer: bool = True) -> list[Event]:
+    def _on_match(self, no: int, off: int, plain: str, text: str, m: RuleMatch, *, defer: bool = True) -> list[Event]:
         rule = m.rule
         if rule.id == TRACEBACK:
-            return self._feed_slow(no, plain, text) if not self._open and tb.is_frame(split_prefix(plain).body) else []
+            return self._feed_slow(no, off, plain, text) if not self._open and tb.is_frame(split_prefix(plain).body) else []
         if defer and "announce" in rule.roles and not plain[plain.find(m.match.group(0)) + len(m.match.group(0)):].strip(" :"):
-            self._pending = (no, plain, text, m)  # the traceback follows on the next line
+            self._pending = (no, off, plain, text, m)  # the traceback follows on the next line
             return []
         if "new_run" in rule.roles:
             self._started = False
@@ -725,16 +745,17 @@ class EventBuilder:
             roles = rule.roles | (cm.rule.roles if cm is not None else frozenset())
             if kind is Kind.CRASH and _worker(pre) and tb.is_bare_exception(pre.body.strip()):
                 roles |= {"fatal"}  # a worker's last words: its exception, printed alone
-            ev = Event(kind, rule.id, body, no, text, phase=phase, ranks=ranks,
+            ev = Event(kind, rule.id, body, no, text, phase=phase, ranks=ranks, offset=off,
                        diagnosis=cm.rule.id if cm is not None else None, key=f"{rule.id}:{body}", ts=pre.ts,
                        roles=roles, facts=_facts(cm), entry=cm.rule if cm is not None else None, source=pre.key)
-            return [self._merge(ev, self._next_serial(), (no, no))]
+            return [self._merge(ev, self._next_serial(), (no, no), (off, off))]
         progress = m.progress() if kind is Kind.PROGRESS else None
         summary = rule.summary if kind is not Kind.READY or not rule.user else _clip(pre.body)
         return [Event(kind, rule.id, summary, no, text, phase=phase, progress=progress, ranks=ranks,
                       diagnosis=rule.id if rule.diagnoses else None, key=rule.id, ts=pre.ts, ends=rule.ends,
                       roles=rule.roles, facts=_facts(m) if rule.diagnoses else (),
-                      entry=rule if rule.diagnoses else None, source=pre.key, spans=((no, no),))]
+                      entry=rule if rule.diagnoses else None, source=pre.key, spans=((no, no),), offset=off,
+                      offsets=((off, off),))]
 
 
 def _specificity(cm: RuleMatch | None) -> int:

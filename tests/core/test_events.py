@@ -267,3 +267,32 @@ def test_announced_traceback_on_the_next_line_is_one_event_with_the_rank() -> No
         ("sglang-child-failed", "Received sigquit from a child process.", 7),
     ]
     assert events[0].block[0].endswith("Scheduler hit an exception:") and len(events[0].block) == 5
+
+
+def test_events_carry_the_byte_offsets_of_their_lines_in_the_file(tmp_path) -> None:
+    """Each event and each occurrence span carries the file's byte offsets of its first and last line (the log
+    pane places rows by them), read through the real follower's lines, in one batch and line by line."""
+    from symmtui.core.follow import iter_lines
+
+    log = tmp_path / "x.log"
+    filler = "".join(f"[2026-12-01 10:00:00 TP0] step {i} ünïcode\n" for i in range(200))
+    log.write_bytes(filler.encode() + KEYERROR_LOG.read_bytes())
+    data = log.read_bytes()
+    lines = [ln for batch in iter_lines(log) for ln in batch]
+    starts = {ln.no: ln.offset for ln in lines}
+    for feed in ("many", "one"):
+        b = EventBuilder()
+        evs = (b.feed_many(lines) if feed == "many" else [e for ln in lines for e in b.feed(ln)]) + b.flush()
+        crash = next(e for e in evs[::-1] if e.summary.startswith("KeyError: 12"))
+        assert crash.offset == starts[crash.line_no]
+        assert data[crash.offset:].startswith(crash.text.encode())
+        assert len(crash.offsets) == len(crash.spans) == 8
+        for (first, last), (a, z) in zip(crash.spans, crash.offsets, strict=True):
+            assert (starts[first], starts[last]) == (a, z)
+        assert all(e.offset == starts[e.line_no] for e in evs)
+
+
+def test_events_of_lines_without_offsets_say_unknown() -> None:
+    b = EventBuilder()
+    ev = (b.feed_plain(1, "ValueError: boom") + b.flush())[0]
+    assert ev.offset == -1 and ev.offsets == ((-1, -1),)

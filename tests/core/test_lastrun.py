@@ -118,6 +118,12 @@ def test_lines_before_a_far_attach_point_are_estimated_not_counted(
     m = re.search(r"--- first error \(line ~(\d+)\) ---", text)
     assert m is not None, text
     assert abs(int(m.group(1)) - first) <= 0.02 * first, (m.group(1), first)
+    # the line number is estimated, the byte offset is exact: the log pane places the event by it
+    cause = res.verdict.cause
+    assert cause is not None
+    data = log.read_bytes()
+    assert cause.offset == data.rindex(b"\n", 0, data.index(b"Scheduler hit an exception", starts[2])) + 1
+    assert all(a >= starts[2] for a, _ in cause.offsets)
 
 
 def test_find_last_launch_reads_backwards_and_falls_back(tmp_path: Path) -> None:
