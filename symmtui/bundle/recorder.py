@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from symmtui.core.ranks import RankSummary
     from symmtui.core.readiness import Snapshot
     from symmtui.core.rules import RuleSet
-    from symmtui.core.verdict import Finding
+    from symmtui.core.verdict import Changes, Finding
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.sampler import GpuSnapshot
 
@@ -81,6 +81,11 @@ def cause_json(event: Event | None, ruleset: RuleSet | None = None, found: Findi
     if found is not None:
         return event_json(event, ruleset, time=event.ts, diagnosis=found.diagnosis)
     return event_json(event, ruleset, time=event.ts)
+
+
+def changes_json(changes: Changes | None) -> dict[str, Any] | None:
+    """What changed since the last READY launch as the verdict said it (replay shows it, never recomputes)."""
+    return None if changes is None else {"since": changes.since, "lines": list(changes.lines)}
 
 
 def phases_json(snap: Snapshot) -> list[dict[str, Any]]:
@@ -284,6 +289,7 @@ class Recorder:
             "phase": snap.phase, "detail": snap.detail,
             "cause": cause_json(snap.cause, self.ruleset, batch.verdict.view(batch.node).finding(snap.cause)),
             "phases": phases_json(snap),
+            "changes": changes_json(batch.verdict.changes if batch.verdict.node == batch.node else None),
         })
         return True
 

@@ -28,7 +28,7 @@ from symmtui.core.events import Event
 from symmtui.core.ranks import RankSummary
 from symmtui.core.readiness import Snapshot, State
 from symmtui.core.rules import strip_ansi
-from symmtui.core.verdict import NodeView, Verdict, findings, ordered_events, verdict_of
+from symmtui.core.verdict import Changes, NodeView, Verdict, findings, ordered_events, verdict_of
 from symmtui.errors import UserError
 from symmtui.gpu.results import NA, GpuInfo, GpuProcess
 from symmtui.gpu.results import GpuSample as NvmlSample
@@ -80,9 +80,11 @@ def _na(value: Any) -> Any:
     return NA if value is None else value
 
 
-def _verdict(host: str, snap: Snapshot, ranks: RankSummary | None) -> Verdict:
-    """The verdict view of a recorded judgement (one node: the bundle's), its findings from the shipped rules."""
-    return verdict_of([NodeView(host, snap, ranks, findings(ordered_events(snap)))])
+def _verdict(host: str, snap: Snapshot, ranks: RankSummary | None, changes: Changes | None = None) -> Verdict:
+    """The verdict view of a recorded judgement (one node: the bundle's), its findings from the shipped rules,
+    and what changed since the last READY launch as it was recorded (never compared again)."""
+    verdict = verdict_of([NodeView(host, snap, ranks, findings(ordered_events(snap)))])
+    return dataclasses.replace(verdict, changes=changes) if changes is not None else verdict
 
 
 class Recording:
@@ -119,6 +121,13 @@ class Recording:
                 rank = decode(ranks) if ranks is not None else None
                 launch.snaps.append((snap, rank if isinstance(rank, RankSummary) else None))
                 launch.snap_t.append(float(t))
+        self.changes: dict[tuple[int, str], Changes] = {}
+        """(launch, state) -> what the verdict said changed since the last READY launch."""
+        for v in bundle.verdicts:
+            said = v.get("changes")
+            if isinstance(said, dict):
+                self.changes[(int(v.get("generation") or 0), str(v.get("state")))] = Changes(
+                    str(said.get("since") or ""), tuple(str(t) for t in said.get("lines") or []))
         gpu = data.get("gpu") or {}
         infos = decode(gpu.get("infos") or [])
         self.infos: tuple[GpuInfo, ...] = tuple(i for i in infos if isinstance(i, GpuInfo))
@@ -261,7 +270,7 @@ class ReplaySession:
         if g is None:
             return None
         at = self.recording.snapshot_at(g, self.position)
-        return _verdict(self.host, *at) if at is not None else None
+        return _verdict(self.host, *at, self.recording.changes.get((g, at[0].state.value))) if at is not None else None
 
     def gpu_busy_for(self) -> float | None:
         return None
@@ -399,7 +408,8 @@ class ReplaySession:
         restarted = restart or (self._shown_gen is not None and g != self._shown_gen)
         self._shown_gen = g
         update = EngineUpdate(tuple(launch.lines[lo:hi]), tuple(launch.events[elo:ehi]), (), snap, 0, g, ranks)
-        self._send(EngineBatch(self.host, update, None, _verdict(self.host, snap, ranks), restarted))
+        verdict = _verdict(self.host, snap, ranks, rec.changes.get((g, snap.state.value)))
+        self._send(EngineBatch(self.host, update, None, verdict, restarted))
 
     def _jump(self, target: float) -> None:
         """Show the recording as it stood at ``target``: the launch then, from its first line, in one batch."""

@@ -94,6 +94,8 @@ def note_of(verdict: Verdict, *, name: str, host: str, log_path: str | None = No
         lines.insert(0, f"next: {action}")
     if state is State.READY:
         lines += [_safe(t) for t in verdict.timings]
+    elif verdict.changes is not None:  # one line: what changed since the last READY launch, culprit first
+        lines.append(_safe(verdict.changes.line))
     if verdict.nodes_line is not None:
         lines.append(_safe(verdict.nodes_line))
     return VerdictNote(WORDS[state], VERDICT_KEYS[state], headline, tuple(lines), _safe(name),

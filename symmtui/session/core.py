@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, TypeVar
 from symmtui import boundary, clitext
 from symmtui.core.engine import EngineUpdate
 from symmtui.core.readiness import Readiness, Snapshot, State
-from symmtui.core.verdict import NodeView, Verdict, findings, ordered_events, verdict_of
+from symmtui.core.verdict import Changes, NodeView, Verdict, findings, ordered_events, verdict_of
 from symmtui.errors import UserError
 from symmtui.session.mailbox import Mailbox, Relay, Wake
 from symmtui.session.messages import (
@@ -39,7 +39,7 @@ from symmtui.session.messages import (
     VerdictReached,
 )
 from symmtui.session.node import Node
-from symmtui.session.outcome import RECORDED, patch_note
+from symmtui.session.outcome import CHANGED, RECORDED, patch_note
 from symmtui.session.patching import Patcher, PatchView
 from symmtui.session.spec import NodePlan, SessionSpec
 
@@ -48,7 +48,9 @@ from symmtui.session.spec import NodePlan, SessionSpec
 # the profile fix), the GPUs (NVML, psutil: session/gpus.py), the stacks (py-spy, subprocess) and the
 # history's timings are imported where a session has a profile, GPUs or a dump to take.
 if TYPE_CHECKING:
+    from symmtui.core.rules import Action
     from symmtui.launch.envinfo import EnvInfo, ServerCommand
+    from symmtui.launch.facts import LaunchFacts
     from symmtui.launch.history import Estimate
     from symmtui.launch.nodes import StopCommandResult
     from symmtui.launch.profile import Profile
@@ -132,6 +134,9 @@ class Session:
         self._memo: dict[str, tuple[object, object]] = {}
         self._patched = False
         self._timings: tuple[object, tuple[str, ...]] | None = None  # (the READY it was read for, its lines)
+        # (the (node, generation, state) it was read for, what changed since the last READY, the restore)
+        self._changes: tuple[tuple[str, int, State], Changes | None, tuple[Action, ...]] | None = None
+        self._attached: dict[str, LaunchFacts | None] = {}  # a node attached by pid alone: its command, read at start
         self._verdict = verdict_of(list(self._views.values()))
         self._reached_key: tuple[State, int] | None = None
         self._stalled_on: str | None = None
@@ -173,6 +178,10 @@ class Session:
         """Follow what the spec says to follow, start the GPU sampler, read the launch history for the ETA."""
         for node in self._nodes:
             plan = node.plan
+            if node.supervisor is None and plan.pid is not None:  # what it runs, while it runs (what changed)
+                from symmtui.session.changes import attached
+
+                self._attached[node.name] = attached(plan.pid)
             if plan.follow and (node.source is not None or plan.url is not None or plan.pid is not None):
                 node.follow(pid=plan.pid, new_only=plan.new_only, tail_lines=plan.tail_lines, record=plan.record,
                             recorded=plan.recorded)
@@ -279,6 +288,18 @@ class Session:
                                           about.batch_log_path, verdict.snapshot)
                 self._timings = (key, lines)
             verdict = replace(verdict, timings=self._timings[1])
+        elif verdict.state in CHANGED:
+            about = self._node(verdict.node)
+            seen = (about.name, about.generation, verdict.state)
+            if self._changes is None or self._changes[0] != seen:
+                found: tuple[Changes | None, tuple[Action, ...]] = (None, ())
+                pid_facts = self._attached.get(about.name)
+                if about.supervisor is not None or pid_facts is not None:  # a launch, a profile or a pid: a history
+                    from symmtui.session.changes import changes_since
+
+                    found = changes_since(about, verdict, pid_facts=pid_facts)
+                self._changes = (seen, *found)
+            verdict = replace(verdict, changes=self._changes[1])
         self._verdict = verdict
         return verdict
 
@@ -298,8 +319,11 @@ class Session:
             if self.named and judged.state in RECORDED:  # as the verdict sees it: a quiet worker of a READY server
                 views = [self._views[n.name] for n in self._nodes]
                 judged = verdict_of(views, patched=self._patched).view(node.name).snapshot  # is ready, not timed out
-            if judged.state in RECORDED:
-                warn = node.finish(judged, up.generation)  # before the verdict: READY's timings read this launch
+            if judged.state in RECORDED and node.supervisor is not None:
+                from symmtui.session.changes import named  # the launcher's history: a session with a profile
+
+                # before the verdict: READY's timings and a crash's changes read this launch
+                warn = node.finish(judged, up.generation, named(self._views[node.name].findings))
             verdict = self._judge()
             self._send(EngineBatch(node.name, up, node.batch_log_path, verdict, restarted,
                                    node.launch_id(up.generation)))
@@ -362,7 +386,9 @@ class Session:
                      else self._views[n.name] for n in self._nodes]
             verdict = verdict_of(views, patched=self._patched)
             timings = self._timings[1] if self._timings is not None and verdict.state is State.READY else ()
-            return replace(verdict, timings=timings)
+            memo = self._changes
+            key = (verdict.node, self._node(verdict.node).generation, verdict.state)
+            return replace(verdict, timings=timings, changes=memo[1] if memo is not None and memo[0] == key else None)
         finally:
             self._lock.release()
 
@@ -644,15 +670,24 @@ class Session:
         return state
 
     def plan_fix(self, node: str | None = None) -> ProfileFix | None:
-        """The profile change of ``node``'s first diagnosis whose action is a flag or an environment variable
-        (reads the profile: blocking); None when no diagnosis has one."""
-        from symmtui.launch.profilefix import APPLICABLE, plan
+        """The profile change for ``node``'s diagnosis (reads the profile: blocking): back to what worked when
+        the diagnosis has a fix and the flags or variables it names differ from the last READY launch (they
+        are put back as they were); else its first action that is a flag or an environment variable; None
+        when there is neither."""
+        from symmtui.launch.profilefix import APPLICABLE, plan, plan_restore
 
         profile = self.spec.profile
         if profile is None or profile.path is None:
             return None
         with self._lock:
             view = self._verdict.view(node)
+            changes, restores = self._verdict.changes, self._changes[2] if self._changes is not None else ()
+        has_fix = any(f.diagnosis is not None and f.diagnosis.fix is not None for f in view.findings)
+        if has_fix and restores and changes is not None and not self.named:
+            try:  # back to what worked: the culprits the diagnosis names, as the last READY launch had them
+                return plan_restore(profile.path, restores, changes.since.removeprefix("since "))
+            except UserError:
+                pass  # the profile cannot say it (a variable set outside it): the diagnosis's own fix
         for found in view.findings:
             fix = found.diagnosis.fix if found.diagnosis is not None else None
             if fix is not None and fix.type in APPLICABLE:

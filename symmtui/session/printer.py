@@ -51,10 +51,20 @@ def stacks_lines(taken: StacksTaken) -> list[str]:
     return lines
 
 
+def changed_lines(verdict: Verdict) -> list[str]:
+    """``  changed: since the last READY launch, ...`` and the differences under it, culprit first (none when
+    the verdict was not compared: READY, no history)."""
+    changes = verdict.changes
+    if changes is None:
+        return []
+    return [f"  changed: {changes.since}", *(f"    {text}" for text in changes.lines)]
+
+
 def verdict_lines(verdict: Verdict, *, label: Callable[[int], str] = lambda no: f"line {no}",
                   max_block: int = MAX_BLOCK_PRINT) -> list[str]:
-    """The verdict block: READY / CRASHED (first error block, cause, next, also) / TIMED OUT (last phase,
-    last lines) / STOPPED; ``label`` names a line number. Names the node with several nodes."""
+    """The verdict block: READY / CRASHED (first error block, cause, next, what changed since the last READY
+    launch, also) / TIMED OUT (last phase, what changed, last lines) / STOPPED; ``label`` names a line
+    number. Names the node with several nodes."""
     snap = verdict.snapshot
     out: list[str] = []
     after = snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed
@@ -77,6 +87,8 @@ def verdict_lines(verdict: Verdict, *, label: Callable[[int], str] = lambda no: 
             found = verdict.about.finding(cause)
             if found is not None and found.diagnosis is not None:
                 out += [clitext.detail("cause", found.diagnosis.cause), clitext.detail("next", clitext.headless(found.diagnosis.action))]
+        out += changed_lines(verdict)
+        if cause is not None:
             for other in snap.errors:
                 if other.key != cause.key:
                     where = f" ({label(other.line_no)})" if other.line_no else ""
@@ -94,6 +106,7 @@ def verdict_lines(verdict: Verdict, *, label: Callable[[int], str] = lambda no: 
         if snap.progress is not None:
             phase += f" ({snap.progress * 100:.0f}%)"
         out.append(f"  last phase: {phase}")
+        out += changed_lines(verdict)
         if snap.since_activity is not None:
             out.append(f"  last log line: {snap.since_activity:.1f} s ago")
         if verdict.ranks is not None and verdict.ranks.text:
@@ -188,6 +201,8 @@ class Printer:
             if self.stacks:
                 for text in stacks_lines(self.session.take_stacks(verdict.node, auto=True)):
                     self._line(None, f"  {text}")
+            for text in changed_lines(verdict):
+                self._line(None, text)
         elif self.shown is not None and verdict.state is State.STARTING:
             self.shown = None
             self._line(None, clitext.phase_line(snap.elapsed, f"moving again ({snap.phase or 'starting'})"))

@@ -292,7 +292,8 @@ class SymmApp(App[int]):
         self.query_one(StacksView).show_state(verdict.state)  # the dump is of the node the verdict names
         if isinstance(self.screen, PlotsScreen):
             self.screen.marks = self._phase_marks()
-        self.query_one(DiagnosisView).show(shown_diagnoses(view))
+        self.query_one(DiagnosisView).show(shown_diagnoses(view),
+                                           verdict.changes if view.name == verdict.node else None)
 
     def _show_gpus(self, message: GpuRound) -> None:
         """A GPU round: the panel, and an open process view or plots screen."""
@@ -451,8 +452,9 @@ class SymmApp(App[int]):
         getattr(log, f"action_{name}")()
 
     def action_patch(self) -> None:
-        """p: the fix for the shown diagnosis: a profile change (flag/env) shown as a TOML diff and applied
-        on confirm, then the relaunch; otherwise the SM120 patch modal."""
+        """p: the fix for the shown diagnosis: a profile change (flag/env, or back to what worked: the flags and
+        variables it names as the last READY launch had them) shown as a TOML diff and applied on confirm,
+        then the relaunch; otherwise the SM120 patch modal."""
         if self.typing():  # its key was allowed a moment before a search box took the keyboard
             return
         if self.session.why_not("fix") is None:
@@ -487,8 +489,9 @@ class SymmApp(App[int]):
             diag = next((f.diagnosis for f in self.verdict.view(self.shown).findings if f.diagnosis is not None
                          and f.diagnosis.fix == fix.action), None) if self.verdict is not None else None
             said = f"{visible(diag.cause)}\n\nnext: {visible(diag.action)}\n\n" if diag is not None else ""
+            said = f"{visible(fix.note)}\n\n" if fix.note else said  # back to what worked says what it restores
             diff = "\n".join(visible(line) for line in fix.diff.splitlines())
-            self.push_screen(ConfirmScreen("Apply the fix to the profile?", Content(said + diff), yes="Apply"),
+            self.push_screen(ConfirmScreen(fix.title, Content(said + diff), yes="Apply"),
                              partial(self._fix_confirmed, fix))
 
     def _fix_confirmed(self, fix: ProfileFix, yes: bool | None) -> None:
@@ -510,7 +513,7 @@ class SymmApp(App[int]):
             self.notify(visible(message.error), severity="error", timeout=8)
             return
         fix = message.fix
-        self.notify(f"{fix.path.name} updated ({fix.action.type} {fix.action.flag or fix.action.env})")
+        self.notify(f"{fix.path.name} updated ({fix.summary})")
         self.action_relaunch()
 
     def _patch_closed(self, relaunch: bool | None) -> None:

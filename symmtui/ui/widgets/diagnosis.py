@@ -1,4 +1,5 @@
-"""Diagnosis: for each crash or warning event, the cause in plain words and the action to take."""
+"""Diagnosis: for each crash or warning event, the cause in plain words and the action to take; then what
+changed since the last READY launch (the verdict's ``changes``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from textual.widgets import Static
 from symmtui.core.diagnose import Diagnosis
 from symmtui.core.events import Event
 from symmtui.core.rules import Kind
-from symmtui.core.verdict import NodeView
+from symmtui.core.verdict import Changes, NodeView
 from symmtui.textsafe import visible
 
 INTENT_KEYS = {"patch": "p", "relaunch": "r"}
@@ -39,10 +40,19 @@ def shown_diagnoses(view: NodeView) -> list[tuple[Event, Diagnosis]]:
     return out
 
 
-def render_diagnoses(items: Sequence[tuple[Event, Diagnosis]]) -> Content:
-    """One block per event: the summary (with ranks and count), the cause, the action."""
+def render_changes(changes: Changes) -> Content:
+    """``◆ changed since the last READY launch, ...`` and one line per difference, the culprit first (without
+    differences: why, ``◆ no READY launch of this profile to compare with``)."""
+    said = (("changed ", "bold"),) if changes.lines else ()
+    head = Content.assemble(("◆ ", "bold $warning"), *said, (visible(changes.since), "$muted"))
+    return Content("\n").join([head, *(Content.assemble(("  · ", "$muted"), visible(t)) for t in changes.lines)])
+
+
+def render_diagnoses(items: Sequence[tuple[Event, Diagnosis]], changes: Changes | None = None) -> Content:
+    """One block per event: the summary (with ranks and count), the cause, the action; then what changed."""
     if not items:
-        return Content.styled("No crashes or warnings.", "$muted")
+        quiet = Content.styled("No crashes or warnings.", "$muted")
+        return quiet if changes is None else Content("\n").join([quiet, render_changes(changes)])
     blocks: list[Content] = []
     for event, diag in items:
         crash = event.kind == Kind.CRASH
@@ -56,6 +66,8 @@ def render_diagnoses(items: Sequence[tuple[Event, Diagnosis]]) -> Content:
             Content.assemble(("  cause: ", "$muted"), (visible(diag.cause), "$diag-cause")),
         ]
         blocks.append(Content("\n").join(lines))
+    if changes is not None:
+        blocks.append(render_changes(changes))
     return Content("\n").join(blocks)
 
 
@@ -66,12 +78,14 @@ class DiagnosisView(Static):
         super().__init__(Content.styled("No crashes or warnings.", "$muted"), id=id)
         self.border_title = "Diagnosis"
         self.items: tuple[tuple[Event, Diagnosis], ...] = ()
+        self.changes: Changes | None = None
 
-    def show(self, items: Sequence[tuple[Event, Diagnosis]]) -> None:
+    def show(self, items: Sequence[tuple[Event, Diagnosis]], changes: Changes | None = None) -> None:
+        """The diagnoses, and ``changes`` (what changed since the last READY launch) under them."""
         items = tuple(items)
-        if items == self.items:
+        if items == self.items and changes == self.changes:
             return
-        self.items = items
+        self.items, self.changes = items, changes
         self.set_class(any(e.kind == Kind.CRASH for e, _ in items), "-crash")
-        self.set_class(bool(items), "-some")
-        self.update(render_diagnoses(items))
+        self.set_class(bool(items) or changes is not None, "-some")
+        self.update(render_diagnoses(items, changes))
