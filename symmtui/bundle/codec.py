@@ -25,11 +25,12 @@ from symmtui.core.events import Event
 from symmtui.core.ranks import RankState, RankSummary
 from symmtui.core.readiness import PhaseSpan, Snapshot, State
 from symmtui.core.rules import Action, Kind
+from symmtui.core.verdict import Changes
 from symmtui.gpu.results import NA, GpuInfo, NAType, NvLink
 
 CLASSES: dict[str, type[Any]] = {
     cls.__name__: cls for cls in (Event, Snapshot, PhaseSpan, RankSummary, RankState, GpuInfo, NvLink,
-                                  Board, NodeBoard, Said, Eta, Relaunch, Action)
+                                  Board, NodeBoard, Said, Eta, Relaunch, Action, Changes)
 }
 ENUMS: dict[str, type[Enum]] = {"State": State, "Kind": Kind}
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from symmtui.core.ranks import RankSummary
     from symmtui.core.readiness import Snapshot
     from symmtui.core.rules import RuleSet
+    from symmtui.core.verdict import Changes
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.sampler import GpuSnapshot
 
@@ -82,6 +83,11 @@ def cause_json(said: Said | None) -> dict[str, Any] | None:
     if out["diagnosis"] is not None:
         out["diagnosis"]["next"] = said.command
     return out
+
+
+def changes_json(changes: Changes | None) -> dict[str, Any] | None:
+    """What changed since the last READY launch as the verdict said it (replay shows it, never recomputes)."""
+    return None if changes is None else {"since": changes.since, "lines": list(changes.lines)}
 
 
 def phases_json(snap: Snapshot) -> list[dict[str, Any]]:
@@ -312,7 +318,7 @@ class Recorder:
             "phase": snap.phase, "detail": snap.detail,
             "cause": cause_json(view.cause),
             "phases": phases_json(snap),
-            "changes": list(batch.board.changes), "changes_since": batch.board.changes_since,
+            "changes": changes_json(batch.board.changes if batch.board.node == batch.node else None),
         })
         return True
 

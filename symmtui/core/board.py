@@ -25,7 +25,7 @@ from symmtui.core.logclock import LogTimes, elapsed
 from symmtui.core.ranks import RankSummary
 from symmtui.core.readiness import Snapshot, State
 from symmtui.core.rules import Action, Kind
-from symmtui.core.verdict import WORDS, Finding, NodeView, Verdict, verdict_of
+from symmtui.core.verdict import WORDS, Changes, Finding, NodeView, Verdict, verdict_of
 
 INTENTS = ("launch", "relaunch", "patch", "fix", "stacks")
 """The intents a Board says can or cannot be asked now (``Board.why_not``)."""
@@ -137,9 +137,9 @@ class Board:
     patched: bool = False
     timings: tuple[str, ...] = ()
     """Once READY: the phases against earlier launches (``timings: ...`` lines)."""
-    changes: tuple[str, ...] = ()
-    """On CRASHED, STALLED, TIMED OUT: what differs from the last READY launch, the likeliest culprit first."""
-    changes_since: str | None = None
+    changes: Changes | None = None
+    """On CRASHED, STALLED, TIMED OUT: what differs from the last READY launch, the likeliest culprit first
+    (None: not compared: READY, still starting, no launch history)."""
     gpu_stall: str | None = None
     """While STALLED: what the GPUs say about it ("all 8 GPUs idle")."""
     gpu_slow: str | None = None
@@ -286,7 +286,7 @@ def _decided(verdict: Verdict, nodes: Sequence[NodeInput], stacks_pending: bool)
 
 
 def build(seq: int, nodes: Sequence[NodeInput], now: float, *, patched: bool = False,
-          timings: tuple[str, ...] = (), changes: tuple[str, ...] = (), changes_since: str | None = None,
+          timings: tuple[str, ...] = (), changes: Changes | None = None,
           gpu_stall: str | None = None, gpu_slow: str | None = None,
           why_not: Mapping[str, str | None] | None = None, relaunch: Relaunch | None = None,
           stacks_pending: bool = False) -> Board:
@@ -302,8 +302,7 @@ def build(seq: int, nodes: Sequence[NodeInput], now: float, *, patched: bool = F
         seq=seq, state=state, node=verdict.node, headline=verdict.headline, summary=verdict.summary,
         detail=verdict.detail, nodes=boards, named=verdict.named, patched=patched,
         timings=timings if state is State.READY else (),
-        changes=changes if state in (State.CRASHED, State.STALLED, State.TIMED_OUT) else (),
-        changes_since=changes_since if state in (State.CRASHED, State.STALLED, State.TIMED_OUT) else None,
+        changes=changes if state in (State.CRASHED, State.STALLED, State.TIMED_OUT) else None,
         gpu_stall=gpu_stall if state is State.STALLED else None, gpu_slow=gpu_slow,
         why_not=tuple((i, (why_not or {}).get(i)) for i in INTENTS), relaunch=relaunch,
         decided=_decided(verdict, nodes, stacks_pending), stacks_pending=stacks_pending,

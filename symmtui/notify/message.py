@@ -93,8 +93,8 @@ def note_of(verdict: Board, *, name: str, host: str, log_path: str | None = None
         lines.insert(0, f"next: {action}")
     if state is State.READY:
         lines += [_safe(t) for t in verdict.timings]
-    elif verdict.changes:
-        lines.append(_safe(f"changed {verdict.changes_since or ''}: {'; '.join(verdict.changes)}".replace("  ", " ")))
+    elif verdict.changes is not None:  # one line: what changed since the last READY launch, culprit first
+        lines.append(_safe(verdict.changes.line))
     if verdict.nodes_line is not None:
         lines.append(_safe(verdict.nodes_line))
     return VerdictNote(WORDS[state], VERDICT_KEYS[state], headline, tuple(lines), _safe(name),

@@ -30,7 +30,7 @@ from symmtui.core.engine import HEARTBEAT, EngineUpdate
 from symmtui.core.eta import LiveEta, RateMeter, live_eta
 from symmtui.core.logclock import LogTimes
 from symmtui.core.readiness import Readiness, Snapshot, State
-from symmtui.core.verdict import NodeView, findings, ordered_events, verdict_of
+from symmtui.core.verdict import Changes, NodeView, Verdict, findings, ordered_events, verdict_of
 from symmtui.errors import UserError
 from symmtui.session import intents
 from symmtui.session.intents import Intent, Launched, NodeStop
@@ -46,7 +46,7 @@ from symmtui.session.messages import (
     VerdictReached,
 )
 from symmtui.session.node import Node
-from symmtui.session.outcome import RECORDED, patch_note
+from symmtui.session.outcome import CHANGED, RECORDED, patch_note
 from symmtui.session.patching import Patcher
 from symmtui.session.spec import NodePlan, SessionSpec
 from symmtui.stacks.gpus import evidence, utilization_of
@@ -56,7 +56,9 @@ from symmtui.stacks.gpus import evidence, utilization_of
 # the profile fix), the GPUs (NVML, psutil: session/gpus.py), the stacks (py-spy, subprocess) and the
 # history's timings are imported where a session has a profile, GPUs or a dump to take.
 if TYPE_CHECKING:
+    from symmtui.core.rules import Action
     from symmtui.launch.envinfo import EnvInfo, ServerCommand
+    from symmtui.launch.facts import LaunchFacts
     from symmtui.launch.nodes import StopCommandResult
     from symmtui.launch.profile import Profile
     from symmtui.launch.profilefix import ProfileFix
@@ -122,6 +124,9 @@ class Session:
         self._timings: tuple[object, tuple[str, ...]] | None = None  # (the READY it was read for, its lines)
         self._seq = 0
         self._gpu_util: list[int | None] = []  # each GPU's utilization in the last round (a stall's evidence)
+        # (the (node, generation, state) it was read for, what changed since the last READY, the restore)
+        self._changes: tuple[tuple[str, int, State], Changes | None, tuple[Action, ...]] | None = None
+        self._attached: dict[str, LaunchFacts | None] = {}  # a node attached by pid alone: its command, read at start
         self._reached_key: tuple[State, int] | None = None
         self._stalled_on: str | None = None
         self._port_owner = None
@@ -163,6 +168,10 @@ class Session:
         """Follow what the spec says to follow, start the GPU sampler, read the launch history for the ETA."""
         for node in self._nodes:
             plan = node.plan
+            if node.supervisor is None and plan.pid is not None:  # what it runs, while it runs (what changed)
+                from symmtui.session.changes import attached
+
+                self._attached[node.name] = attached(plan.pid)
             if plan.follow and (node.source is not None or plan.url is not None or plan.pid is not None):
                 node.follow(pid=plan.pid, new_only=plan.new_only, tail_lines=plan.tail_lines, record=plan.record,
                             recorded=plan.recorded)
@@ -281,6 +290,23 @@ class Session:
             self._timings = (key, lines)
         return self._timings[1]
 
+    def _changed(self, verdict: Verdict) -> Changes | None:
+        """Once CRASHED, STALLED or TIMED OUT, what changed since the last READY launch of the node it is about
+        (read once per node, launch and state: the history is a file)."""
+        if verdict.state not in CHANGED:
+            return None
+        about = self._node(verdict.node)
+        seen = (about.name, about.generation, verdict.state)
+        if self._changes is None or self._changes[0] != seen:
+            found: tuple[Changes | None, tuple[Action, ...]] = (None, ())
+            pid_facts = self._attached.get(about.name)
+            if about.supervisor is not None or pid_facts is not None:  # a launch, a profile or a pid: a history
+                from symmtui.session.changes import changes_since  # the history's reader: a failure's
+
+                found = changes_since(about, verdict, pid_facts=pid_facts)
+            self._changes = (seen, *found)
+        return self._changes[1]
+
     def _input(self, node: Node) -> NodeInput:
         st = self._state[node.name]
         engine = node.engine
@@ -299,7 +325,7 @@ class Session:
         why = {i: self.why_not(i) for i in boards.INTENTS}
         return boards.build(
             self._seq, inputs, self.clock(), patched=self._patched,
-            timings=self._ready_timings(verdict.state, self._node(verdict.node)),
+            timings=self._ready_timings(verdict.state, self._node(verdict.node)), changes=self._changed(verdict),
             gpu_stall=stall.short() if stall is not None else None, gpu_slow=slow, why_not=why,
             relaunch=self._relaunch_plan() if why["relaunch"] is None else None,
             stacks_pending=self._stacks_running is not None and self._stacks_running[1])
@@ -325,8 +351,11 @@ class Session:
             if self.named and judged.state in RECORDED:  # as the verdict sees it: a quiet worker of a READY server
                 views = [self._state[n.name].view for n in self._nodes]
                 judged = verdict_of(views, patched=self._patched).view(node.name).snapshot  # is ready, not timed out
-            if judged.state in RECORDED:
-                warn = node.finish(judged, up.generation)  # before the Board: READY's timings read this launch
+            if judged.state in RECORDED and node.supervisor is not None:
+                from symmtui.session.changes import named  # the launcher's history: a session with a profile
+
+                # before the Board: READY's timings and a crash's changes read this launch
+                warn = node.finish(judged, up.generation, named(st.view.findings))
             board = self._board = self._build()
             self._send(EngineBatch(node.name, up, node.batch_log_path, board, restarted,
                                    node.launch_id(up.generation)))
@@ -559,7 +588,7 @@ class Session:
     def _track(self) -> None:
         """Tell the GPU side which launches are ours (their processes are the "ours" rows)."""
         if self._gpus is not None:
-            self._gpus.track(r for n in self._nodes if (r := n.record()) is not None)
+            self._gpus.track(r for n in self._nodes if (r := n.ours()) is not None)
 
     def _stop_before_launch(self, on_progress: OnProgress | None) -> None:
         """Several nodes: the last launch's remote servers (stop commands), then every node's local launch at once."""
@@ -658,15 +687,27 @@ class Session:
         return state
 
     def _plan_fix(self, node: str | None = None) -> ProfileFix | None:
-        """The profile change of ``node``'s first diagnosis whose action is a flag or an environment variable
-        (reads the profile: blocking); None when no diagnosis has one."""
-        from symmtui.launch.profilefix import APPLICABLE, plan
+        """The profile change for ``node``'s diagnosis (reads the profile: blocking): back to what worked when
+        the diagnosis has a fix and the flags or variables it names differ from the last READY launch (they
+        are put back as they were); else its first action that is a flag or an environment variable; None
+        when there is neither."""
+        from symmtui.launch.profilefix import APPLICABLE, plan, plan_restore
 
         profile = self.spec.profile
         if profile is None or profile.path is None:
             return None
-        view = self._board.view(node)
-        for said in (*((view.cause,) if view.cause is not None else ()), *view.errors, *view.warnings):
+        with self._lock:
+            board = self._board
+            restores = self._changes[2] if self._changes is not None else ()
+        view = board.view(node)
+        saids = (*((view.cause,) if view.cause is not None else ()), *view.errors, *view.warnings)
+        changes = board.changes
+        if any(s.fix is not None for s in saids) and restores and changes is not None and not self.named:
+            try:  # back to what worked: the culprits the diagnosis names, as the last READY launch had them
+                return plan_restore(profile.path, restores, changes.since.removeprefix("since "))
+            except UserError:
+                pass  # the profile cannot say it (a variable set outside it): the diagnosis's own fix
+        for said in saids:
             if said.fix is not None and said.fix.type in APPLICABLE:
                 return plan(profile.path, said.fix)
         return None

@@ -285,7 +285,8 @@ class SymmApp(App[int]):
         self.query_one(StacksView).show_state(board.state)  # the dump is of the node the verdict names
         if isinstance(self.screen, PlotsScreen):
             self.screen.marks = self._phase_marks()
-        self.query_one(DiagnosisView).show(board.view(self.shown).shown)
+        view = board.view(self.shown)
+        self.query_one(DiagnosisView).show(view.shown, board.changes if view.name == board.node else None)
 
     def _show_gpus(self, message: GpuRound) -> None:
         """A GPU round: the panel, and an open process view or plots screen."""
@@ -455,8 +456,9 @@ class SymmApp(App[int]):
         getattr(log, f"action_{name}")()
 
     def action_patch(self) -> None:
-        """p: the fix for the shown diagnosis: a profile change (flag/env) shown as a TOML diff and applied
-        on confirm, then the relaunch; otherwise the SM120 patch modal."""
+        """p: the fix for the shown diagnosis: a profile change (flag/env, or back to what worked: the flags and
+        variables it names as the last READY launch had them) shown as a TOML diff and applied on confirm,
+        then the relaunch; otherwise the SM120 patch modal."""
         if self.typing():  # its key was allowed a moment before a search box took the keyboard
             return
         if self.board is not None and self.board.can("fix") is None:
@@ -492,8 +494,9 @@ class SymmApp(App[int]):
             saids = (*((view.cause,) if view.cause is not None else ()), *view.errors, *view.warnings) if view else ()
             diag = next((d for d in saids if d.cause is not None and d.fix == fix.action), None)
             said = f"{visible(diag.cause or '')}\n\nnext: {visible(diag.action or '')}\n\n" if diag is not None else ""
+            said = f"{visible(fix.note)}\n\n" if fix.note else said  # back to what worked says what it restores
             diff = "\n".join(visible(line) for line in fix.diff.splitlines())
-            self.push_screen(ConfirmScreen("Apply the fix to the profile?", Content(said + diff), yes="Apply"),
+            self.push_screen(ConfirmScreen(fix.title, Content(said + diff), yes="Apply"),
                              partial(self._fix_confirmed, fix))
 
     def _fix_confirmed(self, fix: ProfileFix, yes: bool | None) -> None:
@@ -515,7 +518,7 @@ class SymmApp(App[int]):
             self.notify(visible(message.error), severity="error", timeout=8)
             return
         fix = message.fix
-        self.notify(f"{fix.path.name} updated ({fix.action.type} {fix.action.flag or fix.action.env})")
+        self.notify(f"{fix.path.name} updated ({fix.summary})")
         self.action_relaunch()
 
     def _patch_closed(self, relaunch: bool | None) -> None:

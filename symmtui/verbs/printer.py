@@ -48,13 +48,23 @@ def stacks_lines(taken: StacksTaken) -> list[str]:
     return lines
 
 
+def changed_lines(board: Board) -> list[str]:
+    """``  changed: since the last READY launch, ...`` and the differences under it, culprit first (none when
+    the Board was not compared: READY, no history)."""
+    changes = board.changes
+    if changes is None:
+        return []
+    return [f"  changed: {changes.since}", *(f"    {text}" for text in changes.lines)]
+
+
 def _where(said: Said) -> str:
     return f" ({said.where})" if said.where else ""
 
 
 def verdict_lines(board: Board, *, max_block: int = MAX_BLOCK_PRINT) -> list[str]:
-    """The verdict block: READY / CRASHED (first error block, cause, next, also) / TIMED OUT (last phase,
-    last lines) / STOPPED. Names the node with several nodes."""
+    """The verdict block: READY / CRASHED (first error block, cause, next, what changed since the last READY
+    launch, also) / TIMED OUT (last phase, what changed, last lines) / STOPPED. Names the node with several
+    nodes."""
     snap = board.snapshot
     out: list[str] = []
     after = snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed
@@ -76,6 +86,8 @@ def verdict_lines(board: Board, *, max_block: int = MAX_BLOCK_PRINT) -> list[str
             out += _first_error(cause, max_block)
             if cause.diagnosed:
                 out += [clitext.detail("cause", cause.cause or ""), clitext.detail("next", cause.command or "")]
+        out += changed_lines(board)
+        if cause is not None:
             for other in board.about.errors:
                 out.append(clitext.detail("also", f"{other.headline}{_where(other)}"))
         if snap.process_detail and (cause is None or cause.event.rule_id != PROCESS_EXIT):
@@ -91,6 +103,7 @@ def verdict_lines(board: Board, *, max_block: int = MAX_BLOCK_PRINT) -> list[str
         if snap.progress is not None:
             phase += f" ({snap.progress * 100:.0f}%)"
         out.append(f"  last phase: {phase}")
+        out += changed_lines(board)
         if snap.since_activity is not None:
             out.append(f"  last log line: {snap.since_activity:.1f} s ago")
         if board.ranks is not None and board.ranks.text:
@@ -104,9 +117,6 @@ def verdict_lines(board: Board, *, max_block: int = MAX_BLOCK_PRINT) -> list[str
         out.append(f"{word} after {after:.1f} s: {board.detail}")
         if snap.ready_after is not None:
             out.append(f"  (it had been READY: stopped {snap.ready_after:.1f} s after READY)")
-    if board.changes:
-        out.append(f"  changed {board.changes_since}:" if board.changes_since else "  changed:")
-        out += [f"    {text}" for text in board.changes]
     if board.state in (State.READY, State.CRASHED):
         for w in board.about.warnings:
             out.append(f"  warning: {w.headline}")
@@ -183,6 +193,8 @@ class Printer:
             ranks = board.ranks.text if board.ranks is not None else ""
             if ranks and ranks not in board.detail:
                 self._line(None, f"  ranks: {ranks}")
+            for text in changed_lines(board):
+                self._line(None, text)
         elif self.shown is not None and board.state is State.STARTING:
             self.shown = None
             self._line(None, clitext.phase_line(snap.elapsed, f"moving again ({snap.phase or 'starting'})"))

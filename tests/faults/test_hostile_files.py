@@ -141,7 +141,10 @@ def history_texts(draw: st.DrawFn) -> bytes:
                      "verdict": draw(st.sampled_from(["ready", "crashed", "stopped", "weird", ""])),
                      "phases": draw(st.one_of(st.dictionaries(st.text(max_size=8), st.floats(), max_size=3), JSON)),
                      "versions": draw(st.one_of(st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2), JSON)),
-                     "cause": draw(st.one_of(st.none(), st.text(max_size=20), JSON))}
+                     "cause": draw(st.one_of(st.none(), st.text(max_size=20), JSON)),
+                     "facts": draw(st.one_of(st.none(), JSON, st.fixed_dictionaries(
+                         {k: JSON for k in ("command", "flags", "env", "files", "gpus", "model", "more")}))),
+                     "named": draw(st.one_of(st.none(), JSON))}
             lines.append(json.dumps(entry).encode())
         elif kind == "json":
             lines.append(json.dumps(draw(JSON)).encode())
@@ -169,7 +172,7 @@ def log(tmp_path: Path) -> Path:
 def test_any_history_file_gives_a_table_or_json_never_a_bug(text: bytes) -> None:
     path = history_path()
     path.write_bytes(text)
-    for argv in (["history"], ["history", "--json"]):
+    for argv in (["history"], ["history", "--json"], ["history", "--diff"], ["history", "--diff", "--json"]):
         code, out, _err = run_verb(*argv, ok=frozenset({0}))
         if "--json" in argv:
             doc = json.loads(out)

@@ -49,8 +49,8 @@ def test_the_second_ready_launch_names_its_slower_phase_and_history_prints_both(
 
     assert main(["history", "--config", str(cfg)]) == 0  # in this process: the verb reads the same history
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split()[:4] == ["started", "verdict", "total", "launch"]
-    rows = [ln for ln in lines[1:] if ln[:4].isdigit()]
+    assert lines[0].split()[:6] == ["#", "id", "started", "verdict", "total", "launch"]
+    rows = [ln for ln in lines[1:] if ln[:1].isdigit()]
     assert len(rows) == 2 and all("  ready  " in r and "symmtui " in r for r in rows)
     assert any(ln.strip().startswith("timings: loading weights") for ln in lines)
 
