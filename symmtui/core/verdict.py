@@ -127,8 +127,8 @@ class NodeView:
 class Verdict:
     """The session's verdict: a state, the node it is about (crashed, behind, timed out; else the head),
     the header's line, the line under the state and the state's detail, every node's view, the patch state,
-    once READY the phases against earlier launches, and once CRASHED, STALLED or TIMED OUT what changed
-    since the last READY launch. ``named``: the texts name the node (a server of several nodes)."""
+    and once READY the phases against earlier launches (what changed since the last READY launch is the
+    Board's: ``core.board``). ``named``: the texts name the node (a server of several nodes)."""
 
     state: State
     node: str
@@ -140,8 +140,6 @@ class Verdict:
     named: bool = False
     patched: bool = False
     timings: tuple[str, ...] = ()
-    changes: Changes | None = None
-    """None: not compared (a READY, a server still starting, a session without a launch history)."""
 
     @property
     def about(self) -> NodeView:

@@ -192,11 +192,15 @@ class Node:
 
     # ---- processes ---------------------------------------------------------------------------
 
-    def launch_procs(self) -> list[ProcInfo]:
-        """The processes of the launch this node's profile made (its whole tree), if one is recorded."""
+    def ours(self) -> LaunchRecord | None:
+        """The launch this node watches, else its profile's running launch (the state file), else None."""
         with self._lock:
             record = self._record
-        record = record or (self.supervisor.current() if self.supervisor is not None else None)
+        return record or (self.supervisor.current() if self.supervisor is not None else None)
+
+    def launch_procs(self) -> list[ProcInfo]:
+        """The processes of the launch this node's profile made (its whole tree), if one is recorded."""
+        record = self.ours()
         if record is None:
             return []
         from symmtui.proc import proctree  # psutil: a session that looks at processes

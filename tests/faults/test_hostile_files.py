@@ -241,8 +241,9 @@ def test_any_profile_is_loaded_or_refused_in_one_line(text: str, tmp_path: Path)
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A real bundle's document: the crash log recorded by the real recorder (no process needed)."""
     from symmtui.bundle.recorder import Recorder
+    from symmtui.core.board import board_of
     from symmtui.core.engine import EngineUpdate
-    from symmtui.core.verdict import NodeView, verdict_of
+    from symmtui.core.verdict import NodeView
     from symmtui.launch.envinfo import EnvInfo
     from symmtui.session.messages import EngineBatch, VerdictReached
     from tests.ui.kit import CRASH_LOG, read_lines, replay
@@ -251,7 +252,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     events, snap = replay(lines)
     rec = Recorder(name="t", host="h", command=None, dest=tmp_path_factory.mktemp("rec") / "b.json.gz",
                    env=lambda: EnvInfo(taken_at=0.0, symmtui="test"))
-    verdict = verdict_of([NodeView("h", snap)])
+    verdict = board_of([NodeView("h", snap)])
     rec.ingest(0.5, EngineBatch("h", EngineUpdate(tuple(lines), tuple(events), (), snap), str(CRASH_LOG), verdict))
     rec.ingest(1.0, VerdictReached(verdict, 0, None, str(CRASH_LOG)))
     doc: dict[str, Any] = json.loads(json.dumps(rec.document(final=True)))

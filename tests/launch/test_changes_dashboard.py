@@ -51,8 +51,8 @@ async def test_the_dashboard_shows_what_changed_and_p_goes_back_to_what_worked(t
     app = SymmApp(session)
     try:
         async with app.run_test(size=(140, 45)) as pilot:
-            await wait_for(pilot, lambda: app.verdict is not None and app.verdict.state is State.CRASHED
-                           and app.verdict.changes is not None, "the crash, compared")
+            await wait_for(pilot, lambda: app.board is not None and app.board.state is State.CRASHED
+                           and app.board.changes is not None, "the crash, compared")
             panel = str(app.query_one(DiagnosisView).render())
             assert "changed since the last READY launch, " in panel and f"· {FLAG} added" in panel
             assert panel.index(f"{FLAG} added") < panel.index("NCCL_P2P_LEVEL NVL -> SYS")
@@ -87,12 +87,12 @@ async def test_the_dashboard_shows_what_changed_and_p_goes_back_to_what_worked(t
 
     def crashed_batch() -> bool:
         shown.extend(m for m in box.take() if isinstance(m, EngineBatch))
-        return any(b.verdict.state is State.CRASHED for b in shown)
+        return any(b.board.state is State.CRASHED for b in shown)
 
     try:
         wait_until(crashed_batch, what="the replayed crash")
     finally:
         replay.close()
-    verdict = next(b.verdict for b in shown if b.verdict.state is State.CRASHED)
+    verdict = next(b.board for b in shown if b.board.state is State.CRASHED)
     assert verdict.changes is not None
     assert list(verdict.changes.lines) == recorded["changes"]["lines"] and verdict.changes.since == recorded["changes"]["since"]

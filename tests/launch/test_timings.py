@@ -13,6 +13,7 @@ from symmtui import __version__
 from symmtui.cli import main
 from symmtui.launch.history import History, HistoryEntry
 from symmtui.launch.timings import compare
+from symmtui.session.intents import Launch
 from tests.launch.helpers import demo_config, run_cli, stop_at_end
 
 __all__ = ["stop_at_end"]
@@ -164,7 +165,7 @@ def test_one_launch_probes_the_servers_interpreter_once_for_its_bundle_and_its_h
     supervisor = session.head.supervisor
     assert supervisor is not None
     try:
-        [launched] = session.launch_unchecked()  # the real stand-in server, as `symmtui launch` starts it
+        [(_node, launched)] = session.ask(Launch(checked=False)).records  # the real stand-in server, as `symmtui launch` starts it
         versions_of_launch = supervisor.versions
         wait_until(lambda: "sglang" in versions_of_launch.get(launched.launch_id), 20, "the launch's versions")
         assert rec.env_done.wait(20) and rec.environment is not None
