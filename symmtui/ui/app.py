@@ -24,12 +24,13 @@ from textual.widget import Widget
 from textual.widgets import Button, Footer, Input
 
 from symmtui import boundary
-from symmtui.core.diagnose import Diagnosis
+from symmtui.core.board import Board, Said
 from symmtui.core.readiness import State
-from symmtui.core.verdict import PATCHED_ACTION, Verdict
+from symmtui.core.verdict import PATCHED_ACTION
 from symmtui.errors import UserError
 from symmtui.launch.profilefix import ProfileFix
 from symmtui.paths import user_state_dir
+from symmtui.session.intents import ApplyFix, Intent, Launch, PlanFix, RequestStacks
 from symmtui.session.mailbox import Mailbox
 from symmtui.session.messages import (
     Bell,
@@ -43,7 +44,7 @@ from symmtui.session.messages import (
 )
 from symmtui.session.protocol import SessionLike
 from symmtui.textsafe import visible
-from symmtui.ui.messages import FixApplied, FixPlanned, MailReady, RelaunchDone, StopProgress
+from symmtui.ui.messages import FixApplied, FixPlanned, IntentRefused, MailReady, RelaunchDone, StopProgress
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.help import HelpRow, HelpScreen, Section, help_rows
 from symmtui.ui.screens.patch import PatchChanged, PatchScreen
@@ -51,7 +52,7 @@ from symmtui.ui.screens.plots import PlotsScreen
 from symmtui.ui.screens.processes import ProcessScreen
 from symmtui.ui.screens.relaunch import RelaunchScreen
 from symmtui.ui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes, register_themes
-from symmtui.ui.widgets.diagnosis import DiagnosisView, shown_diagnoses
+from symmtui.ui.widgets.diagnosis import DiagnosisView
 from symmtui.ui.widgets.footer import DashboardFooter
 from symmtui.ui.widgets.gauge import Activity, ReadinessGauge
 from symmtui.ui.widgets.gpu_panel import GpuPanel, GpuTable
@@ -89,6 +90,11 @@ def _routed(bindings: Iterable[BindingType], *, show: bool = False, letters: boo
 
 F = TypeVar("F", bound=Callable[..., None])
 W = TypeVar("W", bound=Widget)
+
+
+def _calls_for_patch(said: Said) -> bool:
+    """Whether the diagnosis calls for the SM120 patch (or is the patch's, applied: p reverts it)."""
+    return said.intent == "patch" or said.action == PATCHED_ACTION or (said.fix is not None and said.fix.type == "patch")
 
 
 def _unfocusable(widget: W) -> W:
@@ -144,7 +150,7 @@ class SymmApp(App[int]):
     NARROW_KEYS = frozenset({"p", "r", "f", "slash", "e", "n", "s", "q", "f1"})
     """The keys the footer shows under 110 columns; F1 lists the rest."""
 
-    def __init__(self, session: SessionLike, *, theme: str | None = None, tick: float = 1.0,
+    def __init__(self, session: SessionLike, *, theme: str | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.session = session
@@ -156,14 +162,15 @@ class SymmApp(App[int]):
         self._moved_for: tuple[State, str] | None = None  # the verdict the pane last moved for
         self._stacks: dict[str, tuple[StacksTaken, State | None]] = {}  # each node's last dump, the state then
         self._log_paths: dict[str, str | None] = {}
-        self._tick_seconds = tick
+        self.clock = clock
+        """The app's clock: every guard and timer of the dashboard reads it (tests set one they drive)."""
         self.theme_names = register_themes(self, load_themes())
         self.theme = theme or DEFAULT_THEME
         self.relaunching = False
         self._opening: float | None = None  # when a text box was asked for (it gets the focus a moment later)
         self._typed = ""  # the keys typed since, for the box once it has the focus
-        self.verdict: Verdict | None = None
-        """The verdict shown (the Session's view, from its last message or the once-a-second tick)."""
+        self.board: Board | None = None
+        """The Board shown (the Session posts one with every batch and once a second)."""
         self._mailbox: Mailbox | None = None
 
     # ---- layout ----------------------------------------------------------------------------
@@ -212,8 +219,6 @@ class SymmApp(App[int]):
     def on_mount(self) -> None:
         self._exit_on_signals()
         self._mailbox = self.session.attach(lambda: self.post_message(MailReady()))
-        if self._tick_seconds > 0:
-            self.set_interval(self._tick_seconds, self._tick)
         self.log_view.focus()
 
     def _exit_on_signals(self) -> None:
@@ -258,7 +263,7 @@ class SymmApp(App[int]):
         elif isinstance(message, StacksTaken):
             self._show_stacks(message)
         elif isinstance(message, VerdictReached):
-            self._follow_verdict(message.verdict)
+            self._follow_verdict(message.board)
         elif isinstance(message, Bell):
             self.bell()
         elif isinstance(message, Notice):
@@ -287,41 +292,28 @@ class SymmApp(App[int]):
         if batch.events:
             log.add_events(batch.events)
         log.poke()
-        self.show_verdict(batch.verdict)
+        self.show_board(batch.board)
 
-    @_while_composed
-    def _tick(self) -> None:
-        verdict = self.session.verdict_now()
-        if verdict is not None:
-            self.show_verdict(verdict)
-        busy = self.session.gpu_busy_for()
-        if busy is not None:
-            self.query_one(GpuPanel).show_busy(busy)
-
-    def show_verdict(self, verdict: Verdict) -> None:
-        """Render the verdict: header, gauge (the shown node's details, on its log's own clock), diagnosis of
-        the shown node; the stacks panel and an open plots screen follow the state."""
-        self.verdict = verdict
-        view = verdict.view(self.shown)
-        self.query_one(StatusHeader).show(verdict)
-        self.query_one(ReadinessGauge).show(verdict, self.shown, log_times=self.log_view.log_times())
-        self.query_one(GpuPanel).show_stall(verdict.state is State.STALLED)
-        self.query_one(StacksView).show_state(verdict.state)  # the dump is of the node the verdict names
+    def show_board(self, board: Board) -> None:
+        """Lay the Board out: header, gauge and diagnosis of the shown node, the GPUs' stall evidence and a
+        slow NVML call; the stacks panel and an open plots screen follow the state."""
+        self.board = board
+        self.query_one(StatusHeader).show(board)
+        self.query_one(ReadinessGauge).show(board, self.shown)
+        panel = self.query_one(GpuPanel)
+        panel.show_stall(board.gpu_stall)
+        panel.show_slow(board.gpu_slow)
+        self.query_one(StacksView).show_state(board.state)  # the dump is of the node the verdict names
         if isinstance(self.screen, PlotsScreen):
             self.screen.marks = self._phase_marks()
-        self.query_one(DiagnosisView).show(shown_diagnoses(view))
-        kind, _diag = self._fix()
+        view = board.view(self.shown)
+        self.query_one(DiagnosisView).show(view.shown, board.changes if view.name == board.node else None)
+        kind, _said = self._fix()
         button = self.query_one("#btn-patch", Button)
         button.display = kind is not None  # p's button says what p does, and is there only when it does something
         label = "Apply SM120 patch (p)" if kind == "patch" else "Apply the fix (p)"
         if str(button.label) != label:
             button.label = label
-
-    @_while_composed
-    def on_log_view_times_changed(self, message: LogView.TimesChanged) -> None:
-        """The shown log's own clock moved (its pane read its stamps): the gauge's elapsed time follows."""
-        if message.log_view is self.log_view and self.verdict is not None:
-            self.query_one(ReadinessGauge).show(self.verdict, self.shown, log_times=self.log_view.log_times())
 
     def _show_gpus(self, message: GpuRound) -> None:
         """A GPU round: the panel, and an open process view or plots screen."""
@@ -335,7 +327,7 @@ class SymmApp(App[int]):
 
     def _phase_marks(self) -> list[tuple[float, str]]:
         """When each phase of the shown node's bring-up began, for the plots."""
-        snap = self.verdict.view(self.shown).snapshot if self.verdict is not None else None
+        snap = self.board.view(self.shown).snapshot if self.board is not None else None
         return phase_marks(snap, time.monotonic(), time.time())
 
     def action_processes(self) -> None:
@@ -380,7 +372,7 @@ class SymmApp(App[int]):
     def key_note(self, action: str) -> str | None:
         """Why a key does nothing now (the help screen says it), or None."""
         if action == "relaunch":
-            return self.session.why_not("relaunch")
+            return self.board.can("relaunch") if self.board is not None else None
         if action.startswith("log('next'") and self.log_view.search_text:
             return f"a search is on: the matches of /{self.log_view.search_text}/"
         return None
@@ -391,7 +383,7 @@ class SymmApp(App[int]):
         path = user_state_dir("exports") / f"{name}.{time.strftime('%Y%m%d-%H%M%S')}.txt"  # outlives the demo
         self.log_view.export(path)
 
-    def _follow_verdict(self, verdict: Verdict) -> None:
+    def _follow_verdict(self, verdict: Board) -> None:
         """A verdict that names a node (CRASHED, STALLED on it) moves the pane there once, until the user chose."""
         if verdict.state in (State.CRASHED, State.STALLED):
             key = (verdict.state, verdict.node)
@@ -421,8 +413,8 @@ class SymmApp(App[int]):
         log.display = True
         if had_focus:
             log.focus()
-        if self.verdict is not None:
-            self.show_verdict(self.verdict)
+        if self.board is not None:
+            self.show_board(self.board)
         stacks = self.query_one(StacksView)
         kept = self._stacks.get(name)
         if kept is not None:
@@ -431,7 +423,7 @@ class SymmApp(App[int]):
             stacks.clear()
 
     def _show_stacks(self, taken: StacksTaken) -> None:
-        state = self.verdict.view(taken.node).state if self.verdict is not None else None
+        state = self.board.view(taken.node).state if self.board is not None else None
         self._stacks[taken.node] = (taken, state)
         if taken.node == self.shown:
             self.query_one(StacksView).show(taken, self.session.named, state)
@@ -442,13 +434,24 @@ class SymmApp(App[int]):
         """Dump every process of the shown node's server now (py-spy, on a worker thread); the panel shows it."""
         if self.typing():
             return
-        why = self.session.why_not("stacks")
+        why = self.board.can("stacks") if self.board is not None else None
         if why is not None:
             self.notify(why, severity="warning")
             return
         whose = f"{self.shown}'s" if self.session.named else "the server's"
         self.notify(f"reading the stacks of {whose} processes…", timeout=2)
-        self.session.request_stacks(self.shown)
+        self.send_intent(RequestStacks(self.shown))
+
+    @work(thread=True, group="intents")
+    def send_intent(self, intent: Intent[object]) -> None:
+        """An intent whose answer comes back as a message of the Session's (a dump), on a worker thread."""
+        try:
+            self.session.ask(intent)
+        except UserError as exc:
+            self.post_message(IntentRefused(str(exc)))
+
+    def on_intent_refused(self, message: IntentRefused) -> None:
+        self.notify(visible(message.text), severity="warning", timeout=8)
 
     # ---- intents ---------------------------------------------------------------------------
 
@@ -521,37 +524,43 @@ class SymmApp(App[int]):
 
     def action_patch(self) -> None:
         """p: the fix the shown diagnosis calls for: the SM120 patch modal where it calls for the patch (or the
-        patch is applied: the modal reverts it); a profile change (flag/env) shown as a TOML diff and applied
-        on confirm, then the relaunch, where its action is one; else one line that says there is none."""
+        patch is applied: the modal reverts it); a profile change (a flag or variable the diagnosis names, or
+        back to what worked: the flags and variables of the last READY launch) shown as a TOML diff and applied
+        on confirm, then the relaunch; else one line that says there is none."""
         if self.typing():  # its key was allowed a moment before a search box took the keyboard
             return
-        kind, diag = self._fix()
+        kind, said = self._fix()
         if kind == "patch":
             self._patch_modal()
         elif kind == "profile":
             self.plan_fix(self.shown)
-        elif diag is None:
+        elif said is None:
             self.notify("p: nothing to fix (no crash or warning the catalogue has a fix for)", timeout=4)
         else:
-            self.notify(f"p: no fix to apply for this ({visible(diag.action)})", timeout=8)
+            self.notify(f"p: no fix to apply for this ({visible(said.action or said.headline)})", timeout=8)
 
-    def _fix(self) -> tuple[str | None, Diagnosis | None]:
-        """What p does for the shown node's first diagnosis: ("patch", d), ("profile", d), or (None, d / None)."""
-        if self.verdict is None:
+    def _fix(self) -> tuple[str | None, Said | None]:
+        """What p does for the shown node, with the diagnosis it acts on: ("profile", said) where the diagnosis
+        has a fix and there is a profile to write, and the fix is a flag or variable or back to what worked may
+        have one (the flags and variables of the last READY launch); ("patch", said) where it calls for the SM120
+        patch (or the patch is applied); else (None, the first diagnosis or None)."""
+        board = self.board
+        if board is None:
             return None, None
-        shown = shown_diagnoses(self.verdict.view(self.shown))
-        diag = next((d for _event, d in shown if d.fix is not None or d.intent == "patch"
-                     or d.action == PATCHED_ACTION), shown[0][1] if shown else None)
-        if diag is None:
+        shown = board.view(self.shown).shown
+        said = next((d for d in shown if d.fix is not None or d.intent == "patch" or d.action == PATCHED_ACTION),
+                    shown[0] if shown else None)
+        if said is None:
             return None, None
-        if diag.intent == "patch" or diag.action == PATCHED_ACTION or (diag.fix is not None and diag.fix.type == "patch"):
-            return "patch", diag
-        if diag.fix is not None and diag.fix.type in PROFILE_FIXES and self.session.why_not("fix") is None:
-            return "profile", diag
-        return None, diag
+        if said.fix is not None and board.can("fix") is None and (
+                said.fix.type in PROFILE_FIXES or (board.changes is not None and self.shown == board.node)):
+            return "profile", said
+        if _calls_for_patch(said):
+            return "patch", said
+        return None, said
 
     def _patch_modal(self) -> None:
-        why = self.session.why_not("patch")
+        why = self.board.can("patch") if self.board is not None else None
         if why is not None:
             self.notify(why, severity="warning")
             return
@@ -561,7 +570,7 @@ class SymmApp(App[int]):
     def plan_fix(self, node: str) -> None:
         """Read the profile and make the change the diagnosis asks for (a file read: never on the UI loop)."""
         try:
-            self.post_message(FixPlanned(self.session.plan_fix(node)))
+            self.post_message(FixPlanned(self.session.ask(PlanFix(node))))
         except UserError as exc:
             self.post_message(FixPlanned(None, str(exc)))
 
@@ -569,18 +578,23 @@ class SymmApp(App[int]):
         fix = message.fix
         if message.error is not None:
             self.notify(visible(message.error), severity="warning", timeout=8)
-        elif fix is None:
-            _kind, diag = self._fix()
-            action = f" ({visible(diag.action)})" if diag is not None else ""
-            self.notify(f"p: this diagnosis asks for no change to the profile{action}", timeout=8)
+        elif fix is None:  # no change to the profile after all: the patch where the diagnosis calls for it
+            _kind, target = self._fix()
+            if target is not None and _calls_for_patch(target):
+                self._patch_modal()
+            else:
+                action = f" ({visible(target.action or target.headline)})" if target is not None else ""
+                self.notify(f"p: no change to the profile to make for this{action}", timeout=8)
         elif not fix.changed:
             self.notify(f"{fix.path.name} already has this change: press r to relaunch")
         else:
-            diag = next((f.diagnosis for f in self.verdict.view(self.shown).findings if f.diagnosis is not None
-                         and f.diagnosis.fix == fix.action), None) if self.verdict is not None else None
-            said = f"{visible(diag.cause)}\n\nnext: {visible(diag.action)}\n\n" if diag is not None else ""
+            view = self.board.view(self.shown) if self.board is not None else None
+            saids = (*((view.cause,) if view.cause is not None else ()), *view.errors, *view.warnings) if view else ()
+            diag = next((d for d in saids if d.cause is not None and d.fix == fix.action), None)
+            said = f"{visible(diag.cause or '')}\n\nnext: {visible(diag.action or '')}\n\n" if diag is not None else ""
+            said = f"{visible(fix.note)}\n\n" if fix.note else said  # back to what worked says what it restores
             diff = "\n".join(visible(line) for line in fix.diff.splitlines())
-            self.push_screen(ConfirmScreen("Apply the fix to the profile?", Content(said + diff), yes="Apply"),
+            self.push_screen(ConfirmScreen(fix.title, Content(said + diff), yes="Apply"),
                              partial(self._fix_confirmed, fix))
 
     def _fix_confirmed(self, fix: ProfileFix, yes: bool | None) -> None:
@@ -591,7 +605,7 @@ class SymmApp(App[int]):
     def apply_fix(self, fix: ProfileFix) -> None:
         """Write the profile change (atomically); the Session launches with it from now on."""
         try:
-            self.session.apply_fix(fix)
+            self.session.ask(ApplyFix(fix))
         except UserError as exc:
             self.post_message(FixApplied(fix, str(exc)))
             return
@@ -602,7 +616,7 @@ class SymmApp(App[int]):
             self.notify(visible(message.error), severity="error", timeout=8)
             return
         fix = message.fix
-        self.notify(f"{fix.path.name} updated ({fix.action.type} {fix.action.flag or fix.action.env})")
+        self.notify(f"{fix.path.name} updated ({fix.summary})")
         self.action_relaunch()
 
     def _patch_closed(self, relaunch: bool | None) -> None:
@@ -623,10 +637,10 @@ class SymmApp(App[int]):
         if self.relaunching:
             self.notify("a relaunch is already in progress")
             return
-        try:
-            plan = self.session.relaunch_plan()
-        except UserError as exc:
-            self.notify(str(exc), severity="warning", timeout=8)
+        plan = self.board.relaunch if self.board is not None else None
+        if plan is None:
+            why = (self.board.can("relaunch") if self.board is not None else None) or "the server is not known yet"
+            self.notify(why, severity="warning", timeout=8)
             return
         named = self.session.named
         launches = "\n".join(f"  {node}: {command}" if named else f"  {command}" for node, command in plan.commands)
@@ -648,7 +662,7 @@ class SymmApp(App[int]):
             self.post_message(StopProgress(p))  # type: ignore[arg-type]
 
         try:
-            result = self.session.launch(progress)
+            result = self.session.ask(Launch(progress))
         except (UserError, OSError) as exc:  # an OSError the launcher did not word: shown, not a crash
             self.post_message(RelaunchDone(str(exc), ""))
             return

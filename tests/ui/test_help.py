@@ -16,7 +16,7 @@ from tests.ui.kit import crashed_session, settle, wait_for
 
 
 async def test_help_lists_every_key_of_every_binding_with_what_it_does_now() -> None:
-    app = SymmApp(crashed_session(), tick=0)
+    app = SymmApp(crashed_session())
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("f1")
@@ -51,7 +51,7 @@ async def test_help_lists_every_key_of_every_binding_with_what_it_does_now() -> 
 
 
 async def test_the_narrow_footer_shows_only_the_important_keys() -> None:
-    app = SymmApp(crashed_session(), tick=0)
+    app = SymmApp(crashed_session())
     async with app.run_test(size=(120, 40)) as pilot:
         footer = app.query_one(DashboardFooter)
         await wait_for(pilot, lambda: {"p", "t"} <= {k.key for k in app.query("FooterKey")}, "every key, wide")

@@ -24,28 +24,28 @@ async def indexed(pilot: Pilot[Any]) -> None:
 
 
 def test_starting_with_progress(snap_compare: Any) -> None:
-    assert snap_compare(SymmApp(starting_session(), tick=0), terminal_size=WIDE, run_before=indexed)
+    assert snap_compare(SymmApp(starting_session()), terminal_size=WIDE, run_before=indexed)
 
 
 def test_crashed_with_diagnosis(snap_compare: Any) -> None:
-    assert snap_compare(SymmApp(crashed_session(), tick=0), terminal_size=WIDE, run_before=indexed)
+    assert snap_compare(SymmApp(crashed_session()), terminal_size=WIDE, run_before=indexed)
 
 
 def test_ready(snap_compare: Any) -> None:
-    assert snap_compare(SymmApp(ready_session(), tick=0), terminal_size=WIDE, run_before=indexed)
+    assert snap_compare(SymmApp(ready_session()), terminal_size=WIDE, run_before=indexed)
 
 
 def test_crashed_small_terminal(snap_compare: Any) -> None:
-    assert snap_compare(SymmApp(crashed_session(), tick=0), terminal_size=(80, 24), run_before=indexed)
+    assert snap_compare(SymmApp(crashed_session()), terminal_size=(80, 24), run_before=indexed)
 
 
 def test_starting_large_terminal(snap_compare: Any) -> None:
-    assert snap_compare(SymmApp(starting_session(), tick=0), terminal_size=(200, 50), run_before=indexed)
+    assert snap_compare(SymmApp(starting_session()), terminal_size=(200, 50), run_before=indexed)
 
 
 @pytest.mark.parametrize("theme", ["symmtui-light", "symmtui-contrast"])
 def test_crashed_in_other_themes(snap_compare: Any, theme: str) -> None:
-    assert snap_compare(SymmApp(crashed_session(), theme=theme, tick=0), terminal_size=WIDE, run_before=indexed)
+    assert snap_compare(SymmApp(crashed_session(), theme=theme), terminal_size=WIDE, run_before=indexed)
 
 
 def _snapshot_names() -> set[str]:

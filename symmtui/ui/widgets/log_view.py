@@ -36,10 +36,9 @@ import contextlib
 import os
 import tempfile
 import threading
-import time
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -65,7 +64,6 @@ from symmtui.core.decode import LogLine
 from symmtui.errors import UserError
 from symmtui.patterns import UserPattern
 from symmtui.textsafe import visible
-from symmtui.ui.clock import LogTimes
 from symmtui.ui.widgets import log_goto
 from symmtui.ui.widgets.log_file import LogFile, follow
 from symmtui.ui.widgets.log_filters import FilterRule, Found, Records, compile_search, count, find, keep
@@ -696,17 +694,6 @@ class LogView(Vertical):
         def control(self) -> LogView:
             return self.log_view
 
-    class TimesChanged(Message):
-        """The log's first or latest stamped line changed (``log_times``): a clock on the log's own time redraws."""
-
-        def __init__(self, log_view: LogView) -> None:
-            super().__init__()
-            self.log_view = log_view
-
-        @property
-        def control(self) -> LogView:
-            return self.log_view
-
     class ErrorSelected(Message):
         """n/N landed on an error: its line number (the file's, from 1) and summary."""
 
@@ -744,9 +731,6 @@ class LogView(Vertical):
         self._programmatic = False
         self._jobs: dict[str, _Job] = {}
         self._file_job: _Job | None = None
-        self._first_stamp: float | None = None
-        self._last_stamp: tuple[float, float] | None = None  # (log time, app clock when it was seen)
-        self._stamped_to = -1  # the last row looked at for a stamp
         self._widest = 0  # cells of the widest line rendered
         self._lines = LogLines(self)
         self._prompt = LogSearch(self)
@@ -853,15 +837,6 @@ class LogView(Vertical):
             return f"no errors in {index.rows:,} lines (e shows everything)"
         return "no line passes the filters (X clears the regex filters, e the errors-only one)"
 
-    def log_times(self) -> LogTimes:
-        """The log's own clock as the pane saw it: its first and latest stamped line, and when that was seen."""
-        last, seen = self._last_stamp if self._last_stamp is not None else (None, None)
-        return LogTimes(self._first_stamp, last, seen)
-
-    def _clock(self) -> float:
-        clock: Callable[[], float] | None = getattr(self.app, "clock", None) if self.is_attached else None
-        return clock() if clock is not None else time.monotonic()
-
     def focus(self, scroll_visible: bool = True) -> LogView:
         """Focus the scrolling body (the container itself takes no focus)."""
         self._lines.focus(scroll_visible)
@@ -925,8 +900,6 @@ class LogView(Vertical):
         self.path = path
         file = LogFile(path) if path is not None else None
         self.index.clear(file)
-        self._first_stamp = self._last_stamp = None
-        self._stamped_to = -1
         self._widest = 0
         self._judged = None
         if old is not None:
@@ -1021,7 +994,6 @@ class LogView(Vertical):
                 lines.discard_rows([last_before])  # it may have been still being written
             if not self.following:
                 self.new_lines += added
-            self._stamps()
             if self._search and not self._jobs.get("count") and index.file is not None:
                 self._recount()
         file = index.file
@@ -1045,25 +1017,6 @@ class LogView(Vertical):
             self._widest = cells
             if not self.wrap:
                 self.call_after_refresh(self._update_size)
-
-    def _stamps(self) -> None:
-        """The first stamped line and the latest one (the last rows are read, not all)."""
-        index = self.index
-        before = (self._first_stamp, self._last_stamp)
-        if self._first_stamp is None and index.file is not None and index.file.known(0):
-            self._first_stamp = log_goto.first_stamp(index)
-        n = index.rows
-        for row in range(n - 1, max(self._stamped_to, n - 20), -1):
-            if index.file is None or not index.file.known(row):
-                break
-            ts = log_goto.stamp_of(index.text(row))
-            if ts is not None:
-                if self._last_stamp is None or ts != self._last_stamp[0]:
-                    self._last_stamp = (ts, self._clock())
-                break
-        self._stamped_to = n - 1
-        if (self._first_stamp, self._last_stamp) != before:
-            self.post_message(self.TimesChanged(self))
 
     # ------------------------------------------------------------------ events
     def add_events(self, events: Sequence[EventLike]) -> None:
