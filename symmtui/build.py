@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from symmtui.launch.profile import Profile
     from symmtui.launch.state import LaunchRecord
 
-ATTACH_TAIL_LINES = 5000  # the dashboard shows the last lines of a log at once and judges the rest behind
 
 
 @dataclass(frozen=True)
@@ -305,8 +304,7 @@ def dashboard_spec(config: str | None, log: str | None, url: str | None, *, log_
         if gpus:
             raise UserError(f"{profile.path} lists [[nodes]]: each node names its own gpus there; drop --gpus")
         nvml = Nvml() if any(n.gpus == NVML for n in profile.nodes) else None
-        nodes = _nodes(profile, url=_url(url if url is not None else profile.url), follow=True,
-                       tail_lines=ATTACH_TAIL_LINES)
+        nodes = _nodes(profile, url=_url(url if url is not None else profile.url), follow=True)
         return _profile_spec(profile, nodes, Limits(), nvml=nvml, gpus=nodes_source(profile, nvml=nvml),
                              record=_record(record_bundle, bundle, several=True), **kw)
     nvml = Nvml()
@@ -314,18 +312,18 @@ def dashboard_spec(config: str | None, log: str | None, url: str | None, *, log_
     if profile is None:
         followed: Path | LogCommand | None = log_cmd if log_cmd is not None else Path(log) if log else None
         return watch_spec(followed, url=url, name=f"attach `{log_cmd.text}`" if log_cmd is not None else None,
-                          tail_lines=ATTACH_TAIL_LINES if log_cmd is None else None, nvml=nvml, gpus=source,
-                          patch=PatchTarget(), record=_record(record_bundle, bundle), **kw)
+                          nvml=nvml, gpus=source, patch=PatchTarget(), record=_record(record_bundle, bundle), **kw)
     record = running(profile)
     if log_cmd is None and log is None:
         log_cmd = profile.log_cmd
+    # the engine judges the last launch (as `wait` does: a fast verdict); the log pane reads the whole file itself
     if log_cmd is not None and log is None:
-        followed, tail = log_cmd, None
+        followed = log_cmd
     else:
         path = log or (record.log_path if record is not None else None) or profile.log_path
-        followed, tail = (Path(path) if path is not None else None), ATTACH_TAIL_LINES
+        followed = Path(path) if path is not None else None
     node = NodePlan(hostname(), followed, url=_url(url if url is not None else profile.url),
-                    pid=record.pid if record is not None else None, profile=profile, tail_lines=tail, record=record)
+                    pid=record.pid if record is not None else None, profile=profile, record=record)
     return _profile_spec(profile, (node,), Limits(), nvml=nvml, gpus=source,
                          record=_record(record_bundle, bundle), **kw)
 

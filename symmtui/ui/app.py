@@ -282,6 +282,8 @@ class SymmApp(App[int]):
                 self.query_one(StacksView).clear()  # the dump was of the launch before
         for notice in batch.notices:
             log.notice(notice.kind)
+            if notice.kind == "attached":
+                continue  # "the part before is not judged": the engine's; the pane shows and judges all of it
             # the follower's "following PATH" would read as "following" next to a paused pane
             log.border_subtitle = f"file {notice.path}" if notice.kind == "opened" else notice.message
             text = f"{node}: {notice.message}" if self.session.named else notice.message
@@ -552,8 +554,8 @@ class SymmApp(App[int]):
                     shown[0] if shown else None)
         if said is None:
             return None, None
-        if said.fix is not None and board.can("fix") is None and (
-                said.fix.type in PROFILE_FIXES or (board.changes is not None and self.shown == board.node)):
+        changed = board.changes is not None and bool(board.changes.lines) and self.shown == board.node
+        if said.fix is not None and board.can("fix") is None and (said.fix.type in PROFILE_FIXES or changed):
             return "profile", said
         if _calls_for_patch(said):
             return "patch", said

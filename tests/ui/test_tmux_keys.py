@@ -147,12 +147,13 @@ def test_every_key_the_help_lists_typed_in_tmux(tall: tuple[Pane, str]) -> None:
     k.key(log, "N")
     pane.wait(rf"/init torch/ {(first - 1) % 8 + 1} of 8", 15)
     k.key(log, "esc")
-    pane.gone(r"/init torch/")
+    pane.gone(r"init torch/")
     k.key(log, "?")
     pane.wait(r"search the log backwards", 10)
     pane.type("Scheduler hit")
-    k.key(box, "esc")  # closes the box
-    pane.gone(r"search the log backwards")
+    pane.wait(r"/Scheduler hit/ ", 15)
+    k.key(box, "esc")  # closes the box, and the search with it
+    pane.gone(r"/Scheduler hit/|│Scheduler hit")  # the status line and the box row
     # ---- errors, filters, wrap, folds, the command line
     k.key(log, "e")
     pane.wait(r"errors only \(e\)", 15)

@@ -217,8 +217,10 @@ class LogFile:
                 os.close(fd)
         self._cache.clear()
 
-    def index(self, stop: Callable[[], bool], changed: Callable[[], None]) -> None:
-        """Index the file as it is now: its end first when it is big, then every row from the first."""
+    def index(self, stop: Callable[[], bool], changed: Callable[[], None],
+              shown: Callable[[], None] = lambda: None) -> None:
+        """Index the file as it is now: its end first when it is big, then every row from the first (after
+        ``shown()`` returns: the reader had its moment to paint the end before the rest competes with it)."""
         size = self._size()
         if size is None:
             return
@@ -242,6 +244,7 @@ class LogFile:
         self.head, self.filled, self.end = head, 0, tail_from
         self._read_to(size, stop)  # the tail: rows head, head + 1, ...
         changed()
+        shown()
         self._fill_head(tail_from, stop, changed)
         changed()
 
@@ -359,15 +362,17 @@ def _why(path: Path, exc: OSError) -> str:
     return f"cannot read {path} ({exc.strerror or exc})"
 
 
-def follow(file: LogFile, stop: threading.Event, wake: threading.Event, changed: Callable[[], None]) -> None:
+def follow(file: LogFile, stop: threading.Event, wake: threading.Event, changed: Callable[[], None],
+           shown: Callable[[], None] = lambda: None) -> None:
     """Index ``file``, then read what it gains on each ``wake`` (and every POLL seconds), until ``stop`` or
-    until the generation ends (``file.ended``: truncated or replaced); ``changed()`` after each change."""
+    until the generation ends (``file.ended``: truncated or replaced); ``changed()`` after each change
+    (``shown``: see ``LogFile.index``)."""
     stopped = stop.is_set
     while not file.open():
         changed()
         if stop.wait(POLL):
             return
-    file.index(stopped, changed)
+    file.index(stopped, changed, shown)
     while not stopped():
         wake.wait(POLL)
         wake.clear()

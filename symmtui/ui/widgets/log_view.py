@@ -93,7 +93,8 @@ _KIND_CLASS = {
 }
 _GUTTER = 2
 MAX_EXPORT = 1_000_000  # lines an export writes at most
-_JUDGE_ROWS = 20_000  # rows the pane's own judging feeds the event builder at a time
+_JUDGE_ROWS = 20_000
+PAINT_GRACE = 0.05  # seconds the pane's first frame of a big file's end gets before its head is indexed  # rows the pane's own judging feeds the event builder at a time
 
 
 def _clean(text: str) -> str:
@@ -917,7 +918,13 @@ class LogView(Vertical):
                 job.posted.set()
                 self.post_message(_FileChanged(file, job))
 
-        follow(file, job.stop, job.wake, changed)
+        def shown() -> None:  # the end of a big file is on screen before its head is filled in
+            for _ in range(100):  # the UI takes the change (at most a second), then paints it
+                if not job.posted.is_set() or job.stop.wait(0.01):
+                    break
+            job.stop.wait(PAINT_GRACE)
+
+        follow(file, job.stop, job.wake, changed, shown)
         if file.ended and not job.stop.is_set():
             job.posted.clear()
             changed()
