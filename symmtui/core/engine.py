@@ -239,16 +239,6 @@ class Bringup:
         with self._lock:
             return self._readiness.snapshot(self._clock())
 
-    def snapshot_if_free(self) -> Snapshot | None:
-        """The state now, or None while the engine thread holds it (judging a batch of lines, which
-        brings its own snapshot when done): a UI loop never waits on a burst."""
-        if not self._lock.acquire(blocking=False):
-            return None
-        try:
-            return self._readiness.snapshot(self._clock())
-        finally:
-            self._lock.release()
-
     def wait_final(self, timeout: float | None = None) -> Snapshot:
         """Block until the state is final (READY/CRASHED/TIMED_OUT/STOPPED) or ``timeout``; the snapshot."""
         deadline = None if timeout is None else self._clock() + timeout

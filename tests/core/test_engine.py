@@ -323,36 +323,6 @@ def test_stop_from_inside_on_update(tmp_path: Path) -> None:
     assert wait_until(_no_engine_threads)
 
 
-def test_snapshot_if_free_never_waits_on_a_batch() -> None:
-    """The UI's once-a-second redraw asks without waiting: None while a batch holds the state."""
-    b = Bringup(READY_LOG)
-    b.start()
-    try:
-        assert b.wait_final(30).state is State.READY
-        held, release = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            with b._lock:  # what _on_items does while it judges a batch of lines
-                held.set()
-                release.wait(10)
-
-        t = threading.Thread(target=hold)
-        t.start()
-        assert held.wait(10)
-        t0 = time.monotonic()
-        assert b.snapshot_if_free() is None and time.monotonic() - t0 < 1.0
-        release.set()
-        t.join(10)
-        # the engine's own thread (a tick, a batch) may hold the lock at any moment: ask until it is free
-        deadline = time.monotonic() + 30
-        while (snap := b.snapshot_if_free()) is None:
-            assert time.monotonic() < deadline, "the engine's lock was never free"
-            time.sleep(0.01)
-        assert snap.state is State.READY
-    finally:
-        b.stop()
-
-
 def test_burst_loses_no_event(tmp_path: Path) -> None:
     """40k lines (3 MB, past the follower's 1 MiB reads) in 20 bursts, 200 of them the same warning from
     8 ranks: the merged count is exact."""
