@@ -63,10 +63,17 @@ def compile_search(text: str) -> tuple[UserPattern, bool]:
         return compile_user(text, what="search", ignore_case=fold, lines=True, literal=True), False
 
 
-def matching(rx: UserPattern, file: LogFile, lo: int, hi: int) -> Iterator[tuple[int, list[int]]]:
+Seen = Callable[[int, bytes, bool], None]
+"""``seen(first, data, plain)``: the chunk of rows from ``first`` that a scan read (``LogFile.chunks``)."""
+
+
+def matching(rx: UserPattern, file: LogFile, lo: int, hi: int,
+             seen: Seen | None = None) -> Iterator[tuple[int, list[int]]]:
     """``(stop, rows)`` for each chunk of rows [lo, hi) read: the rows before ``stop`` that ``rx`` matches."""
     starts = file.starts
     for first, last, data, plain, exact in file.chunks(lo, hi):
+        if seen is not None:
+            seen(first, data, plain)
         rows: list[int] = []
         if plain:
             base = starts[first]
@@ -172,7 +179,23 @@ class Records:
         self.blocks = sorted(blocks)
         self._block_starts = [a for a, _ in self.blocks]
         self._starts = bytearray()  # per row: 0 unknown, 1 starts no record, 2 starts one
+        self._window: tuple[int, bytes, bool] | None = None  # the chunk a scan read last (its rows' text)
+        self._texts: list[str] = []
         self.prefixed = self._sample()
+
+    def window(self, first: int, data: bytes, plain: bool) -> None:
+        """The rows a scan just read (from ``first``): their text is taken from there, not read again."""
+        self._window = (first, data, plain)
+        self._texts = []
+
+    def _text(self, row: int) -> str:
+        if self._window is not None:
+            first, data, plain = self._window
+            if not self._texts:
+                self._texts = data.decode("utf-8", "replace").split("\n") if plain else list(_texts(data))
+            if first <= row < first + len(self._texts):
+                return self._texts[row - first]
+        return self.file.text(row)
 
     def _sample(self) -> bool:
         """Whether the file's lines carry record prefixes (its first and last rows are looked at)."""
@@ -188,7 +211,7 @@ class Records:
             memo.extend(bytes(row + 1 - len(memo)))
         got = memo[row]
         if not got:
-            text = self.file.text(row)
+            text = self._text(row)
             got = 2 if len(split_prefix(text).body) != len(text) else 1
             memo[row] = got
         return got == 2
@@ -264,7 +287,7 @@ def _chunk_end(file: LogFile, pos: int, rows: int) -> int:
 
 def _add_records(ranges: list[tuple[int, int]], records: Records, rx: UserPattern, file: LogFile,
                  lo: int, hi: int) -> None:
-    for _stop, rows in matching(rx, file, lo, hi):
+    for _stop, rows in matching(rx, file, lo, hi, records.window):
         for row in rows:
             if ranges and ranges[-1][0] <= row <= ranges[-1][1]:
                 continue
