@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import importlib
 import math
 import os
 import re
@@ -276,101 +275,17 @@ def path(text: str) -> str:
     return text
 
 
-WIDE_REPEAT = 16  # a {m,n} repeat with n above this counts as unbounded for the slow-regex check
-RUN_OF_REPEATS = 4  # this many unbounded repeats in a row (\w*\w*\w*\w*) try O(n^4) splits of a line
-EVERY_LINE_PROBES = ("x", "0", "ok", "Load weight begin.")  # unrelated lines: a pattern matching all of them is not specific
-
-
-def slow_repeat(pattern: str) -> str | None:
-    r"""Why ``pattern`` can take exponential (or high polynomial) time on one unlucky line, or None: a wide
-    repeat (unbounded, or more than WIDE_REPEAT times) of a group that itself repeats (``(a+)+``,
-    ``(\w+\s?){1,60}``) or that holds alternatives able to match the same text (``(\w|\w)*``,
-    ``(a|aa)*``, ``(a|a?)+``), or RUN_OF_REPEATS unbounded repeats in a row (``\w*\w*\w*\w*``).
-    Python's ``re`` backtracks and cannot be interrupted (not even by SIGTERM): such a line froze `wait`."""
-    parser: Any = importlib.import_module("re._parser")  # the stdlib's own regex parser
-    repeats = (parser.MAX_REPEAT, parser.MIN_REPEAT)
-
-    def first(items: Any) -> set[int] | None:
-        """The literal a sequence must start with ({c}), or None when it could start with anything."""
-        for op, arg in items:
-            if op is parser.LITERAL:
-                return {arg}
-            if op is parser.SUBPATTERN:
-                return first(arg[3])
-            return None
-        return None
-
-    def overlapping(branches: Any) -> bool:
-        seen: set[int] = set()
-        for branch in branches:
-            if parser.SubPattern(parser.State(), branch).getwidth()[0] == 0:
-                return True  # an empty alternative: the repeat can match nothing in many ways
-            lead = first(branch)
-            if lead is None or lead & seen:
-                return True
-            seen |= lead
-        return False
-
-    def walk(items: Any, inside: bool) -> str | None:
-        run = 0
-        for op, arg in items:
-            if op in repeats:
-                lo, hi, body = arg
-                wide = hi == parser.MAXREPEAT or hi > WIDE_REPEAT
-                run = run + 1 if hi == parser.MAXREPEAT else 0
-                if run >= RUN_OF_REPEATS:
-                    return f"has {run} unbounded repeats in a row"
-                if wide and inside:
-                    return "repeats a repeated group"
-                why = walk(body, inside or wide)
-                if why is not None:
-                    return why
-                continue
-            run = 0
-            if op is parser.SUBPATTERN:
-                why = walk(arg[3], inside)
-            elif op is parser.BRANCH:
-                if inside and overlapping(arg[1]):
-                    return "repeats alternatives that can match the same text"
-                why = next((w for b in arg[1] if (w := walk(b, inside)) is not None), None)
-            elif op in (parser.ASSERT, parser.ASSERT_NOT):
-                why = walk(arg[1], inside)
-            else:
-                why = None
-            if why is not None:
-                return why
-        return None
-
-    try:
-        return walk(parser.parse(pattern), False)
-    except Exception:  # noqa: BLE001 - a pattern re itself rejects is reported by re.compile
-        return None
-
-
-def matches_every_line(rx: re.Pattern[str]) -> bool:
-    """A pattern no line escapes: it matches the empty string, or each of a few unrelated short lines."""
-    return rx.search("") is not None or all(rx.search(p) is not None for p in EVERY_LINE_PROBES)
-
-
 def regex_problem(pattern: str) -> str | None:
-    """Why a user's regex (``--ready``, ``--crash``, a profile's ``[rules]``) cannot be used, or None."""
+    """Why a user's regex (``--ready``, ``--crash``, a profile's ``[rules]``) cannot be used, or None: RE2
+    (``patterns.compile_user``) runs every user pattern in time linear in the line, and refuses what it cannot
+    run so (look-arounds, back-references) in one line."""
+    from symmtui.patterns import PatternError, compile_user
+
     try:
-        re.compile(pattern)
-    except (re.error, OverflowError, RecursionError) as exc:
-        return f"bad regular expression {shown(pattern)}: {exc}"
-    why = slow_repeat(pattern)
-    if why is not None:
-        return (f"the regular expression {shown(pattern)} {why}, which can take exponential time on one "
-                "line; drop the inner or the outer repeat (e.g. (a+)+ -> a+, (a|aa)* -> a*)")
+        compile_user(pattern, what="regular expression")
+    except PatternError as exc:
+        return str(exc)
     return None
-
-
-def regex(text: str) -> str:
-    """An argparse ``type`` for ``--ready`` / ``--crash``: a regex that compiles and has no nested repeat."""
-    problem = regex_problem(text)
-    if problem is not None and not problem.startswith("bad regular expression"):
-        raise argparse.ArgumentTypeError(problem)
-    return text  # one that does not compile is reported by the rule set, naming ready or crash
 
 
 def check_values(args: argparse.Namespace) -> None:

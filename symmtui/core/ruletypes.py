@@ -8,6 +8,8 @@ import warnings
 from dataclasses import dataclass
 from enum import StrEnum
 
+from symmtui.patterns import Match
+
 with warnings.catch_warnings():  # the public names of re's parser are deprecated aliases; still the stable API
     warnings.simplefilter("ignore", DeprecationWarning)
     import sre_constants
@@ -110,7 +112,8 @@ class RuleMatch:
     """The first rule (in table order) that matched a line, with the regex match."""
 
     rule: Rule
-    match: re.Match[str]
+    match: Match
+    """``re``'s match for a shipped rule, RE2's for a user's (the same methods: symmtui.patterns.Match)."""
 
     def progress(self) -> tuple[int, int] | None:
         """``(i, n)`` for progress rules (named groups ``i`` and ``n``), else None."""
@@ -153,10 +156,18 @@ HANG_PHASES: tuple[str, ...] = (HANG_NCCL_INIT, HANG_PEERS, HANG_WEIGHTS, HANG_G
 
 
 def required_literal(pattern: str) -> str | None:
-    """The longest plain substring every match of ``pattern`` must contain, or None if none is certain."""
+    """The longest plain substring every match of ``pattern`` must contain, or None if none is certain.
+
+    Read with Python's regex parser (a user pattern, run by RE2, too: where the two syntaxes differ, the
+    parser refuses or warns, ``[[:alpha:]]`` a "nested set", and no literal is claimed). A pattern that
+    ignores case as a whole (``(?i)...``) has none: its text may be in any case."""
     try:
-        parsed = sre_parse.parse(pattern)
-    except re.error:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # FutureWarning: a POSIX class RE2 reads otherwise
+            parsed = sre_parse.parse(pattern)
+    except (re.error, RecursionError, OverflowError, FutureWarning, DeprecationWarning):
+        return None
+    if parsed.state.flags & sre_constants.SRE_FLAG_IGNORECASE:
         return None
     return _longest_literal_run(list(parsed.data))
 
