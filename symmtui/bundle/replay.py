@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from symmtui.gpu.sampler import GpuSnapshot
 from symmtui.gpu.topology import Topology
 from symmtui.launch.profilefix import ProfileFix
 from symmtui.launch.report import OnProgress
+from symmtui.proc.identity import Listed, Outcome, Signalled
 from symmtui.session.core import Launched, NodeStop, RelaunchPlan
 from symmtui.session.mailbox import Mailbox, Wake
 from symmtui.session.messages import (
@@ -299,6 +301,9 @@ class ReplaySession:
 
     def take_stacks(self, node: str | None = None, *, native: bool = False, auto: bool = False) -> StacksTaken:
         return StacksTaken(None, READ_ONLY, auto, node=self.host)
+
+    def signal_process(self, listed: Listed, sig: signal.Signals, *, by_pid: bool = False) -> Signalled:
+        return Signalled(Outcome.REFUSED, f"{READ_ONLY}: pid {listed.pid} not signalled")
 
     def line_label(self, node: str | None, no: int) -> str:
         return f"line {no}"

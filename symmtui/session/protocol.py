@@ -6,9 +6,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    import signal
+
     from symmtui.core.verdict import Verdict
     from symmtui.launch.profilefix import ProfileFix
     from symmtui.launch.report import OnProgress
+    from symmtui.proc.identity import Listed, Signalled
     from symmtui.session.core import Launched, NodeStop, RelaunchPlan
     from symmtui.session.mailbox import Mailbox, Wake
     from symmtui.session.messages import PatchState, SessionMessage, StacksTaken
@@ -60,6 +63,8 @@ class SessionLike(Protocol):
     def request_stacks(self, node: str | None = None, *, auto: bool = False, native: bool = False) -> None: ...
 
     def take_stacks(self, node: str | None = None, *, native: bool = False, auto: bool = False) -> StacksTaken: ...
+
+    def signal_process(self, listed: Listed, sig: signal.Signals, *, by_pid: bool = False) -> Signalled: ...
 
     def line_label(self, node: str | None, no: int) -> str: ...
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -32,6 +33,7 @@ from symmtui.launch import state
 from symmtui.launch.history import Estimate
 from symmtui.launch.profilefix import ProfileFix
 from symmtui.launch.state import LaunchRecord
+from symmtui.proc.identity import Listed, Outcome, Signalled
 from symmtui.session.core import Launched, NodeStop, RelaunchPlan, Session
 from symmtui.session.mailbox import Mailbox
 from symmtui.session.messages import (
@@ -206,6 +208,9 @@ class FixedSession:
 
     def line_label(self, node: str | None, no: int) -> str:
         return f"line {no}"
+
+    def signal_process(self, listed: Listed, sig: signal.Signals, *, by_pid: bool = False) -> Signalled:
+        return Signalled(Outcome.REFUSED, f"fixed data: pid {listed.pid} not signalled")
 
     def read_through(self, node: str | None, quiet: float) -> bool | None:
         return None
