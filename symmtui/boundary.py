@@ -180,16 +180,95 @@ def hold_signals() -> None:
         stop_on_signals()
 
 
+CRASHES_KEPT = 20  # crash files kept in the state dir (the oldest go)
+_INTERNAL: list[tuple[str, str]] = []  # this run's internal errors: (what, where the details went)
+_ENDERS: list[Callable[[], object]] = []  # how the running front end ends on one (the dashboard's exit)
+
+
+def crash_report(what: str, details: str) -> str:
+    """Write an internal error's details (the traceback) to ``$XDG_STATE_HOME/symmtui/crashes/`` (0600); the words
+    that say where they went, or how to see them when no file could be written."""
+    import time
+
+    from symmtui import __version__, paths
+    from symmtui.redact import redact_argv
+
+    head = (f"symmtui {__version__}, Python {sys.version.split()[0]}, pid {os.getpid()}\n"
+            f"command: {' '.join(redact_argv(sys.argv))}\nerror: {what}\n\n")
+    try:
+        folder = paths.state_dir("crashes")
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for n in range(100):
+            path = folder / f"crash-{stamp}-{os.getpid()}{f'-{n}' if n else ''}.txt"
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(17, "File exists")
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as fh:
+            fh.write(head + details)
+        for old in sorted(folder.glob("crash-*.txt"), key=lambda f: f.stat().st_mtime)[:-CRASHES_KEPT]:
+            with contextlib.suppress(OSError):
+                old.unlink()
+    except (OSError, UserError):
+        return f"rerun with {DEBUG_ENV}=1 for the traceback"
+    return f"the details are in {path}"
+
+
+def internal_error(what: str, details: str) -> None:
+    """Record an internal error (a bug) seen outside the verb's own call (a worker thread, a Textual app): its
+    details go to a crash file now, the verb ends with its one line and exit 2 (``run_checked``)."""
+    _INTERNAL.append((what, crash_report(what, details)))
+
+
+def ended_by_internal_error() -> None:
+    """A worker thread's bug: recorded, then the verb is ended (the front end's ender: the dashboard exits; a
+    headless verb of the `symmtui` command is interrupted in its main thread, as by Ctrl-C)."""
+    if _ENDERS:
+        _ENDERS[-1]()
+        return
+    if not _SIGNALS["installed"]:
+        return  # a caller of cli.main in its own process (a test): the verb ends by itself, then exit 2
+    # a real signal to the main thread (it may sleep in a syscall), to a handler that raises there; run_checked
+    # then sees the recorded error and exits 2
+    for sig, handler in ((signal.SIGTERM, _terminated), (signal.SIGINT, signal.default_int_handler)):
+        if signal.getsignal(sig) is handler:
+            main = threading.main_thread().ident
+            if main is not None:
+                signal.pthread_kill(main, sig)
+            return
+
+
+@contextlib.contextmanager
+def ending_on_internal_errors(ender: Callable[[], object]) -> Iterator[None]:
+    """While inside, a worker thread's internal error calls ``ender`` (thread-safe: it posts, never waits)."""
+    _ENDERS.append(ender)
+    try:
+        yield
+    finally:
+        _ENDERS.remove(ender)
+
+
+def _internal_line(what: str, where: str) -> str:
+    return f"internal error ({what}); this is a bug: {where}; please report it"
+
+
 def run_checked(body: Callable[[], int]) -> int:
     """Run a verb: a UserError is its one line and exit code; Ctrl-C is 130 (SIGTERM 143); an unexpected exception
-    (a bug) is one line too, exit 2, with its traceback only when $SYMMTUI_DEBUG is set."""
+    (a bug), in the verb or in one of its threads or its Textual app, is one line too, exit 2, saying where its
+    details went (a crash file in the state dir; with $SYMMTUI_DEBUG set, the traceback is raised instead)."""
+    del _INTERNAL[:]
     try:
-        return body()
+        code = body()
     except UserError as exc:
         clitext.print_error(str(exc))
         return exc.exit_code
     except KeyboardInterrupt as exc:
-        return interrupted_code(exc)
+        if not _INTERNAL:
+            return interrupted_code(exc)
+        code = 2
     except RecursionError:
         clitext.print_error("input nested too deep to read (a file or value with thousands of levels); "
                             "check the file named in the command")
@@ -200,9 +279,17 @@ def run_checked(body: Callable[[], int]) -> int:
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             raise
-        clitext.print_error(f"internal error ({exc.__class__.__name__}: {exc}); this is a bug: "
-                            f"rerun with {DEBUG_ENV}=1 for the traceback and report it")
+        import traceback
+
+        what = f"{exc.__class__.__name__}: {exc}"
+        clitext.print_error(_internal_line(what, crash_report(what, "".join(traceback.format_exception(exc)))))
         return 2
+    if _INTERNAL:
+        what, where = _INTERNAL[0]
+        more = f" (and {len(_INTERNAL) - 1} more)" if len(_INTERNAL) > 1 else ""
+        clitext.print_error(_internal_line(what + more, where))
+        return 2
+    return code
 
 
 # ---------------------------------------------------------------- numbers and strings (argparse types)

@@ -107,6 +107,10 @@ class Rule:
         return bool(self.cause)
 
 
+MAX_COUNT_DIGITS = 18
+"""Digits a progress count read from a log may have: more is no count (a line of 400 digits)."""
+
+
 @dataclass(frozen=True)
 class RuleMatch:
     """The first rule (in table order) that matched a line, with the regex match."""
@@ -119,8 +123,8 @@ class RuleMatch:
         """``(i, n)`` for progress rules (named groups ``i`` and ``n``), else None."""
         groups = self.match.groupdict()
         i, n = groups.get("i"), groups.get("n")
-        if i is None or n is None:
-            return None
+        if i is None or n is None or len(i) > MAX_COUNT_DIGITS or len(n) > MAX_COUNT_DIGITS:
+            return None  # no step count of a bring-up has 19 digits (and int() refuses 4,300)
         return int(i), int(n)
 
 

@@ -226,7 +226,9 @@ def test_an_unexpected_exception_is_one_line_unless_debugging(
     monkeypatch.delenv(boundary.DEBUG_ENV, raising=False)
     assert boundary.run_checked(bug) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "internal error (KeyError: 'missing')" in err and "SYMMTUI_DEBUG=1" in err
+    assert err.count("\n") == 1 and "internal error (KeyError: 'missing')" in err and "the details are in " in err
+    crash = Path(err.split("the details are in ", 1)[1].split("; please report it")[0])
+    assert crash.parent.name == "crashes" and "KeyError: 'missing'" in crash.read_text()  # the traceback
     monkeypatch.setenv(boundary.DEBUG_ENV, "1")
     with pytest.raises(KeyError):
         boundary.run_checked(bug)
