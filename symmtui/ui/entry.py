@@ -55,14 +55,22 @@ def run_demo(speed: float, theme: str | None, story: str = "crash", record: bool
         result = run_app(SymmApp(session, theme=chosen))
     finally:
         if session is not None:
-            # The terminal may be gone (SIGHUP): the note is best effort, the cleanup is not.
-            with contextlib.suppress(OSError):
-                print("symmtui demo: stopping the demo's servers and removing its temp dir…", file=sys.stderr)
-            session.close()
+            # The terminal may be gone (SIGHUP before the app took the signals over): the notes are best effort,
+            # the cleanup is not. A write to a closed terminal fails with EIO, which the guarded stderr turns into
+            # a UserError ("cannot write to standard error"): it skipped session.close(), and left the temp dir.
+            try:
+                _best_effort("symmtui demo: stopping the demo's servers and removing its temp dir…")
+            finally:
+                session.close()
             if spec.record is not None and spec.record.dest is not None and spec.record.dest.exists():
-                with contextlib.suppress(OSError):
-                    print(f"symmtui demo: bundle kept: {spec.record.dest} (symmtui replay / report)", file=sys.stderr)
+                _best_effort(f"symmtui demo: bundle kept: {spec.record.dest} (symmtui replay / report)")
     return result or 0
+
+
+def _best_effort(note: str) -> None:
+    """A line on stderr that may not get there (the terminal is gone): never an error."""
+    with contextlib.suppress(OSError, UserError):
+        print(note, file=sys.stderr)
 
 
 def run_dashboard(config: str | None, log: str | None, url: str | None, theme: str | None,
