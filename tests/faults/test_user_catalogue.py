@@ -123,3 +123,27 @@ def test_patterns_that_match_any_line_are_refused() -> None:
     for pattern in (r"KeyError: \d+", "e", " "):  # specific enough, if unwise: the user's choice
         r = run_cli("scan", "--crash", pattern, str(Path(__file__)), timeout=30)
         assert b"matches every line" not in r.stderr and r.returncode != 2, pattern
+
+
+def _keyless_entry(pattern: str) -> str:
+    return (f"[[entry]]\nid = \"our-stale\"\nkind = \"crash\"\nroles = [\"fatal\"]\npatterns = ['{pattern}']\n"
+            "cause = \"the model share went away\"\naction = { type = \"investigate\", text = \"remount it\" }\n")
+
+
+def test_a_user_pattern_without_a_literal_is_found_by_scan_and_wait_in_a_big_log(tmp_path: Path) -> None:
+    """RE2 rules with no literal of three characters (one that ignores case; one anchored at the message's start,
+    after an SGLang prefix) are found where the shipped ones are: scan's bulk prefilter over a 14 MB log (the
+    line near its end, after the serving lines: a fatal entry), and the live engine."""
+    filler = "".join(f"[2026-01-01 00:00:{i % 60:02d} TP{i % 8}] Decode batch. #running-req: {i % 9}, #token: {i}\n"
+                     for i in range(200_000))
+    user_file().parent.mkdir(parents=True, exist_ok=True)
+    for pattern, line in ((r"(?i)STALE NFS", "[2026-01-01 00:01:00 TP3] OSError: stale nfs file handle\n"),
+                          (r"^Sta\w+ NFS", "[2026-01-01 00:01:00 TP3] Stale NFS file handle\n")):
+        user_file().write_text(_keyless_entry(pattern))
+        log = tmp_path / "server.log"
+        log.write_text("[2026-01-01 00:00:00] server_args=ServerArgs(model_path='/m', tp_size=8)\n" + filler + line
+                       + filler[:2000])
+        scan = run_cli("scan", str(log), timeout=120)
+        assert scan.returncode == 1 and b"the model share went away" in scan.stdout, (pattern, scan.stdout[-800:])
+        wait = run_cli("wait", "--log", str(log), "--timeout", "60", "--no-record", timeout=120)
+        assert wait.returncode == 1 and b"the model share went away" in wait.stdout, (pattern, wait.stdout[-800:])
