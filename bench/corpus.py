@@ -4,8 +4,9 @@ Each case is ``tests/corpus/{cases,holdout}/<id>.log`` with ``<id>.toml`` (its l
 substring of the root-cause line, the catalogue entry it should hit). For every case this runs ``scan`` in
 process (the same JSON as ``symmtui scan --json``) and ``symmtui wait --log PATH --timeout 3 --stall 0`` as a
 child process on the finished file, then prints three figures for the tuned set (cases/) and the held-out set
-(holdout/) apart: verdicts right, root causes named, diagnoses right. ``--verbose`` lists the tuned set's
-misses (``--verbose-holdout`` the held-out ones too).
+(holdout/) apart: verdicts right, root causes named, diagnoses right; then the same figures per engine within each
+set. ``--verbose`` lists the tuned set's misses (``--verbose-holdout`` the held-out ones too), with the
+``known_miss`` reason a tuned label gives for a case the engine does not get yet.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Case:
     root_cause: str
     entry: str
     source: str
+    known_miss: str = ""  # tuned cases only: why the engine does not get this case yet (the engines helper removes it)
 
 
 @dataclass
@@ -71,7 +73,7 @@ def load_cases(root: Path = CORPUS) -> list[Case]:
             out.append(Case(set_name=set_name, case_id=toml_path.stem, log=toml_path.with_suffix(".log"),
                             engine=str(label["engine"]), verdict=str(label["verdict"]),
                             root_cause=str(label.get("root_cause", "")), entry=str(label.get("entry", "")),
-                            source=str(label["source"])))
+                            source=str(label["source"]), known_miss=str(label.get("known_miss", ""))))
     return out
 
 
@@ -165,19 +167,33 @@ def judge(case: Case, wait_timeout: float = WAIT_TIMEOUT_S,
     return out
 
 
-def _row(name: str, outs: list[Outcome]) -> str:
+HEADER = f"{'cases':>5}  {'scan verd':>9}  {'wait verd':>9}  {'root causes':>11}  {'diagnoses':>9}"
+
+
+def _row(name: str, outs: list[Outcome], width: int = 10) -> str:
     n = len(outs)
 
     def frac(k: int) -> str:
         return f"{k}/{n}" if n else "-"
 
-    return (f"{name:<10} {n:>5}  {frac(sum(o.scan_ok for o in outs)):>9}  {frac(sum(o.wait_ok for o in outs)):>9}"
+    return (f"{name:<{width}} {n:>5}  {frac(sum(o.scan_ok for o in outs)):>9}  {frac(sum(o.wait_ok for o in outs)):>9}"
             f"  {frac(sum(o.root_ok for o in outs)):>11}  {frac(sum(o.diag_ok for o in outs)):>9}")
+
+
+def engine_rows(outs: list[Outcome]) -> list[str]:
+    """The figures per engine within each set (a held-out set's rows are counts too): one row per (engine, set)."""
+    rows = [f"{'engine':<10} {'set':<8} {HEADER}"]
+    for engine in sorted({o.case.engine for o in outs}):
+        for set_name in SETS:
+            mine = [o for o in outs if o.case.engine == engine and o.case.set_name == set_name]
+            if mine:
+                rows.append(_row(f"{engine:<10} {set_name}", mine, width=19))
+    return rows
 
 
 def _miss_lines(o: Outcome) -> list[str]:
     c = o.case
-    out = [f"  {c.set_name}/{c.case_id} ({c.source})"]
+    out = [f"  {c.set_name}/{c.case_id} ({c.source})" + (f"  known miss: {c.known_miss}" if c.known_miss else "")]
     if not o.scan_ok or not o.wait_ok:
         out.append(f"    verdict: expected {c.verdict}, scan {o.scan_verdict}, wait {o.wait_verdict}")
     if not o.root_ok:
@@ -208,11 +224,13 @@ def main(argv: list[str]) -> int:
     took = time.perf_counter() - t0
     print(f"corpus: {len(cases)} real logs from public issues ({CORPUS.name}/cases tuned on, holdout not); "
           f"wait --timeout {WAIT_TIMEOUT_S} --stall 0; {took:.1f} s")
-    print(f"{'set':<10} {'cases':>5}  {'scan verd':>9}  {'wait verd':>9}  {'root causes':>11}  {'diagnoses':>9}")
+    print(f"{'set':<10} {HEADER}")
     by_set = {s: [o for o in outs if o.case.set_name == s] for s in SETS}
     for s in SETS:
         print(_row(s, by_set[s]))
     print(_row("all", outs))
+    print()
+    print("\n".join(engine_rows(outs)))
     if args.verbose:
         shown = SETS if args.verbose_holdout else ("cases",)
         misses = [o for o in outs if o.case.set_name in shown
@@ -222,7 +240,8 @@ def main(argv: list[str]) -> int:
             print("\n".join(_miss_lines(o)))
     if args.json:
         Path(args.json).write_text(json.dumps([
-            {"set": o.case.set_name, "id": o.case.case_id, "expected": o.case.verdict, "scan": o.scan_verdict,
+            {"set": o.case.set_name, "id": o.case.case_id, "engine": o.case.engine, "expected": o.case.verdict,
+             "scan": o.scan_verdict,
              "wait": o.wait_verdict, "root_ok": o.root_ok, "diag_ok": o.diag_ok, "diagnosis": o.diagnosis_ids}
             for o in outs], indent=2) + "\n", encoding="utf-8")
     return 0

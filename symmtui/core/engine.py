@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from symmtui.core.events import PROCESS_EXIT, Event, EventBuilder
 from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
-from symmtui.core.lineparts import record_source, split_records
+from symmtui.core.lineparts import record_source, split_prefix, split_records
+from symmtui.core.logclock import LogTimes
 from symmtui.core.ranks import RankBoard, RankSummary
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
 from symmtui.core.rules import Kind, RuleSet
@@ -43,9 +44,14 @@ MAX_REPLAY_EVENTS = 50_000
 # journald's short stamp starts with a month: a line that may carry a rank behind a collector's prefix
 _MONTHS = frozenset({"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"})
 PID_SETTLE = 0.5  # after the process is gone, wait this long at most for its last log lines
+HEARTBEAT = 1.0  # with nothing new, an update this often all the same: readers show the time passing
+SETTLE_QUIET = 0.2  # after a crash, the log quiet this long (other ranks' copies arrive within ms) ...
+SETTLE_MAX = 1.0  # ... or this long since its cause last gained a copy: the crash is settled (printed, notified)
+SETTLE_CAP = 3.0  # ... and at the latest this long after the crash, whatever still arrives
+STAMP_LOOK = 8  # lines looked at, from a batch's end, for the log's latest timestamp
 CHUNK_BYTES = 64 << 10  # lines are judged in chunks of about this much text, the verdict updated after each ...
 SLOW_CHUNK = 0.1  # ... and one line at a time for the rest of a batch once a chunk took this long (a user
-# pattern costly on long lines: RE2 is linear in the line, but ``(.*a){1000}`` takes ~1 s on 64 KiB)
+# pattern costly on long lines: RE2 is linear in the line, but ``(?P<x>.*a){1000}z`` takes ~5 s on 64 KiB)
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,14 @@ class EngineUpdate:
     caught_up: bool = True
     """Everything the log held when it was opened has been judged: a READY now is not overtaken by an older
     line still unread (a crash after READY in a finished log). A log command is always caught up."""
+    settled: bool = True
+    """Not CRASHED, or CRASHED and the other ranks' copies of the error had their moment to arrive: the log
+    read to its end and quiet for SETTLE_QUIET (a file nobody writes to any more: at once), or SETTLE_MAX
+    since the cause last gained a copy (another rank's), or SETTLE_CAP since the crash."""
+    settle_waited: float = 0.0
+    """Seconds since the crash (0 when not CRASHED)."""
+    times: LogTimes | None = None
+    """The log's own clock: its first and latest timestamps, and when the latest arrived (this engine's clock)."""
 
 
 @dataclass
@@ -133,8 +147,8 @@ class Bringup:
         self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
         # The event builder's state. Lines are matched holding this one only, never the lock the verdict is
-        # judged under: a timeout, a stall, a stop or a reader's snapshot never waits on a pattern (RE2 lets
-        # go of the GIL while it matches, so the deadline and signals hold whatever the user's patterns cost).
+        # judged under: a timeout, a stall, a stop or a heartbeat never waits on a pattern (RE2 lets go of the
+        # GIL while it matches, so the deadline and signals hold whatever the user's patterns cost).
         # Order: _feeding before _lock.
         self._feeding = threading.Lock()
         self._builder = EventBuilder(self.ruleset, thin_serving=True)
@@ -157,6 +171,11 @@ class Bringup:
         self._last_state = State.WAITING
         self._dispatcher: threading.Thread | None = None
         self._caught_up = not isinstance(self.source, Path)  # a log command streams: always caught up (see EngineUpdate)
+        self._crash_at: float | None = None  # when the state became CRASHED (the settle's start)
+        self._copy: tuple[str, int] | None = None  # the cause's key and copies when last looked at ...
+        self._copy_at = 0.0  # ... and when it last gained one
+        self._settled = True
+        self._times = LogTimes(None, None, None)
 
     # ------------------------------------------------------------------ public
     def start(self) -> None:
@@ -219,6 +238,7 @@ class Bringup:
             self._caught_up = not isinstance(self.source, Path)
             self._replay = []
             self._last_line_at = None
+            self._crash_at, self._settled, self._times, self._copy = None, True, LogTimes(None, None, None), None
             self._generation += 1
             self._urgent = True
             self._wake.notify_all()
@@ -229,16 +249,6 @@ class Bringup:
         """The state now."""
         with self._lock:
             return self._readiness.snapshot(self._clock())
-
-    def snapshot_if_free(self) -> Snapshot | None:
-        """The state now, or None while the engine thread holds it (judging a batch of lines, which
-        brings its own snapshot when done): a UI loop never waits on a burst."""
-        if not self._lock.acquire(blocking=False):
-            return None
-        try:
-            return self._readiness.snapshot(self._clock())
-        finally:
-            self._lock.release()
 
     def wait_final(self, timeout: float | None = None) -> Snapshot:
         """Block until the state is final (READY/CRASHED/TIMED_OUT/STOPPED) or ``timeout``; the snapshot."""
@@ -429,6 +439,7 @@ class Bringup:
             for ev in events:
                 self._feed_event(ev, now)
             self._last_line_at = now
+            self._stamp([ln.plain for ln in lines] if live is None else [], now)
             keep = self.config.last_lines
             texts = [] if live is not None else [ln.text for ln in lines[-keep:]] if keep else []
             self._readiness.feed_activity(now, texts, live)
@@ -440,6 +451,55 @@ class Bringup:
                 self._urgent = True
             self._wake.notify_all()
         return True
+
+    def _stamp(self, plains: list[str], now: float) -> None:
+        """The log's clock from the lines' own stamps: the first one of this launch, the latest (never going back)."""
+        first, last, seen = self._times.first, self._times.last, self._times.seen
+        if first is None:
+            first = next((ts for p in plains[:STAMP_LOOK] if (ts := split_prefix(p).ts) is not None), None)
+        ts = next((ts for p in reversed(plains[-STAMP_LOOK:]) if (ts := split_prefix(p).ts) is not None), None)
+        if ts is not None and (last is None or ts >= last):
+            last, seen = ts, now
+        self._times = LogTimes(first if first is not None else last, last, seen)
+
+    def _at_end(self) -> tuple[bool, bool]:
+        """(read to its end, nobody wrote to it for SETTLE_QUIET): a log command streams, so (True, False)."""
+        if not isinstance(self.source, Path):
+            return True, False
+        try:
+            st = os.stat(self.source)
+        except OSError:
+            return True, False
+        read = self.numbering()
+        return read.skipped + read.read_bytes >= st.st_size, time.time() - st.st_mtime >= SETTLE_QUIET
+
+    def _settle(self, now: float, state: State) -> float | None:
+        """Follow a crash's settling (see EngineUpdate.settled); seconds until it must be looked at again."""
+        if state is not State.CRASHED:
+            self._crash_at, self._settled = None, True
+            return None
+        if self._crash_at is None:
+            self._crash_at, self._settled, self._copy = now, False, None
+        if self._settled:
+            return None
+        cause = self._readiness.snapshot(now).cause
+        copy = (cause.key, cause.count) if cause is not None else None
+        if copy != self._copy:  # another rank's copy of the cause (or a first one): the wait starts over
+            self._copy, self._copy_at = copy, now
+        waited = now - self._crash_at
+        since_copy = now - self._copy_at
+        last = max(self._crash_at, self._last_line_at or self._crash_at)
+        quiet = now - last
+        if since_copy >= SETTLE_MAX or waited >= SETTLE_CAP:
+            self._settled = True
+        else:
+            at_end, idle = self._at_end()
+            self._settled = at_end and (idle or quiet >= SETTLE_QUIET)
+        if self._settled:
+            self._urgent = True
+            return None
+        due = min(SETTLE_MAX - since_copy, SETTLE_CAP - waited, SETTLE_QUIET - quiet if quiet < SETTLE_QUIET else SETTLE_QUIET)
+        return max(MIN_TICK, due)
 
     def _feed_ranks(self, run: list[LogLine], events: list[Event], now: float) -> None:
         """Each record's rank (if it names one) gets its last line time, and the phase its event names (a
@@ -553,14 +613,18 @@ class Bringup:
                             state = self._readiness.tick(now)
                     finally:
                         self._feeding.release()
+                settle_due = self._settle(now, state)
                 due = now - self._last_emit >= UPDATE_INTERVAL
-                send = self._urgent or state is not before or (due and not self._pending.empty())
+                beat = now - self._last_emit >= HEARTBEAT
+                send = self._urgent or state is not before or beat or (due and not self._pending.empty())
                 update: EngineUpdate | None = None
                 if send:
                     pend, self._pending = self._pending, _Pending()
+                    waited = now - self._crash_at if self._crash_at is not None else 0.0
                     update = EngineUpdate(tuple(pend.lines), tuple(pend.events), tuple(pend.notices),
                                           self._readiness.snapshot(now), pend.dropped, self._generation,
-                                          self._ranks.summary(now) if self._ranks else None, self._caught_up)
+                                          self._ranks.summary(now) if self._ranks else None, self._caught_up,
+                                          self._settled, waited, self._times)
                     self._urgent = False
                     self._last_emit = now
                     self._last_state = state
@@ -575,8 +639,9 @@ class Bringup:
                 if not self._urgent:
                     wait = UPDATE_INTERVAL if not self._pending.empty() else IDLE_TICK
                     clock_due = self._readiness.due_in(self._clock())  # a timeout or stall falls due sooner
-                    if clock_due is not None:
-                        wait = max(MIN_TICK, min(wait, clock_due))
+                    for at in (clock_due, settle_due):
+                        if at is not None:
+                            wait = max(MIN_TICK, min(wait, at))
                     self._wake.wait(wait)
 
 

@@ -1,7 +1,7 @@
 """The process view's rows (nvitop's process table): every process holding GPU memory, one row per pid, with
 its GPUs, its GPU memory, its GPUs' utilisation, its host CPU and memory, its owner, and whether it is our
 launch's; sorted by a column; and whether a row may be signalled at all (the signal itself is the Session's
-intent, ``signal_process``: the identity is checked in ``proc.identity`` at that moment).
+intent, ``session.intents.SignalProcess``: the identity is checked in ``proc.identity`` at that moment).
 
 Pure but for ``host_facts``, which reads /proc (psutil): call it off the UI loop.
 The GPU side comes from a sampling round (``GpuSnapshot``: NVML's per-process memory); NVML's per-process

@@ -108,17 +108,17 @@ def test_wait_and_scan_judge_absurd_numbers_without_a_traceback(lines: list[str]
             assert "277777777767500" not in out
 
 
-@settings(SETTINGS, max_examples=EXAMPLES)
+@settings(SETTINGS, max_examples=max(4, EXAMPLES // 2))
 @given(lines=hostile_lines())
 async def test_the_dashboard_shows_absurd_numbers_without_a_traceback(lines: list[str]) -> None:
     with _log(lines) as log:
         session = watched(log)
-        app = SymmApp(session, tick=0.05)  # the once-a-second redraw (the gauge's ETA), many times over
+        app = SymmApp(session)
         try:
             async with app.run_test(size=(120, 40)) as pilot:
                 last = lines[-1][:30].strip()
                 await wait_for(pilot, lambda: not last or last.split()[0] in text(app), "the last line shown")
-                await pilot.pause(0.3)  # several ticks: the ETA from the last lines' rate, the clock
+                await pilot.pause(1.5)  # heartbeats: the Board (the ETA from the last lines' rate, the clock) shown again
                 await settle(pilot)
                 shown = text(app)
                 assert "277777777767500" not in shown

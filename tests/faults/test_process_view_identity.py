@@ -1,7 +1,7 @@
 """The process view acts on what is there, not on what it listed: between the listing and the yes, a process
 changes owner (a child started as root calls ``os.setuid(65534)``), or exits and stays a zombie (its parent, this
 test, does not reap it); pid 1 is never offered. Real child processes, the pynvml stand-in listing them on a GPU,
-a real Session's ``signal_process`` (its tree: the watched pid's), the one identity check of ``proc.identity``."""
+a real Session's ``SignalProcess`` intent (its tree: the watched pid's), the one identity check of ``proc.identity``."""
 
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
 from symmtui.gpu.standin import load_standin, standin_host
 from symmtui.proc import identity
+from symmtui.session.intents import SignalProcess
+from symmtui.session.protocol import SessionLike
 from symmtui.ui.screens.confirm import ConfirmScreen
-from symmtui.ui.screens.processes import ProcessScreen, SignalProcess
+from symmtui.ui.screens.processes import ProcessScreen
 from tests.ui.kit import answer, settle, toasts, wait_for, watched
 
 GIB = 1024**3
@@ -48,15 +50,15 @@ def _round(pids: list[int]) -> GpuSnapshot:
 
 
 class ProcApp(App[None]):
-    def __init__(self, snapshot: GpuSnapshot, ours: frozenset[int], signal_process: SignalProcess) -> None:
+    def __init__(self, snapshot: GpuSnapshot, ours: frozenset[int], session: SessionLike) -> None:
         super().__init__()
-        self.snapshot, self.ours, self.signal_process = snapshot, ours, signal_process
+        self.snapshot, self.ours, self.session = snapshot, ours, session
 
     def compose(self) -> ComposeResult:
         yield Static("dashboard")
 
     def on_mount(self) -> None:
-        self.push_screen(ProcessScreen(self.snapshot, self.ours, self.signal_process))
+        self.push_screen(ProcessScreen(self.snapshot, self.ours, self.session))
 
 
 @pytest.fixture
@@ -100,7 +102,7 @@ async def _confirm_open(app: ProcApp, pilot: object, pid: int, key: str) -> None
 async def test_a_process_that_changed_owner_after_it_was_listed_is_not_signalled(
         child: subprocess.Popen[bytes]) -> None:
     session = watched(pid=child.pid)
-    app = ProcApp(_round([child.pid]), frozenset({child.pid}), session.signal_process)
+    app = ProcApp(_round([child.pid]), frozenset({child.pid}), session)
     try:
         async with app.run_test(size=(160, 40)) as pilot:
             said = toasts(app)
@@ -122,7 +124,7 @@ async def test_a_process_that_changed_owner_after_it_was_listed_is_not_signalled
 async def test_a_process_that_exited_after_it_was_listed_is_already_exited_even_as_a_zombie(
         child: subprocess.Popen[bytes]) -> None:
     session = watched(pid=child.pid)
-    app = ProcApp(_round([child.pid]), frozenset({child.pid}), session.signal_process)
+    app = ProcApp(_round([child.pid]), frozenset({child.pid}), session)
     try:
         async with app.run_test(size=(160, 40)) as pilot:
             said = toasts(app)
@@ -148,7 +150,7 @@ async def test_pid_1_is_never_offered(child: subprocess.Popen[bytes]) -> None:
     if os.stat("/proc/1").st_uid != os.getuid():
         pytest.skip("pid 1 is another user's here: refused as such (test_process_view covers that)")
     session = watched(pid=child.pid)
-    app = ProcApp(_round([1, child.pid]), frozenset({child.pid}), session.signal_process)
+    app = ProcApp(_round([1, child.pid]), frozenset({child.pid}), session)
     try:
         async with app.run_test(size=(160, 40)) as pilot:
             said = toasts(app)
@@ -164,7 +166,7 @@ async def test_pid_1_is_never_offered(child: subprocess.Popen[bytes]) -> None:
         session.close()
     # and below the screen: the Session refuses it whatever the caller claims
     listed = identity.Listed(1, 0.0, os.getuid())
-    done = session.signal_process(listed, signal.SIGTERM, by_pid=True)
+    done = session.ask(SignalProcess(listed, signal.SIGTERM, by_pid=True))
     assert done.outcome is identity.Outcome.REFUSED and "init process" in done.text
 
 

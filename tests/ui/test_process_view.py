@@ -1,5 +1,5 @@
 """The process view on real child processes listed by the pynvml stand-in: columns, sorting, ours marked,
-SIGTERM/SIGKILL after a confirmation that names the process (through a real Session's ``signal_process``,
+SIGTERM/SIGKILL after a confirmation that names the process (through a real Session's ``SignalProcess`` intent,
 whose tree is the watched pid's), one outside the server's tree only once its pid is typed, another user's
 process refused. (The identity changing between listing and confirming: tests/faults/test_process_view_identity.py.)"""
 
@@ -19,8 +19,9 @@ from textual.widgets import DataTable, Static
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
 from symmtui.gpu.standin import load_standin, standin_host
+from symmtui.session.protocol import SessionLike
 from symmtui.ui.screens.confirm import ConfirmScreen
-from symmtui.ui.screens.processes import PidScreen, ProcessScreen, SignalProcess
+from symmtui.ui.screens.processes import PidScreen, ProcessScreen
 from tests.ui.kit import answer, settle, text, toasts, wait_for, watched
 
 GIB = 1024**3
@@ -65,15 +66,15 @@ def round_with(procs: dict[str, subprocess.Popen[bytes]]) -> GpuSnapshot:
 
 
 class ProcApp(App[None]):
-    def __init__(self, snapshot: GpuSnapshot, ours: frozenset[int], signal_process: SignalProcess) -> None:
+    def __init__(self, snapshot: GpuSnapshot, ours: frozenset[int], session: SessionLike) -> None:
         super().__init__()
-        self.snapshot, self.ours, self.signal_process = snapshot, ours, signal_process
+        self.snapshot, self.ours, self.session = snapshot, ours, session
 
     def compose(self) -> ComposeResult:
         yield Static("dashboard")
 
     def on_mount(self) -> None:
-        self.push_screen(ProcessScreen(self.snapshot, self.ours, self.signal_process))
+        self.push_screen(ProcessScreen(self.snapshot, self.ours, self.session))
 
 
 def table_text(app: App[object]) -> list[str]:
@@ -87,7 +88,7 @@ async def test_the_process_view_lists_sorts_marks_and_signals_only_your_own(
     server, orphan = children["server"], children["orphan"]
     stranger = children["stranger"].pid if "stranger" in children else 1
     session = watched(pid=server.pid)  # the server's tree: the watched pid's
-    app = ProcApp(round_with(children), frozenset({server.pid}), session.signal_process)
+    app = ProcApp(round_with(children), frozenset({server.pid}), session)
     async with app.run_test(size=(160, 40)) as pilot:
         said = toasts(app)  # every notification from now on (App.notify)
         screen = app.screen

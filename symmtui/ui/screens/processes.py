@@ -4,14 +4,14 @@ selected one after a confirmation that names it (only your own processes: anothe
 one outside the server's tree only once its pid is typed; pid 1 and symmtui itself never).
 
 The app gives it each sampling round (``show``); /proc is read on a worker thread. The signal is the Session's
-intent (``signal_process``): the identity shown (pid, start time, owner) is checked at that moment, in
+intent (``session.intents.SignalProcess``): the identity shown (pid, start time, owner) is checked at that moment, in
 ``proc.identity``, and the toast says what happened ("already exited", "changed owner: not signalled").
 """
 
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import partial
 
@@ -26,7 +26,8 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
 from symmtui.gpu.sampler import GpuSnapshot
-from symmtui.proc.identity import Signalled
+from symmtui.session.intents import SignalProcess
+from symmtui.session.protocol import SessionLike
 from symmtui.textsafe import visible
 from symmtui.ui import procview
 from symmtui.ui.procview import COLUMNS, HostFacts, ProcRow
@@ -37,8 +38,7 @@ __all__ = ["ProcessScreen"]
 
 HINT = ("k SIGTERM · K SIGKILL (your own processes, after a yes; another than the server's once its pid is typed) "
         "· s sort by the next column · S reverse · Esc close")
-SignalProcess = Callable[..., Signalled]
-"""The Session's ``signal_process(listed, sig, *, by_pid)`` (blocking: called on a worker thread)."""
+
 
 
 @dataclass
@@ -100,9 +100,9 @@ class ProcessScreen(ModalScreen[None]):
     ]
 
     def __init__(self, snapshot: GpuSnapshot | None, our_pids: Collection[int] = (),
-                 signal_process: SignalProcess | None = None) -> None:
+                 session: SessionLike | None = None) -> None:
         super().__init__(classes="dialog-screen")
-        self._signal_process = signal_process
+        self._session = session  # k / K ask it SignalProcess (session.intents)
         self.snapshot = snapshot
         self.our_pids = frozenset(our_pids)
         self.host: dict[int, HostFacts] = {}
@@ -212,7 +212,7 @@ class ProcessScreen(ModalScreen[None]):
         if why is not None:
             self.notify(why, severity="warning", timeout=8)
             return
-        if self._signal_process is None:
+        if self._session is None:
             self.notify("no session to signal through: nothing sent", severity="warning")
             return
         sig = signal.Signals[name]
@@ -246,8 +246,8 @@ class ProcessScreen(ModalScreen[None]):
 
     @work(thread=True, group="procs-signal")
     def _send(self, row: ProcRow, sig: signal.Signals, by_pid: bool) -> None:
-        assert self._signal_process is not None
-        done = self._signal_process(procview.listed(row), sig, by_pid=by_pid)
+        assert self._session is not None
+        done = self._session.ask(SignalProcess(procview.listed(row), sig, by_pid))
         self.post_message(Sent(done.text, done.sent))
 
     def on_sent(self, message: Sent) -> None:
