@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
 from typing import Any
 
@@ -23,7 +24,8 @@ def run_app(app: App[Any], **run: Any) -> Any:
     its exit status used to be 0) and one in a worker thread (the dashboard exits) end the verb with one line and
     exit 2, the traceback in a crash file of the state dir (``boundary.internal_error``). ``run``: App.run's."""
     captured = io.StringIO()
-    app.error_console = Console(file=captured, width=120, color_system=None, markup=False, highlight=False)
+    if not os.environ.get(boundary.DEBUG_ENV):  # debugging: Textual's own traceback on the terminal, as it was
+        app.error_console = Console(file=captured, width=120, color_system=None, markup=False, highlight=False)
     with boundary.ending_on_internal_errors(lambda: app.call_later(app.exit, None, 2)):
         result = app.run(**run)
     if app.return_code not in (None, 0, 2):  # 1: Textual caught an exception (2: a thread's, already recorded)
