@@ -12,6 +12,7 @@ from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES, clean_raw, make_line
 from symmtui.core.events import EventBuilder
 from symmtui.core.readiness import Readiness, ReadinessConfig
 from symmtui.core.rules import RuleSet, required_literal
+from symmtui.patterns import LinesPattern, compile_user
 
 BLOCK = 1 << 20
 """The backward search's step (and one read of the lines around two launch markers)."""
@@ -54,13 +55,15 @@ class _Markers:
     def __init__(self, ruleset: RuleSet) -> None:
         self.ruleset = ruleset
         needles: set[bytes] = set()
-        self.regexes: list[re.Pattern[bytes]] = []
+        self.regexes: list[re.Pattern[bytes] | LinesPattern] = []
         for rule in ruleset.rules:
             if "new_run" not in rule.roles:
                 continue
             keys = rule.literals or tuple(k for k in (required_literal(rule.pattern),) if k)
             if keys:
                 needles.update(k.encode() for k in keys)
+            elif rule.user:  # RE2 (linear time), over the bytes
+                self.regexes.append(compile_user(rule.pattern, limit=None).lines())
             else:
                 self.regexes.append(re.compile(rule.pattern.encode(), re.MULTILINE))
         self.needles = tuple(sorted(needles))
@@ -76,8 +79,12 @@ class _Markers:
                 bottom = max(lo, top - BLOCK)
                 at = max((mm.rfind(n, bottom, min(hi, top + reach)) for n in self.needles), default=-1)
                 for rx in self.regexes:  # rules without a literal: a regex over the block (none ships)
-                    for hit in rx.finditer(mm, bottom, top):
-                        at = max(at, hit.start())
+                    if isinstance(rx, LinesPattern):  # a user's rule, RE2: over a copy of the block
+                        for hit in rx.finditer(mm[bottom:top]):
+                            at = max(at, bottom + hit.start())
+                    else:
+                        for found in rx.finditer(mm, bottom, top):
+                            at = max(at, found.start())
                 top = bottom
             if at < 0:
                 return None

@@ -49,20 +49,20 @@ _CONTAINER = re.compile(
 # FastChat-style workers: "2024-04-27 10:13:05 | ERROR | stderr | "
 _PIPES = re.compile(r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) \| [A-Z]+ \| [\w.-]+ \| ")
 # torchrun: "[rank3]: "
-_TORCHRUN = re.compile(r"\[rank(\d+)\]: ?")
+_TORCHRUN = re.compile(r"\[rank(\d{1,9})\]: ?")  # (at most 9 digits: int() refuses 4,300; no rank has 10)
 # vLLM / Ray worker and engine processes: "(VllmWorkerProcess pid=123) ", "(Worker_TP3 pid=9) ", "(Worker_TP4_EP4
 # pid=2532) ", "(VllmWorker TP3 pid=12) ", "(VllmWorker rank=1 pid=236) ", "(EngineCore_DP0 pid=5) ", "(APIServer pid=1) ",
 # "(RayWorkerWrapper pid=77, ip=10.0.0.2) "
-_VLLM_PROC = re.compile(r"\((\w+?)((?:[ _][A-Z]{2}\d+)*)(?: rank=(\d+))? pid=(\d+)(?:, ip=([\w.:-]+))?\) ?")
+_VLLM_PROC = re.compile(r"\((\w+?)((?:[ _][A-Z]{2}\d+)*)(?: rank=(\d{1,9}))? pid=(\d{1,9})(?:, ip=([\w.:-]+))?\) ?")
 # vLLM logger header after the process prefix: "ERROR 10-29 06:48:05 [file.py:233] " (older releases:
 # "ERROR 10-26 11:35:32 registry.py:267] ")
 _VLLM_HEAD = re.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)? (?:\[[^\]]*\]|[\w.-]+:\d+\]) ?"
 )
-_TP_TAG = re.compile(r"\bTP(\d+)\b")
+_TP_TAG = re.compile(r"\bTP(\d{1,9})\b")
 _LOST_SGR = re.compile(r" ?\[\d{1,2}(?:;\d{1,2})*m ?")
 _LEVEL_INITIALS = frozenset("DIWEC")  # DEBUG INFO WARNING ERROR CRITICAL: the vLLM logger header's first letters
-_RANK_TAG = re.compile(r"(?<![A-Za-z])((?:DP|PP|TP|EP|CP|NP)\d+)")
+_RANK_TAG = re.compile(r"(?<![A-Za-z])((?:DP|PP|TP|EP|CP|NP)\d{1,9})(?!\d)")
 _NOT_RANKS = frozenset({"APIServer", "EngineCore", "Worker", "VllmWorker"})
 """vLLM process names that are no rank without a tag (the API server; an engine core of one rank)."""
 # A second record's prefix inside a physical line: concurrent writers to one pipe joined two records

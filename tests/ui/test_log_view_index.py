@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from symmtui.core.decode import LogLine
 from symmtui.core.events import Event, EventBuilder
 from symmtui.core.rules import Kind
+from symmtui.patterns import PatternError
 from symmtui.ui.widgets import log_file
 from symmtui.ui.widgets.log_file import LogFile, clean, follow
 from symmtui.ui.widgets.log_filters import FilterRule, Records, compile_search, count, find, keep, matching
@@ -359,7 +360,7 @@ def test_smart_case_and_a_search_that_is_no_regex(tmp_path: Path) -> None:
     assert [r for _s, rows in matching(upper, file, 0, 3) for r in rows] == [1]
     text, regex = compile_search("[bs")
     assert not regex and [r for _s, rows in matching(text, file, 0, 3) for r in rows] == [2]
-    with pytest.raises(Exception, match="not a usable regex"):
+    with pytest.raises(PatternError, match=r"bad filter-in .\(.: missing \)"):
         FilterRule.parse(True, "(")
     file.close()
 
