@@ -78,7 +78,7 @@ def _process_start() -> float:
     return float(psutil.Process().create_time())
 
 
-def _dashboard(tmp: Path, *, tick: float = 1.0) -> Any:
+def _dashboard(tmp: Path) -> Any:
     from symmtui.build import open_session, watch_spec
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.standin import load_standin, standin_host
@@ -90,7 +90,7 @@ def _dashboard(tmp: Path, *, tick: float = 1.0) -> Any:
     module = load_standin("rtx-pro-6000-x8-pcie")
     standin_host(module).set_load(0.5, 4242)
     session = open_session(watch_spec(log, name="bench", nvml=Nvml(module), sample_gpus=True))
-    return SymmApp(session, tick=tick), session
+    return SymmApp(session), session
 
 
 def child_paint(kind: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from symmtui import boundary
 from symmtui.errors import UserError
+from symmtui.paths import user_state_dir
 from symmtui.session.core import Session
 from symmtui.session.intents import Launch
 from symmtui.session.settings import bringup_settings
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from symmtui.launch.profile import Profile
     from symmtui.launch.state import LaunchRecord
 
-ATTACH_TAIL_LINES = 5000  # the dashboard shows the last lines of a log at once and judges the rest behind
 
 
 @dataclass(frozen=True)
@@ -304,8 +304,7 @@ def dashboard_spec(config: str | None, log: str | None, url: str | None, *, log_
         if gpus:
             raise UserError(f"{profile.path} lists [[nodes]]: each node names its own gpus there; drop --gpus")
         nvml = Nvml() if any(n.gpus == NVML for n in profile.nodes) else None
-        nodes = _nodes(profile, url=_url(url if url is not None else profile.url), follow=True,
-                       tail_lines=ATTACH_TAIL_LINES)
+        nodes = _nodes(profile, url=_url(url if url is not None else profile.url), follow=True)
         return _profile_spec(profile, nodes, Limits(), nvml=nvml, gpus=nodes_source(profile, nvml=nvml),
                              record=_record(record_bundle, bundle, several=True), **kw)
     nvml = Nvml()
@@ -313,18 +312,18 @@ def dashboard_spec(config: str | None, log: str | None, url: str | None, *, log_
     if profile is None:
         followed: Path | LogCommand | None = log_cmd if log_cmd is not None else Path(log) if log else None
         return watch_spec(followed, url=url, name=f"attach `{log_cmd.text}`" if log_cmd is not None else None,
-                          tail_lines=ATTACH_TAIL_LINES if log_cmd is None else None, nvml=nvml, gpus=source,
-                          patch=PatchTarget(), record=_record(record_bundle, bundle), **kw)
+                          nvml=nvml, gpus=source, patch=PatchTarget(), record=_record(record_bundle, bundle), **kw)
     record = running(profile)
     if log_cmd is None and log is None:
         log_cmd = profile.log_cmd
+    # the engine judges the last launch (as `wait` does: a fast verdict); the log pane reads the whole file itself
     if log_cmd is not None and log is None:
-        followed, tail = log_cmd, None
+        followed = log_cmd
     else:
         path = log or (record.log_path if record is not None else None) or profile.log_path
-        followed, tail = (Path(path) if path is not None else None), ATTACH_TAIL_LINES
+        followed = Path(path) if path is not None else None
     node = NodePlan(hostname(), followed, url=_url(url if url is not None else profile.url),
-                    pid=record.pid if record is not None else None, profile=profile, tail_lines=tail, record=record)
+                    pid=record.pid if record is not None else None, profile=profile, record=record)
     return _profile_spec(profile, (node,), Limits(), nvml=nvml, gpus=source,
                          record=_record(record_bundle, bundle), **kw)
 
@@ -338,19 +337,21 @@ def demo_spec(speed: float, story: str = "crash", *, nodes: int = 1, record_bund
     from symmtui.demo.story import HOST_NAME, PROFILE_NAME, build_demo
 
     if nodes > 1:  # the 2-node story (no bundle: it is recorded per node next to logs in its temp dir)
+        stacks = user_state_dir("stacks")  # the user's: a dump saved in the demo outlives it
         pair = build_nodes_demo(speed, isolate=isolate, stall=stall, tp=tp if tp is not None else TP)
         spec = _profile_spec(pair.profile, _nodes(pair.profile, url=pair.profile.url, follow=False), Limits(),
                              gpus=nodes_source(pair.profile), sample_gpus=True, auto_stacks=True,
-                             first_launch="launch", stop_at_close=True, cleanup=(pair.close,))
+                             first_launch="launch", stop_at_close=True, cleanup=(pair.close,), stacks_dir=stacks)
         return spec, pair
     kept = demo_bundle_path(story) if record_bundle else None  # the user's state dir, before the demo isolates its own
+    stacks = user_state_dir("stacks")  # the same: a dump saved in the demo outlives it
     demo = build_demo(speed, story=story, isolate=isolate)
     node = NodePlan(HOST_NAME, demo.profile.log_cmd, url=demo.profile.url, profile=demo.profile, follow=False)
     spec = SessionSpec(PROFILE_NAME, HOST_NAME, (node,), bringup_settings(demo.profile), profile=demo.profile,
                        nvml=demo.nvml, sample_gpus=True, port_owner=True, auto_stacks=True,
                        patch=PatchTarget(demo.site, "sglang"), gpu_timeout=10.0, port_timeout=10.0,
                        first_launch="unchecked", stop_at_close=True, cleanup=(demo.close,),
-                       record=Record(dest=kept) if kept is not None else None)
+                       record=Record(dest=kept) if kept is not None else None, stacks_dir=stacks)
     return spec, demo
 
 

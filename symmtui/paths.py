@@ -28,13 +28,34 @@ def _xdg(var: str, default: str) -> Path:
     return Path(value) if value and os.path.isabs(value) else Path.home() / default
 
 
-def state_dir(*parts: str) -> Path:
+_USER_STATE: Path | None = None  # the user's own state home, kept before the demo points its own elsewhere
+_ISOLATED: Path | None = None  # where the demo pointed it
+
+
+def keep_user_state(isolated: Path) -> None:
+    """Remember the user's state home now, as the demo points XDG_STATE_HOME to ``isolated`` (in its temp dir):
+    what the user saves in the demo (exports, stack dumps, its bundle) goes there and outlives it. A second
+    demo in one process keeps the user's, not the first demo's."""
+    global _USER_STATE, _ISOLATED
+    current = _xdg("XDG_STATE_HOME", ".local/state")
+    if _ISOLATED is None or current != _ISOLATED:
+        _USER_STATE = current
+    _ISOLATED = isolated
+
+
+def user_state_dir(*parts: str) -> Path:
+    """``state_dir(*parts)`` of the user's own state home, also inside the demo (see ``keep_user_state``)."""
+    isolated = _ISOLATED is not None and _xdg("XDG_STATE_HOME", ".local/state") == _ISOLATED
+    return state_dir(*parts, base=_USER_STATE if isolated else None)
+
+
+def state_dir(*parts: str, base: Path | None = None) -> Path:
     """``$XDG_STATE_HOME/symmtui/<parts>``, created with mode 0700 (it holds pids and backups).
 
     An unusable place (``HOME=/dev/null``, ``XDG_STATE_HOME`` naming a file, no permission) is an
     InputError naming the directory and the variable to set, before anything is written.
     """
-    base = _xdg("XDG_STATE_HOME", ".local/state")
+    base = base if base is not None else _xdg("XDG_STATE_HOME", ".local/state")
     usable_dir(base, what="the state directory", env="XDG_STATE_HOME")
     path = base / "symmtui"
     # mkdir(parents=True, mode=...) applies the mode to the last folder only, and the umask

@@ -30,16 +30,19 @@ MAX_MEM = 32 << 20  # a pattern whose program needs more than this is refused, n
 EVERY_LINE_PROBES = ("x", "0", "ok", "Load weight begin.")  # unrelated lines: a pattern matching all of them is not specific
 
 
-def _options(ignore_case: bool) -> re2.Options:
+def _options(ignore_case: bool, lines: bool, literal: bool) -> re2.Options:
     options = re2.Options()
     options.log_errors = False  # RE2 prints parse errors to stderr itself otherwise
     options.max_mem = MAX_MEM
     options.never_capture = True  # numbered groups are never read; named groups are kept (RE2 1.1)
     options.case_sensitive = not ignore_case
+    options.never_nl = lines  # a match never spans two lines of a text of many
+    options.literal = literal
     return options
 
 
-_OPTIONS = {False: _options(False), True: _options(True)}
+_OPTIONS = {(ci, lines, lit): _options(ci, lines, lit) for ci in (False, True) for lines in (False, True)
+            for lit in (False, True)}
 
 
 class PatternError(UserError):
@@ -79,6 +82,10 @@ class UserPattern:
     def finditer(self, text: str) -> Iterator[Match]:
         return self._rx.finditer(text)  # type: ignore[attr-defined, no-any-return]
 
+    def finditer_bytes(self, data: bytes) -> Iterator[Match]:
+        """Matches in UTF-8 ``data``: their spans are byte offsets (the log pane searches a file's bytes)."""
+        return self._rx.finditer(data)  # type: ignore[attr-defined, no-any-return]
+
     @property
     def groupindex(self) -> dict[str, int]:
         return dict(self._rx.groupindex)  # type: ignore[attr-defined]
@@ -86,7 +93,7 @@ class UserPattern:
     def lines(self) -> LinesPattern:
         """The same pattern over many lines joined by newlines (``^`` and ``$`` at each line's ends), for a
         buffer of lines searched at once (str or UTF-8 bytes: offsets are then bytes)."""
-        return LinesPattern(re2.compile("(?m)" + self.source, _OPTIONS[self.ignore_case]))
+        return LinesPattern(re2.compile("(?m)" + self.source, _OPTIONS[(self.ignore_case, False, False)]))
 
 
 @dataclass(frozen=True)
@@ -114,17 +121,20 @@ _PYTHON_ONLY = {
 
 
 def compile_user(pattern: str, *, what: str = "pattern", ignore_case: bool = False,
-                 limit: int | None = MAX_PATTERN) -> UserPattern:
+                 limit: int | None = MAX_PATTERN, lines: bool = False, literal: bool = False) -> UserPattern:
     """Compile a user's ``pattern`` (``what`` names it in the error: "filter", "--ready pattern", ...).
 
     PatternError (one line: the pattern, RE2's reason and what to do) when RE2 cannot run it. ``limit``: the
-    characters it may have (None: no cap, for one entry's patterns joined into one)."""
+    characters it may have (None: no cap, for one entry's patterns joined into one). ``lines``: the text
+    searched holds many lines (``^``/``$`` match at each, no match spans two); ``literal``: ``pattern`` is
+    plain text, not a regex."""
     if limit is not None and len(pattern) > limit:
         raise PatternError(f"{what} is {len(pattern)} characters long: at most {limit}")
     try:
-        rx = re2.compile(pattern, _OPTIONS[ignore_case])
+        source = f"(?m){pattern}" if lines and not literal else pattern
+        rx = re2.compile(source, _OPTIONS[(ignore_case, lines, literal)])
     except re2.error as exc:
-        why = _reason(exc)
+        why = _reason(exc).replace(source, pattern)  # the pattern as typed, without the "(?m)" of ``lines``
         hint = next((f" ({name} are not supported: RE2 runs a user pattern in time linear in the line, and "
                      "these cannot be; match the text itself instead)" for mark, name in _PYTHON_ONLY.items()
                      if mark in why), "")

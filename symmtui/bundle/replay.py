@@ -8,16 +8,24 @@ mailbox. A bundle written before Boards were recorded is judged again from its s
 ``symmtui replay``); its intents are refused (it shows what was recorded). A seek posts one batch that
 starts the log pane over (``restarted``) with every line of that launch up to the new time, the
 judgement as it stood then, and the GPU round of that moment.
+
+The recorded lines are written, as they are posted, to a file of the replay's own (in a temp folder removed at
+``close``): the dashboard's log pane reads the file a batch names, as it does a live log, and the events'
+byte offsets are remapped to it (the recording's are the original log's). A seek starts a new file.
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
+import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from symmtui.bundle.codec import decode
@@ -275,6 +283,11 @@ class ReplaySession:
         self._closed = threading.Event()
         self.ended = threading.Event()
         """Set while everything recorded has been shown (cleared by a seek back)."""
+        self._dir: Path | None = None  # the replay's own log files (made on the first batch)
+        self._log: Path | None = None
+        self._logs = 0
+        self._at: dict[int, int] = {}  # line number -> its byte offset in the replay's file
+        self._size = 0
 
     # ---- the Session protocol ----------------------------------------------------------------
 
@@ -334,6 +347,39 @@ class ReplaySession:
     def close(self) -> None:
         self._closed.set()
         self._control.set()
+        if self._player is not None and self._player is not threading.current_thread():
+            self._player.join(timeout=2.0)
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _write(self, lines: tuple[LogLine, ...], *, restart: bool) -> str:
+        """Append ``lines`` to the replay's log file (a new one on ``restart``); its path."""
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix="symmtui-replay-"))
+        if restart or self._log is None:
+            self._logs += 1
+            self._log = self._dir / f"replay-{self._logs}.log"
+            self._log.write_bytes(b"")
+            self._at, self._size = {}, 0
+        data = bytearray()
+        for line in lines:
+            self._at[line.no] = self._size + len(data)
+            data += line.text.encode("utf-8", "replace") + b"\n"
+        if data:
+            fd = os.open(self._log, os.O_WRONLY | os.O_APPEND)
+            try:
+                os.write(fd, bytes(data))
+            finally:
+                os.close(fd)
+            self._size += len(data)
+        return str(self._log)
+
+    def _remapped(self, event: Event) -> Event:
+        """``event`` with its byte offsets in the replay's file (an occurrence of lines not recorded: left out)."""
+        at = self._at
+        offsets = tuple((at[a], at[b]) for a, b in event.spans if a in at and b in at)
+        return dataclasses.replace(event, offset=at.get(event.line_no, offsets[0][0] if offsets else -1),
+                                   offsets=offsets)
 
     # ---- controls (any thread) ---------------------------------------------------------------
 
@@ -413,18 +459,21 @@ class ReplaySession:
         rec = self.recording
         launch = rec.launches[g]
         at = rec.snapshot_at(g, t_to)
-        if at is None:
+        if at is None or self.closed:
             return
         snap, ranks = at
         lo, hi = bisect.bisect_right(launch.line_t, t_from), bisect.bisect_right(launch.line_t, t_to)
         elo, ehi = bisect.bisect_right(launch.event_t, t_from), bisect.bisect_right(launch.event_t, t_to)
         restarted = restart or (self._shown_gen is not None and g != self._shown_gen)
         self._shown_gen = g
-        update = EngineUpdate(tuple(launch.lines[lo:hi]), tuple(launch.events[elo:ehi]), (), snap, 0, g, ranks)
+        lines = tuple(launch.lines[lo:hi])
+        path = self._write(lines, restart=restarted)
+        events = tuple(self._remapped(ev) for ev in launch.events[elo:ehi])
+        update = EngineUpdate(lines, events, (), snap, 0, g, ranks)
         board = rec.board_at(g, t_to, self.host)
         if board is not None:
             board = dataclasses.replace(board, why_not=NO_INTENTS, relaunch=None)  # nothing acts on a recording
-            self._send(EngineBatch(self.host, update, None, board, restarted))
+            self._send(EngineBatch(self.host, update, path, board, restarted))
 
     def _jump(self, target: float) -> None:
         """Show the recording as it stood at ``target``: the launch then, from its first line, in one batch."""

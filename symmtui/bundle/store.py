@@ -46,6 +46,19 @@ def place(data: bytes, stem_: str, started: float, directory: Path | None = None
     path: the first free name is reserved with ``O_EXCL`` (no other run can take it), then replaced
     atomically by the whole file. Prunes the directory after."""
     folder = directory if directory is not None else store_dir()
+    path = reserve(stem_, started, folder)
+    try:
+        fsatomic.write_atomic(path, data, mode=0o600, durable=False)
+    except BaseException:
+        path.unlink(missing_ok=True)  # the reservation of a bundle never written
+        raise
+    prune(folder, keep=path)
+    return path
+
+
+def reserve(stem_: str, started: float, folder: Path) -> Path:
+    """A new bundle name of ``stem_`` started at ``started`` in ``folder``, taken with ``O_EXCL`` (an empty file:
+    no other run can take it; never the newest until written)."""
     base = f"{stem_}.{time.strftime('%Y%m%d-%H%M%S', time.localtime(started))}"
     for n in range(1, MAX_TRIES):
         path = folder / (f"{base}{SUFFIX}" if n == 1 else f"{base}-{n}{SUFFIX}")
@@ -53,12 +66,6 @@ def place(data: bytes, stem_: str, started: float, directory: Path | None = None
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
         except FileExistsError:
             continue
-        try:
-            fsatomic.write_atomic(path, data, mode=0o600, durable=False)
-        except BaseException:
-            path.unlink(missing_ok=True)  # the reservation of a bundle never written
-            raise
-        prune(folder, keep=path)
         return path
     raise FileExistsError(f"{MAX_TRIES} bundles of {stem_} started in the same second in {folder}")
 

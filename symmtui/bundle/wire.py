@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from symmtui import clitext
-from symmtui.bundle.format import SUFFIX
+from symmtui import clitext, paths
 from symmtui.bundle.recorder import Recorder
-from symmtui.bundle.store import store_dir
+from symmtui.bundle.store import prune, reserve
 from symmtui.launch.envinfo import EnvInfo, ServerCommand, capture
 from symmtui.launch.profile import Profile
 from symmtui.session.core import Session
@@ -85,5 +85,9 @@ def record(session: Session, spec: Record) -> list[Recorder]:
 
 
 def demo_bundle_path(story: str) -> Path:
-    """Where the demo keeps its bundle: the user's state dir (its own temp dir is removed on quit)."""
-    return store_dir() / f"demo-{story}{SUFFIX}"
+    """Where this demo run keeps its bundle: a name of its own in the user's state dir (one bundle per run;
+    the demo's temp dir is removed on quit), reserved now; the store keeps the last runs of each story."""
+    folder = paths.user_state_dir("bundles")  # the same folder as the store's (store_dir), whatever the demo isolated
+    path = reserve(f"demo-{story}", time.time(), folder)
+    prune(folder, keep=path)
+    return path

@@ -1,7 +1,8 @@
-"""Find where the last launch in a long log starts, reading backwards from its end in blocks."""
+"""Find where the last launch in a long log starts, searching backwards from its end in the mapped file."""
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 from collections.abc import Callable
@@ -14,10 +15,10 @@ from symmtui.core.rules import RuleSet, required_literal
 from symmtui.patterns import LinesPattern, compile_user
 
 BLOCK = 1 << 20
-"""One backward read."""
+"""The backward search's step (and one read of the lines around two launch markers)."""
 WINDOW = 64 << 20
 """How far back from the end a launch start is looked for (then: judge the last WINDOW bytes)."""
-FALLBACK = 4 << 20
+FALLBACK = 512 << 10
 """No launch start within WINDOW: judge this much of the end (a server up for long: its recent past)."""
 SMALL = 8 << 20
 """Files up to this size are judged whole (reading them costs less than deciding where to start)."""
@@ -67,31 +68,35 @@ class _Markers:
                 self.regexes.append(re.compile(rule.pattern.encode(), re.MULTILINE))
         self.needles = tuple(sorted(needles))
 
-    def _candidates(self, buf: bytes) -> list[int]:
-        starts: set[int] = set()
-        for needle in self.needles:  # bytes.find: a fast substring search, GB/s
-            i = buf.find(needle)
-            while i >= 0:
-                starts.add(buf.rfind(b"\n", 0, i) + 1)
-                i = buf.find(needle, i + len(needle))
-        for rx in self.regexes:
-            for m in rx.finditer(buf):
-                starts.add(buf.rfind(b"\n", 0, m.start()) + 1)
-        return sorted(starts, reverse=True)
-
-    def starts_in(self, buf: bytes, base: int) -> list[tuple[int, str]]:
-        """(file offset, text) of the lines in ``buf`` (whole lines; file offset ``base``) that start a
-        launch, last first. A line counts when the full rule set names it with a launch-start rule,
-        exactly as the engine would."""
-        out: list[tuple[int, str]] = []
-        for s in self._candidates(buf):
-            e = buf.find(b"\n", s)
-            visible, _ = clean_raw(buf[s : e if e >= 0 else len(buf)], MAX_LINE)
-            line = make_line(0, base + s, visible)
+    def last(self, mm: mmap.mmap, lo: int, hi: int) -> tuple[int, str] | None:
+        """The last line starting in [lo, hi) that starts a launch, as ``(offset, text)``: the file's bytes
+        are searched from ``hi`` backwards in place (``mmap.rfind``: no copy, GB/s), and each candidate line
+        is judged by the full rule set with a launch-start rule, exactly as the engine would."""
+        reach = max((len(n) for n in self.needles), default=1) - 1
+        while hi > lo:
+            at, top = -1, hi
+            while at < 0 and top > lo:  # a block at a time: a marker near the end ends the search there
+                bottom = max(lo, top - BLOCK)
+                at = max((mm.rfind(n, bottom, min(hi, top + reach)) for n in self.needles), default=-1)
+                for rx in self.regexes:  # rules without a literal: a regex over the block (none ships)
+                    if isinstance(rx, LinesPattern):  # a user's rule, RE2: over a copy of the block
+                        for hit in rx.finditer(mm[bottom:top]):
+                            at = max(at, bottom + hit.start())
+                    else:
+                        for found in rx.finditer(mm, bottom, top):
+                            at = max(at, found.start())
+                top = bottom
+            if at < 0:
+                return None
+            start = mm.rfind(b"\n", 0, at) + 1
+            end = mm.find(b"\n", start, start + MAX_LINE)
+            visible, _ = clean_raw(mm[start : end if end >= 0 else min(len(mm), start + MAX_LINE)], MAX_LINE)
+            line = make_line(0, start, visible)
             m = self.ruleset.match(line.plain)
-            if m is not None and "new_run" in m.rule.roles:
-                out.append((base + s, line.plain))
-        return out
+            if m is not None and "new_run" in m.rule.roles and start >= lo:
+                return start, line.plain
+            hi = min(start, at)  # a quoted marker, or a line that starts before the window: look further back
+        return None
 
 
 def _starts_new_run(fd: int, prev: int, cur: int, ruleset: RuleSet) -> bool:
@@ -119,57 +124,41 @@ def find_last_launch(fd: int, size: int, ruleset: RuleSet | None = None, *, wind
                      small: int | None = None, block: int = BLOCK) -> LaunchStart:
     """Where the last launch in the first ``size`` bytes of ``fd`` starts.
 
-    Reads backwards in ``block``-sized pieces for a launch's first line (SGLang ``server_args=ServerArgs(``,
-    vLLM ``vLLM API server version``: the rules the readiness machine starts a new run on), at most
-    ``window`` bytes. When two such lines belong to one launch (the readiness machine says the earlier
-    run had not got going), the earlier one is the start. No start within the window: ``found`` is
-    False and ``offset`` is the first line start in the last FALLBACK bytes (a server up for long:
-    judge its recent past).
+    Searches backwards from the end for a launch's first line (SGLang ``server_args=ServerArgs(``, vLLM
+    ``vLLM API server version``: the rules the readiness machine starts a new run on), at most ``window``
+    bytes, in place (the file mapped, not read: a window with no launch start costs one pass at memory
+    speed). When two such lines belong to one launch (the readiness machine says the earlier run had not
+    got going), the earlier one is the start. No start within the window: ``found`` is False and ``offset``
+    is the first line start in the last FALLBACK bytes (a server up for long: judge its recent past).
+    ``block`` is kept for callers that name it; the search needs no blocks.
     """
+    del block
     rs = ruleset if ruleset is not None else RuleSet()
     window = WINDOW if window is None else window
     if size <= (SMALL if small is None else small):
         return LaunchStart(0, False, 0, size, window)
     markers = _Markers(rs)
     floor = max(0, size - window)
-    hi = size
-    lo = size
     best: tuple[int, str] | None = None
-    while hi > floor:
-        lo = max(floor, lo - block)
-        buf = os.pread(fd, hi - lo, lo)
-        if lo > 0:
-            nl = buf.find(b"\n")
-            if nl < 0 or nl == len(buf) - 1:  # no line starts in here (that newline ends the line at hi)
-                if lo == floor:
-                    break
-                if hi - lo > 4 * MAX_LINE:
-                    hi = lo  # one over-long line: not a launch's first line
-                continue  # read further back for this line's start
-            cut = nl + 1
-        else:
-            cut = 0
-        for off, text in markers.starts_in(buf[cut:], lo + cut):
-            if best is None:
-                best = (off, text)
-            elif _starts_new_run(fd, off, best[0], rs):
-                return LaunchStart(best[0], True, size - lo, size, window, best[1])
-            else:
-                best = (off, text)  # the same launch's earlier first line
-        if lo == floor:
-            break
-        hi = lo + cut
-        lo = hi
-        if best is not None and best[0] - hi > PAIR_LIMIT:
-            break  # an earlier first line this far back belongs to an earlier launch
-    if best is not None:
-        return LaunchStart(best[0], True, size - lo, size, window, best[1])
-    if floor == 0:
-        return LaunchStart(0, False, size, size, window)
-    cut = max(0, size - FALLBACK)
-    head = os.pread(fd, MAX_LINE, cut)
-    nl = head.find(b"\n")
-    start = cut + nl + 1 if nl >= 0 and cut > 0 else cut
+    with mmap.mmap(fd, size, prot=mmap.PROT_READ) as mm:
+        hi = size
+        while True:  # the last start; then an earlier first line of the same launch, at most PAIR_LIMIT back
+            found = markers.last(mm, floor if best is None else max(floor, best[0] - PAIR_LIMIT), hi)
+            if found is None:
+                break
+            if best is not None and _starts_new_run(fd, found[0], best[0], rs):
+                return LaunchStart(best[0], True, size - found[0], size, window, best[1])
+            best = found  # the last start, or the same launch's earlier first line
+            hi = found[0]
+            if hi <= floor:
+                break
+        if best is not None:
+            return LaunchStart(best[0], True, size - best[0], size, window, best[1])
+        if floor == 0:
+            return LaunchStart(0, False, size, size, window)
+        cut = max(0, size - FALLBACK)
+        nl = mm.find(b"\n", cut, cut + MAX_LINE)
+    start = nl + 1 if nl >= 0 and cut > 0 else cut
     return LaunchStart(start, False, size - floor, size, window)
 
 

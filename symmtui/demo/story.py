@@ -20,6 +20,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from symmtui import paths
 from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
 from symmtui.demo.sandbox import write_sandbox
 from symmtui.errors import UserError
@@ -49,7 +50,9 @@ def free_port() -> int:
 
 
 def isolate_state(root: Path) -> None:
-    """Point symmtui's state and config dirs into the demo's temp dir (this process only)."""
+    """Point symmtui's state and config dirs into the demo's temp dir (this process only); what the user saves
+    still goes to their own state dir (``paths.user_state_dir``)."""
+    paths.keep_user_state(root / "xdg_state_home")
     for var in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
         d = root / var.lower()
         d.mkdir(mode=0o700, exist_ok=True)

@@ -442,7 +442,7 @@ class Session:
         with self._stacks_lock:
             rep = take(procs, log=log, native=native, limit=limit, ruleset=self.spec.settings.ruleset,
                        utilization=self._gpus.utilization() if self._gpus is not None else [])
-        return rep, str(save(rep, log)) if keep and log is not None else None
+        return rep, str(save(rep, log, self.spec.stacks_dir)) if keep and log is not None else None
 
     def _take_stacks(self, node: str | None, *, native: bool, auto: bool) -> StacksTaken:
         """A dump that never raises: the dump, or the one line why there is none."""

@@ -114,6 +114,9 @@ class SessionSpec:
     """Dump the stacks of the node the verdict names once each time it becomes STALLED (the dashboard)."""
     stacks_gpus: bool = False
     """Read the GPUs once per stacks dump when nothing samples them (`wait`): the GPUs' evidence of a hang."""
+    stacks_dir: Path | None = None
+    """Where stack dumps are saved (None: next to the log); the demo's is the user's state dir (its logs are in
+    its temp dir, removed when it quits)."""
     spool_log_commands: bool = False
     """Keep a copy of a log command's output (the dashboard's log pane reads old lines back from it)."""
     grace: float | None = None

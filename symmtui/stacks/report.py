@@ -170,16 +170,18 @@ def _with_rank(d: ProcDump, log_pids: dict[int, str]) -> ProcDump:
     return replace(d, rank=rank_of(d.pid, d.cmdline, log_pids))
 
 
-def save(report: StacksReport, log: Path) -> Path:
-    """Write the dump next to ``log`` as ``<log name>.stacks-<UTC time>.json`` (and ``.txt``), atomically."""
+def save(report: StacksReport, log: Path, folder: Path | None = None) -> Path:
+    """Write the dump next to ``log`` (or in ``folder``) as ``<log name>.stacks-<UTC time>.json`` (and ``.txt``),
+    atomically."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(report.taken_at))
-    base = log.parent / f"{log.name}.stacks-{stamp}"
+    base = (folder if folder is not None else log.parent) / f"{log.name}.stacks-{stamp}"
     text = "\n".join(report.lines()) + "\n"
     try:
         fsatomic.write_atomic(base.with_name(base.name + ".txt"), text.encode("utf-8"), mode=0o600)
         path = base.with_name(base.name + ".json")
         fsatomic.write_atomic(path, (json.dumps(report.to_json(), indent=1) + "\n").encode("utf-8"), mode=0o600)
     except OSError as exc:
-        raise UserError(f"cannot save the stacks next to the log in {log.parent} ({exc.strerror or exc}); "
+        where = folder if folder is not None else log.parent
+        raise UserError(f"cannot save the stacks in {where} ({exc.strerror or exc}); "
                         "check that directory is writable") from exc
     return path

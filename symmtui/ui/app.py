@@ -13,20 +13,23 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar, cast
 
 from textual import events, work
+from textual.actions import parse
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
+from textual.widget import Widget
 from textual.widgets import Button, Footer, Input
 
 from symmtui import boundary
-from symmtui.core.board import Board
+from symmtui.core.board import Board, Said
 from symmtui.core.readiness import State
+from symmtui.core.verdict import PATCHED_ACTION
 from symmtui.errors import UserError
 from symmtui.launch.profilefix import ProfileFix
-from symmtui.paths import state_dir
+from symmtui.paths import user_state_dir
 from symmtui.session.intents import ApplyFix, Intent, Launch, PlanFix, RequestStacks
 from symmtui.session.mailbox import Mailbox
 from symmtui.session.messages import (
@@ -43,7 +46,7 @@ from symmtui.session.protocol import SessionLike
 from symmtui.textsafe import visible
 from symmtui.ui.messages import FixApplied, FixPlanned, IntentRefused, MailReady, RelaunchDone, StopProgress
 from symmtui.ui.screens.confirm import ConfirmScreen
-from symmtui.ui.screens.help import HelpRow, HelpScreen, help_rows
+from symmtui.ui.screens.help import HelpRow, HelpScreen, Section, help_rows
 from symmtui.ui.screens.patch import PatchChanged, PatchScreen
 from symmtui.ui.screens.plots import PlotsScreen
 from symmtui.ui.screens.processes import ProcessScreen
@@ -52,23 +55,52 @@ from symmtui.ui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes, reg
 from symmtui.ui.widgets.diagnosis import DiagnosisView
 from symmtui.ui.widgets.footer import DashboardFooter
 from symmtui.ui.widgets.gauge import Activity, ReadinessGauge
-from symmtui.ui.widgets.gpu_panel import GpuPanel
+from symmtui.ui.widgets.gpu_panel import GpuPanel, GpuTable
 from symmtui.ui.widgets.header import StatusHeader
-from symmtui.ui.widgets.log_view import LogSearch, LogView
+from symmtui.ui.widgets.log_view import LogLines, LogSearch, LogView
 from symmtui.ui.widgets.plots import phase_marks
 from symmtui.ui.widgets.stacks import StacksView
 from symmtui.ui.widgets.topology import TopologyView
 
+PROFILE_FIXES = frozenset({"flag_add", "flag_remove", "env"})
+"""The catalogue's action types p writes into the profile (launch.profilefix); the others are one line."""
 RELAUNCH_LINGER = 1.5  # seconds the relaunch steps stay on screen after the new server started
 OPENING = 1.0  # seconds a search box may take to get the focus; keys typed meanwhile go into it
 KEYS = frozenset({"patch", "relaunch", "log", "next_theme", "stacks", "next_node", "processes", "plots", "help",
-                  "quit"})
-"""The dashboard's own keys: none acts while a text box has the focus or is opening."""
-PROMPT_KEYS = frozenset({"slash", "i", "x", "g", "colon"})
-"""The keys that open the log pane's text box (search, filter in/out, go to, command: log_view.LogSearch)."""
+                  "quit", "switch_focus", "focus_log"})
+"""The dashboard's own keys: none acts while a text box has the focus or is opening (ctrl+c always quits)."""
+PROMPT_KEYS = frozenset({"slash", "question_mark", "i", "x", "colon"})
+"""The keys that open the log pane's text box (search, filter in/out, command: log_view.LogSearch)."""
+
+
+def _routed(bindings: Iterable[BindingType], *, show: bool = False, letters: bool = False) -> list[Binding]:
+    """The log pane's bindings as the app's (``log('action')``: the pane shown), so they work wherever the
+    focus is; ``letters``: only the keys a focused table does not take itself (j / k stay the table's)."""
+    out: list[Binding] = []
+    for b in bindings:
+        if not isinstance(b, Binding) or b.action == "close_search":
+            continue
+        keys = [k for k in b.key.split(",") if not letters or (len(k) == 1 and k not in "jk") or k.startswith("ctrl+")]
+        if keys:
+            target = "lines" if letters else "view"
+            out.append(Binding(",".join(keys), f"log({b.action!r}, {target!r})", b.description, show=show and b.show,
+                               key_display=b.key_display, tooltip=b.tooltip))
+    return out
 
 
 F = TypeVar("F", bound=Callable[..., None])
+W = TypeVar("W", bound=Widget)
+
+
+def _calls_for_patch(said: Said) -> bool:
+    """Whether the diagnosis calls for the SM120 patch (or is the patch's, applied: p reverts it)."""
+    return said.intent == "patch" or said.action == PATCHED_ACTION or (said.fix is not None and said.fix.type == "patch")
+
+
+def _unfocusable(widget: W) -> W:
+    """``widget`` out of the focus chain: a key typed by mistake (Tab) never takes the keys off the log pane."""
+    widget.can_focus = False
+    return widget
 
 
 def _while_composed(handler: F) -> F:
@@ -98,48 +130,37 @@ class SymmApp(App[int]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("p", "patch", "Patch", tooltip="The fix of the diagnosis: the SM120 patch or a profile change"),
+        Binding("p", "patch", "Patch", tooltip="The fix the diagnosis calls for: the SM120 patch or a profile change"),
         Binding("r", "relaunch", "Relaunch", tooltip="Stop the server, wait for GPU memory and port, launch again"),
-        Binding("f", "log('toggle_follow')", "Follow", tooltip="Follow the end of the log, or pause"),
-        Binding("slash", "log('search')", "Find", key_display="/", tooltip="Search the log; then n / N"),
-        Binding("e", "log('toggle_errors')", "Errors", tooltip="Show only crash and warning lines"),
-        Binding("n", "log('next')", "Next", tooltip="Next search match (a search is on), else the next error"),
-        Binding("N", "log('previous')", "Prev", key_display="N",
-                tooltip="Previous search match (a search is on), else the previous error"),
-        Binding("right_square_bracket", "log('next_error')", "Next error", key_display="]", show=False,
-                tooltip="The next error, always"),
-        Binding("left_square_bracket", "log('previous_error')", "Previous error", key_display="[", show=False,
-                tooltip="The previous error, always"),
-        Binding("i", "log('filter_in')", "Filter in", show=False, tooltip="Show only lines matching a regex"),
-        Binding("x", "log('filter_out')", "Filter out", show=False, tooltip="Hide lines matching a regex"),
-        Binding("X", "log('clear_filters')", "Clear filters", key_display="X", show=False,
-                tooltip="Remove the regex filters"),
-        Binding("w", "log('toggle_wrap')", "Wrap", show=False, tooltip="Soft-wrap long log lines, or cut them"),
-        Binding("z", "log('toggle_fold')", "Fold", show=False, tooltip="Fold other ranks' copies of a traceback"),
-        Binding("g", "log('go_to')", "Go to", show=False, tooltip="Go to a line, a log time or a phase"),
-        Binding("colon", "log('command')", "Command", key_display=":", show=False,
-                tooltip="lnav-style: filter-in RE, filter-out RE, clear-filters, goto WHERE"),
+        *_routed(LogView.BINDINGS, show=True),  # the log pane's keys, wherever the focus is
         Binding("s", "stacks", "Stacks", tooltip="Dump every process of the server now (py-spy)"),
-        Binding("P", "processes", "Procs", key_display="P", show=False, tooltip="The processes on the GPUs; k / K signal one"),
-        Binding("G", "plots", "Plots", key_display="G", show=False, tooltip="GPU memory and utilisation, the last 10 minutes"),
+        Binding("P", "processes", "Procs", key_display="P", show=False,
+                tooltip="The processes on the GPUs; k / K signal one"),
+        Binding("v", "plots", "Plots", show=False, tooltip="GPU memory and utilisation, the last 10 minutes"),
         Binding("o", "next_node", "Node"),  # a server of several nodes only: whose log, diagnosis and stacks
         Binding("q", "quit", "Quit", tooltip="Quit (the servers keep running)"),
-        Binding("question_mark,f1", "help", "Keys", key_display="?", tooltip="Every key and what it does now"),
-        Binding("t", "next_theme", "Theme", tooltip="The next theme"),  # last: 80 columns cut it, not q or ?
-        Binding("tab", "focus_next", "Focus", show=False),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip="Quit, as lnav and toolong do"),
+        Binding("f1,h", "help", "Keys", key_display="F1", tooltip="Every key and what it does now (also h)"),
+        Binding("t", "next_theme", "Theme", tooltip="The next theme"),  # last: 80 columns cut it, not q or F1
+        Binding("tab,shift+tab", "switch_focus", "Focus", show=False,
+                tooltip="The log pane or the GPU table (its up / down list a GPU's processes); Escape: the log"),
+        Binding("escape", "focus_log", "Log", show=False, tooltip="Back to the log pane"),
+        *_routed(LogLines.BINDINGS, letters=True),  # j, k, g, G ... reach the pane from the GPU table too
     ]
-    NARROW_KEYS = frozenset({"p", "r", "f", "slash", "e", "n", "s", "q", "question_mark"})
-    """The keys the footer shows under 110 columns; ? lists the rest."""
+    NARROW_KEYS = frozenset({"p", "r", "f", "slash", "e", "n", "s", "q", "f1"})
+    """The keys the footer shows under 110 columns; F1 lists the rest."""
 
     def __init__(self, session: SessionLike, *, theme: str | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.session = session
+        self.clock = clock
+        """The app's clock (monotonic seconds): the widgets and the typing guard read time only through it."""
         self.shown: str = session.nodes[0]
         """The node whose log, diagnosis and stacks the dashboard shows (o cycles)."""
         self.node_chosen = False  # the user pressed o: the verdict no longer moves the pane
         self._moved_for: tuple[State, str] | None = None  # the verdict the pane last moved for
-        self._stacks: dict[str, StacksTaken] = {}
+        self._stacks: dict[str, tuple[StacksTaken, State | None]] = {}  # each node's last dump, the state then
         self._log_paths: dict[str, str | None] = {}
         self.clock = clock
         """The app's clock: every guard and timer of the dashboard reads it (tests set one they drive)."""
@@ -167,9 +188,10 @@ class SymmApp(App[int]):
                 yield DiagnosisView(id="diagnosis")
                 yield StacksView(id="stacks")
                 with Horizontal(id="actions"):
-                    yield Button("Apply SM120 patch (p)", id="btn-patch", variant="warning", compact=True)
-                    yield Button("Relaunch (r)", id="btn-relaunch", variant="primary", compact=True)
-                yield TopologyView(id="topology")
+                    # the keys p and r do what they do; a click works; the keyboard's focus stays on the log
+                    yield _unfocusable(Button("Apply SM120 patch (p)", id="btn-patch", variant="warning", compact=True))
+                    yield _unfocusable(Button("Relaunch (r)", id="btn-relaunch", variant="primary", compact=True))
+                yield _unfocusable(TopologyView(id="topology"))
             for i, node in enumerate(self.session.nodes):  # one pane per node; the shown one is displayed
                 log = LogView(id=f"log-{i}", classes="log-pane")
                 log.border_title = f"Log · {node} (o)" if self.session.named else "Log"
@@ -249,21 +271,19 @@ class SymmApp(App[int]):
             self.notify(message.text, severity=severity)  # type: ignore[arg-type]
 
     def _show_batch(self, batch: EngineBatch) -> None:
+        """One engine batch: the pane views the batch's file itself (no log text comes through here), marks
+        rows from its events and looks at the file now; the verdict is rendered."""
         node = batch.node
         log = self._log_of(node)
-        if batch.restarted:
-            log.reset(batch.log_path)
+        if batch.restarted or batch.log_path != self._log_paths.get(node):
+            log.view_file(batch.log_path, fresh=batch.restarted)
             self._log_paths[node] = batch.log_path
-            if self._stacks.pop(node, None) is not None and node == self.shown:
+            if batch.restarted and self._stacks.pop(node, None) is not None and node == self.shown:
                 self.query_one(StacksView).clear()  # the dump was of the launch before
-        elif batch.log_path != self._log_paths.get(node):
-            log.set_file(batch.log_path)
-            self._log_paths[node] = batch.log_path
-        if batch.lines:
-            log.append_lines(batch.lines)
-        if batch.events:
-            log.add_events(batch.events)
         for notice in batch.notices:
+            log.notice(notice.kind)
+            if notice.kind == "attached":
+                continue  # "the part before is not judged": the engine's; the pane shows and judges all of it
             # the follower's "following PATH" would read as "following" next to a paused pane
             log.border_subtitle = f"file {notice.path}" if notice.kind == "opened" else notice.message
             text = f"{node}: {notice.message}" if self.session.named else notice.message
@@ -271,6 +291,9 @@ class SymmApp(App[int]):
                 self.notify(text, severity="error")
             elif notice.kind == "exited":  # a log command ended (container restarted, ssh dropped)
                 self.notify(text, severity="warning")
+        if batch.events:
+            log.add_events(batch.events)
+        log.poke()
         self.show_board(batch.board)
 
     def show_board(self, board: Board) -> None:
@@ -287,6 +310,12 @@ class SymmApp(App[int]):
             self.screen.marks = self._phase_marks()
         view = board.view(self.shown)
         self.query_one(DiagnosisView).show(view.shown, board.changes if view.name == board.node else None)
+        kind, _said = self._fix()
+        button = self.query_one("#btn-patch", Button)
+        button.display = kind is not None  # p's button says what p does, and is there only when it does something
+        label = "Apply SM120 patch (p)" if kind == "patch" else "Apply the fix (p)"
+        if str(button.label) != label:
+            button.label = label
 
     def _show_gpus(self, message: GpuRound) -> None:
         """A GPU round: the panel, and an open process view or plots screen."""
@@ -309,26 +338,51 @@ class SymmApp(App[int]):
         self.push_screen(ProcessScreen(panel.snapshot, panel.our_pids, self.session))
 
     def action_plots(self) -> None:
-        """G: every GPU's memory and utilisation over the last 10 minutes, the phases marked."""
+        """v: every GPU's memory and utilisation over the last 10 minutes, the phases marked."""
         self.push_screen(PlotsScreen(self.query_one(GpuPanel).history, self._phase_marks()))
 
     def action_help(self) -> None:
-        """? / F1: every key and what it does now."""
-        extra = [HelpRow("dialogs", "y  n", "in a dialog: y or Enter answers yes, n or Escape no")]
-        self.push_screen(HelpScreen(help_rows(self.screen, note=self.key_note, extra=extra)))
+        """F1 / h: every key and what it does now, generated from the bindings."""
+        self.push_screen(HelpScreen(self.help_rows()))
+
+    def help_rows(self) -> list[HelpRow]:
+        """Every key the dashboard has, by section (the help screen's rows; a test types each)."""
+        pane = "the log pane"
+        sections: list[Section] = [
+            ("dashboard", [b for b in self.BINDINGS if isinstance(b, Binding) and not b.action.startswith("log(")]),
+            (pane, [*LogView.BINDINGS, *LogLines.BINDINGS]),
+            ("the search box", LogSearch.BINDINGS),
+            ("the GPU table (Tab)", GpuTable.BINDINGS),
+        ]
+        extra = [
+            HelpRow(pane, "N g, N G", "go to line N (digits, then g: 120g, as in less)", None, ("1", "2", "g")),
+            HelpRow("the search box", "enter", "search: the first match, then n / N walk them; a filter or a "
+                    "command: apply it", None, ("enter",)),
+            HelpRow("dialogs", "y, n", "in a dialog: y or Enter answers yes, n or Escape no", None, ("y", "n")),
+        ]
+
+        def enabled(action: str) -> bool | None:
+            if action.startswith(("log(", "line(", "page(", "half(", "sideways(")) or action not in self._actions():
+                return True
+            return self.check_action(action, ())
+
+        return help_rows(self, sections, note=self.key_note, enabled=enabled, extra=extra)
+
+    def _actions(self) -> set[str]:
+        return {b.action for b in self.BINDINGS if isinstance(b, Binding)}
 
     def key_note(self, action: str) -> str | None:
         """Why a key does nothing now (the help screen says it), or None."""
         if action == "relaunch":
             return self.board.can("relaunch") if self.board is not None else None
-        if action == "log('next')" and self.log_view.search_text:
+        if action.startswith("log('next'") and self.log_view.search_text:
             return f"a search is on: the matches of /{self.log_view.search_text}/"
         return None
 
     def action_export(self) -> None:
         """Write the lines the log pane shows (filters applied) to the state directory."""
         name = Path(self._log_paths.get(self.shown) or "log").name
-        path = state_dir("exports") / f"{name}.{time.strftime('%Y%m%d-%H%M%S')}.txt"
+        path = user_state_dir("exports") / f"{name}.{time.strftime('%Y%m%d-%H%M%S')}.txt"  # outlives the demo
         self.log_view.export(path)
 
     def _follow_verdict(self, verdict: Board) -> None:
@@ -364,16 +418,17 @@ class SymmApp(App[int]):
         if self.board is not None:
             self.show_board(self.board)
         stacks = self.query_one(StacksView)
-        taken = self._stacks.get(name)
-        if taken is not None:
-            stacks.show(taken, self.session.named)
+        kept = self._stacks.get(name)
+        if kept is not None:
+            stacks.show(kept[0], self.session.named, kept[1])
         else:
             stacks.clear()
 
     def _show_stacks(self, taken: StacksTaken) -> None:
-        self._stacks[taken.node] = taken
+        state = self.board.view(taken.node).state if self.board is not None else None
+        self._stacks[taken.node] = (taken, state)
         if taken.node == self.shown:
-            self.query_one(StacksView).show(taken, self.session.named)
+            self.query_one(StacksView).show(taken, self.session.named, state)
         if taken.saved:
             self.notify(f"stacks saved: {taken.saved}", timeout=4)
 
@@ -451,20 +506,60 @@ class SymmApp(App[int]):
             box.post_message(events.Paste(self._typed))
             self._typed = ""
 
-    def action_log(self, name: str) -> None:
+    def action_log(self, action: str, target: str = "view") -> None:
+        """A log pane key: ``action`` of the pane shown (``target`` "lines": of its scrolling body)."""
         log = self.log_view
-        getattr(log, f"action_{name}")()
+        _namespace, name, args = parse(action)
+        getattr(log.lines if target == "lines" else log, f"action_{name}")(*args)
+
+    def action_switch_focus(self) -> None:
+        """Tab: the keys go to the GPU table (up / down list a GPU's processes), or back to the log pane."""
+        table = self.query_one(GpuTable)
+        if table.has_focus:
+            self.log_view.focus()
+        else:
+            table.focus()
+
+    def action_focus_log(self) -> None:
+        """Escape (outside the log pane): the keys go back to the log pane."""
+        self.log_view.focus()
 
     def action_patch(self) -> None:
-        """p: the fix for the shown diagnosis: a profile change (flag/env, or back to what worked: the flags and
-        variables it names as the last READY launch had them) shown as a TOML diff and applied on confirm,
-        then the relaunch; otherwise the SM120 patch modal."""
+        """p: the fix the shown diagnosis calls for: the SM120 patch modal where it calls for the patch (or the
+        patch is applied: the modal reverts it); a profile change (a flag or variable the diagnosis names, or
+        back to what worked: the flags and variables of the last READY launch) shown as a TOML diff and applied
+        on confirm, then the relaunch; else one line that says there is none."""
         if self.typing():  # its key was allowed a moment before a search box took the keyboard
             return
-        if self.board is not None and self.board.can("fix") is None:
-            self.plan_fix(self.shown)
-        else:
+        kind, said = self._fix()
+        if kind == "patch":
             self._patch_modal()
+        elif kind == "profile":
+            self.plan_fix(self.shown)
+        elif said is None:
+            self.notify("p: nothing to fix (no crash or warning the catalogue has a fix for)", timeout=4)
+        else:
+            self.notify(f"p: no fix to apply for this ({visible(said.action or said.headline)})", timeout=8)
+
+    def _fix(self) -> tuple[str | None, Said | None]:
+        """What p does for the shown node, with the diagnosis it acts on: ("profile", said) where the diagnosis
+        has a fix and there is a profile to write, and the fix is a flag or variable or back to what worked may
+        have one (the flags and variables of the last READY launch); ("patch", said) where it calls for the SM120
+        patch (or the patch is applied); else (None, the first diagnosis or None)."""
+        board = self.board
+        if board is None:
+            return None, None
+        shown = board.view(self.shown).shown
+        said = next((d for d in shown if d.fix is not None or d.intent == "patch" or d.action == PATCHED_ACTION),
+                    shown[0] if shown else None)
+        if said is None:
+            return None, None
+        changed = board.changes is not None and bool(board.changes.lines) and self.shown == board.node
+        if said.fix is not None and board.can("fix") is None and (said.fix.type in PROFILE_FIXES or changed):
+            return "profile", said
+        if _calls_for_patch(said):
+            return "patch", said
+        return None, said
 
     def _patch_modal(self) -> None:
         why = self.board.can("patch") if self.board is not None else None
@@ -485,8 +580,13 @@ class SymmApp(App[int]):
         fix = message.fix
         if message.error is not None:
             self.notify(visible(message.error), severity="warning", timeout=8)
-        elif fix is None:
-            self._patch_modal()
+        elif fix is None:  # no change to the profile after all: the patch where the diagnosis calls for it
+            _kind, target = self._fix()
+            if target is not None and _calls_for_patch(target):
+                self._patch_modal()
+            else:
+                action = f" ({visible(target.action or target.headline)})" if target is not None else ""
+                self.notify(f"p: no change to the profile to make for this{action}", timeout=8)
         elif not fix.changed:
             self.notify(f"{fix.path.name} already has this change: press r to relaunch")
         else:

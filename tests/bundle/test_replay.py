@@ -104,7 +104,7 @@ async def test_replay_of_the_demo_shows_the_crash_then_ready_and_seeks(demo_bund
             # 3. resume: it plays on to READY; intents act on live servers only
             await pilot.press("space")
             await wait_for(pilot, lambda: state() is State.READY, "READY after resuming")
-            await pilot.press("p")
+            await pilot.press("r")  # at READY p has nothing to fix; r is refused: a replay shows what was recorded
             await wait_for(pilot, lambda: READ_ONLY in said, "the read-only note")
     finally:
         session.close()

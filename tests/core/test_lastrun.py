@@ -148,3 +148,29 @@ def test_find_last_launch_reads_backwards_and_falls_back(tmp_path: Path) -> None
         assert find_last_launch(fd, size, RuleSet(), small=size).offset == 0
     finally:
         os.close(fd)
+
+
+def test_a_user_launch_start_with_no_literal_is_found_by_re2_in_place(tmp_path: Path) -> None:
+    """A user catalogue's launch-start entry whose pattern has no literal to look for (run by RE2, main's
+    hardening) is searched for block by block in the mapped file, as the shipped markers are."""
+    from symmtui.core.catalogue import user_file
+    from symmtui.core.rules import user_ruleset
+
+    user_file().parent.mkdir(parents=True, exist_ok=True)
+    user_file().write_text("[[entry]]\nid = \"our-boot\"\nkind = \"phase\"\nroles = [\"new_run\"]\n"
+                           "patterns = ['^Bo+t\\d+ \\w+$']\nsummary = \"our server boots\"\nphase = \"launching\"\n")
+    log = tmp_path / "server.log"
+    info = _write(log, f"{SERVING}:{10 * MB}")
+    assert isinstance(info["size"], int)
+    with open(log, "ab") as fh:
+        fh.write(b"Booot7 again\n")
+    _write(tmp_path / "tail.log", f"{SERVING}:{3 * MB}")
+    with open(log, "ab") as fh:
+        fh.write((tmp_path / "tail.log").read_bytes())
+    data = log.read_bytes()
+    fd = os.open(log, os.O_RDONLY)
+    try:
+        start = find_last_launch(fd, len(data), user_ruleset())
+        assert start.found and start.offset == data.index(b"Booot7 again\n")
+    finally:
+        os.close(fd)

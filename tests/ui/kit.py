@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -222,10 +225,27 @@ def crashed_session(**kw: object) -> FixedSession:
 
 
 def starting_session() -> FixedSession:
-    lines = read_lines(READY_LOG, upto=60)
+    """The ready log's first 60 lines, as a file of their own (the pane reads the file it is given)."""
+    partial = _scratch() / "sglang-tp8-starting.log"
+    if not partial.exists():
+        partial.write_text("".join(READY_LOG.read_text(encoding="utf-8").splitlines(keepends=True)[:60]),
+                           encoding="utf-8")
+    lines = read_lines(partial)
     events, snap = replay(lines)
     gpus, topo = fixed_gpus(0.45)
-    return FixedSession(lines, events, snap, gpus, topo, log_path=READY_LOG)
+    return FixedSession(lines, events, snap, gpus, topo, log_path=partial)
+
+
+def _scratch() -> Path:
+    """A folder of this test process's own, removed when it ends."""
+    global _SCRATCH
+    if _SCRATCH is None:
+        _SCRATCH = Path(tempfile.mkdtemp(prefix="symmtui-test-kit-"))
+        atexit.register(shutil.rmtree, _SCRATCH, True)
+    return _SCRATCH
+
+
+_SCRATCH: Path | None = None
 
 
 def ready_session() -> FixedSession:

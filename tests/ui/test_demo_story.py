@@ -13,6 +13,7 @@ from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.patch import PatchScreen
 from symmtui.ui.screens.relaunch import RelaunchScreen
 from symmtui.ui.widgets.gpu_panel import GpuTable, ProcessList
+from symmtui.ui.widgets.stacks import StacksView
 from tests.ui.kit import answer, current_launch, demo_session, settle, text, wait_for
 
 
@@ -92,3 +93,48 @@ async def test_demo_story_crash_patch_relaunch_ready() -> None:
     # on quit: the demo's servers are stopped and its temp dir removed
     assert not root.exists()
     assert not any(_alive(pid) for pid in pids)
+
+
+@pytest.mark.timeout(180)
+async def test_what_the_user_saves_in_the_demo_outlives_it(tmp_path: Path) -> None:
+    """The demo's stack dump (taken at STALLED), a log export and its bundle go to the user's state dir, not
+    into the demo's temp dir removed on quit; each demo run keeps a bundle of its own."""
+    from dataclasses import replace
+
+    from symmtui.build import demo_spec, open_session
+    from symmtui.bundle.wire import demo_bundle_path
+
+    user_state = Path(os.environ["XDG_STATE_HOME"])  # this test's (conftest), the "user's" before the demo
+    spec, demo = demo_spec(160.0, "hang", record_bundle=True)
+    assert spec.record is not None and spec.record.dest is not None
+    bundle = spec.record.dest
+    assert bundle.is_relative_to(user_state) and bundle.name.startswith("demo-hang.")
+    session = open_session(replace(spec))
+    root = demo.root
+    try:
+        app = SymmApp(session)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: _state(app) is State.STALLED, "the hang story's stall", timeout=90)
+            await wait_for(pilot, lambda: any((user_state / "symmtui" / "stacks").glob("*.stacks-*.json")),
+                           "the automatic stacks dump, saved", timeout=90)
+            stacks = app.query_one(StacksView)
+            await wait_for(pilot, lambda: stacks.taken is not None, "the dump in the panel")
+            first = stacks.taken
+            said = str(stacks.render())
+            assert "because the state became STALLED" in said and "saved: " in said, said
+            assert "nccl_comm_init_rank" in said  # the frames of TP5's group, under its line
+            await pilot.press("s")  # another dump on s: its own time and reason
+            await wait_for(pilot, lambda: stacks.taken is not first, "a fresh dump on s", timeout=60)
+            assert "on s (the server was STALLED)" in str(stacks.render())
+            app.action_export()
+            await wait_for(pilot, lambda: any((user_state / "symmtui" / "exports").glob("*.txt")), "the export")
+            await pilot.press("q")
+    finally:
+        session.close()
+    assert not root.exists()
+    assert [p for p in (user_state / "symmtui" / "stacks").glob("*.json")]
+    export = next((user_state / "symmtui" / "exports").glob("*.txt"))
+    assert "Init torch distributed begin." in export.read_text()
+    assert bundle.exists() and bundle.stat().st_size > 0
+    again = demo_bundle_path("hang")  # the next run's: its own name
+    assert again != bundle and again.parent == bundle.parent

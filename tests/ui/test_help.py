@@ -1,70 +1,64 @@
-"""The help screen lists every active key with what it does now; the narrow footer shows the important keys."""
+"""The help screen is generated from the bindings and lists every key with what it does now; the narrow footer
+shows the important keys."""
 
 from __future__ import annotations
 
-from textual.app import App, ComposeResult
+import re
+
 from textual.binding import Binding
 
-from symmtui.ui.screens.help import HelpRow, HelpScreen, help_rows
+from symmtui.ui.app import SymmApp
+from symmtui.ui.screens.help import HelpScreen
 from symmtui.ui.widgets.footer import DashboardFooter
-from symmtui.ui.widgets.log_view import LogView
-from tests.ui.kit import settle, wait_for
+from symmtui.ui.widgets.gpu_panel import GpuTable
+from symmtui.ui.widgets.log_view import LogLines, LogSearch, LogView
+from tests.ui.kit import crashed_session, settle, wait_for
 
 
-class KeysApp(App[None]):
-    BINDINGS = [
-        Binding("p", "patch", "Patch", tooltip="Apply the SM120 patch"),
-        Binding("r", "relaunch", "Relaunch"),
-        Binding("t", "theme", "Theme"),
-        Binding("question_mark", "help", "Keys", key_display="?"),
-    ]
-
-    def compose(self) -> ComposeResult:
-        yield LogView(id="log")
-        yield DashboardFooter(id="footer", narrow_keys=frozenset({"p", "question_mark"}))
-
-    def on_mount(self) -> None:
-        self.query_one(LogView).focus()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return None if action == "relaunch" else True  # None: shown, but disabled now
-
-    def action_help(self) -> None:
-        self.push_screen(HelpScreen(help_rows(self.screen, note=lambda a: "no profile" if a == "relaunch" else None,
-                                              extra=[HelpRow("dialogs", "y  n", "yes, no")])))
-
-
-async def test_help_lists_every_key_with_what_it_does_now() -> None:
-    app = KeysApp()
+async def test_help_lists_every_key_of_every_binding_with_what_it_does_now() -> None:
+    app = SymmApp(crashed_session())
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("question_mark")
+        await settle(pilot)
+        await pilot.press("f1")
         screen = app.screen
         assert isinstance(screen, HelpScreen)
         help_text = screen.text()
-        import re
-
-        assert re.search(r"\n  p +apply the SM120 patch\n", help_text)  # the tooltip, when there is one
-        assert re.search(r"\n  r +relaunch  \(no profile\)\n", help_text)  # what the app says of it now
-        assert help_text.index("dashboard") < help_text.index("the log pane")
-        assert "scroll Up" not in help_text
-        assert "Escape" in help_text and "ctrl+p" in help_text
-        # the log pane's own keys (focused), with what they do
-        assert re.search(r"the log pane\n(.*\n)*  n +next search match \(while a search is on\), else the next error",
-                         help_text)
-        assert re.search(r"\n  i +show only lines matching a regex", help_text) and "dialogs" in help_text
+        listed = {key for row in screen.rows for key in row.keys}
+        for owner in (SymmApp, LogView, LogLines, LogSearch, GpuTable):  # every key of every binding
+            for b in owner.BINDINGS:
+                assert isinstance(b, Binding)
+                if owner is SymmApp and b.action.startswith("log("):
+                    continue  # the log pane's keys, routed: listed under the log pane
+                if owner is SymmApp and b.action == "next_node":
+                    assert not re.search(r"\n  o ", help_text), "one node: o is not offered"
+                    continue
+                for key in b.key.split(","):
+                    assert key in listed, f"{owner.__name__}'s {key!r} ({b.description}) is not in the help"
+        for key in ("q", "ctrl+c", "colon", "right_square_bracket", "left_square_bracket", "X", "end", "G", "g",
+                    "j", "k", "space", "b", "ctrl+d", "ctrl+u", "question_mark", "slash", "n", "N", "f1", "h"):
+            assert key in listed, key  # the keys issue 30 found missing, and the habits of less, vim and lnav
+        assert re.search(r"\n  r +stop the server, wait for GPU memory and port, launch again  \(relaunch needs",
+                         help_text), help_text  # what the session says of it now
+        assert help_text.index("dashboard") < help_text.index("the log pane") < help_text.index("the search box")
+        assert re.search(r"\n  j, ↓ +one line down", help_text) and re.search(r"\n  \^c +quit", help_text)
+        assert "dialogs" in help_text and "ctrl+p" in help_text
         await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("h")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("h")
         assert not isinstance(app.screen, HelpScreen)
 
 
 async def test_the_narrow_footer_shows_only_the_important_keys() -> None:
-    app = KeysApp()
+    app = SymmApp(crashed_session())
     async with app.run_test(size=(120, 40)) as pilot:
         footer = app.query_one(DashboardFooter)
         await wait_for(pilot, lambda: {"p", "t"} <= {k.key for k in app.query("FooterKey")}, "every key, wide")
         footer.compact = True
         await settle(pilot)
-        await wait_for(pilot, lambda: {k.key for k in app.query("FooterKey")} <= {"p", "question_mark", "ctrl+p"},
+        await wait_for(pilot, lambda: {k.key for k in app.query("FooterKey")} <= SymmApp.NARROW_KEYS | {"ctrl+p"},
                        "only the important keys, narrow")
-        assert "question_mark" in {k.key for k in app.query("FooterKey")}
+        assert "f1" in {k.key for k in app.query("FooterKey")}
         footer.compact = False
         await wait_for(pilot, lambda: "t" in {k.key for k in app.query("FooterKey")}, "every key again")

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.widget import Widget
 from textual.widgets import Footer
 
-from symmtui.core.decode import LogLine
 from symmtui.gpu.results import GpuProcess
 from symmtui.session.messages import GpuRound
 from symmtui.ui.app import SymmApp
@@ -40,8 +40,8 @@ async def test_the_footer_shows_the_focused_widgets_keys_and_drops_the_palette_w
         await pilot.resize_terminal(100, 40)  # narrow: compact keys, no palette key, q still shown
         await wait_for(pilot, lambda: "palette" not in _footer(app), "the palette key gone")
         assert "q Quit" in _footer(app) and app.query_one(Footer).compact
-        keys = _footer(app)  # the important keys only: ? lists the rest
-        assert "? Keys" in keys and "s Stacks" in keys and "t Theme" not in keys, keys
+        keys = _footer(app)  # the important keys only: F1 lists the rest
+        assert "F1 Keys" in keys and "s Stacks" in keys and "t Theme" not in keys, keys
 
 
 def _count_layouts(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
@@ -58,23 +58,30 @@ def _count_layouts(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
     return lambda: count[0]
 
 
-def _lines(first: int, count: int, text: str = "Decode batch. #running-req: 1") -> list[LogLine]:
-    return [LogLine(n, n * 100, f"[2026-11-29 10:00:00] {text} {n}", f"[2026-11-29 10:00:00] {text} {n}")
-            for n in range(first, first + count)]
+def _write(path: Path, first: int, count: int, text: str = "Decode batch. #running-req: 1") -> None:
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("".join(f"[2026-11-29 10:00:00] {text} {n}\n" for n in range(first, first + count)))
 
 
-async def test_log_lines_move_the_scrollbar_without_laying_the_screen_out(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_log_lines_move_the_scrollbar_without_laying_the_screen_out(monkeypatch: pytest.MonkeyPatch,
+                                                                        tmp_path: Path) -> None:
+    """Lines appended to the file the pane follows: its scrollbar moves, the screen is not laid out again."""
     app = SymmApp(starting_session())
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         log = app.log_view
         lines = log.lines
-        log.reset(None)  # short lines from here: no horizontal scrollbar
+        path = tmp_path / "short.log"
+        path.write_text("")
+        log.view_file(path)  # short lines from here: no horizontal scrollbar
+        await wait_for(pilot, lambda: log.settled, "the new file indexed")
         await settle(pilot)
         assert not lines.show_horizontal_scrollbar
         layouts = _count_layouts(monkeypatch)
         for k in range(5):  # five batches, each painted
-            log.append_lines(_lines(1 + 10 * k, 10))
+            _write(path, 1 + 10 * k, 10)
+            log.poke()
+            await wait_for(pilot, lambda k=k: log.line_count == 10 * (k + 1) and log.settled, "the batch")  # type: ignore[misc]
             await settle(pilot)
         assert layouts() == 0
         assert lines.virtual_size.height == log.index.view_len() == 50 > lines.size.height
@@ -82,7 +89,9 @@ async def test_log_lines_move_the_scrollbar_without_laying_the_screen_out(monkey
         assert lines.scroll_y == lines.max_scroll_y == 50 - lines.size.height and log.following
         assert "Decode batch. #running-req: 1 50" in log.visible_lines()[-1]
 
-        log.append_lines(_lines(51, 1, "x" * 400))  # wider than the pane: its scrollbar appears, a layout
+        _write(path, 51, 1, "x" * 400)  # wider than the pane: its scrollbar appears, a layout
+        log.poke()
+        await wait_for(pilot, lambda: log.line_count == 51 and lines.show_horizontal_scrollbar, "the wide line")
         await settle(pilot)
         assert lines.virtual_size.width > lines.size.width and lines.show_horizontal_scrollbar
         assert layouts() >= 1

@@ -72,6 +72,7 @@ async def test_toasts_cover_no_border_no_status_line_and_no_dialog_button(size: 
         lines = app.screen.query_one(LogLines).region
         for toast in toasts:
             assert not any(toast.overlaps(b) for b in _borders(app)), (toast, text(app))
+            assert not toast.overlaps(app.query_one("#header").region), "the header's verdict stays readable"
             assert lines.contains_region(toast), "over the log pane's text"
         # over a dialog: at the top, clear of its buttons
         app.push_screen(ConfirmScreen("Relaunch?", "Stop the running server, then launch again:\n\n  " + "x" * 300,
@@ -82,8 +83,10 @@ async def test_toasts_cover_no_border_no_status_line_and_no_dialog_button(size: 
         await settle(pilot)
         buttons = [b.region for b in app.screen.query(Button)]
         assert buttons and all(b.area for b in buttons)
+        header = app.screen_stack[0].query_one("#header").region
         for toast in (t.region for t in app.screen.query("Toast")):
             assert not any(toast.overlaps(b) for b in buttons), text(app)
+            assert not toast.overlaps(header), "the header's verdict stays readable under a toast"
 
 
 async def test_no_stray_scrollbar_mark_in_the_log_pane_at_80_columns() -> None:
@@ -121,12 +124,26 @@ async def test_a_stalls_stacks_say_nothing_of_the_hang_once_the_server_is_ready(
         assert "the hang is in the host's code" in panel_text(app, view)
         view.show_state(State.STARTING)  # moving again: the dump stays, its reading of the hang goes
         await settle(pilot)
-        assert "while stalled; the server is starting now" in panel_text(app, view)
+        assert "because the state became STALLED" in panel_text(app, view)
+        assert "the stall is over: the server is STARTING now" in panel_text(app, view)
         assert "the hang is in the host's code" not in panel_text(app, view) and "7/8 ranks" in panel_text(app, view)
         view.show_state(State.READY)
         await settle(pilot)
         assert "the server is READY now (s: a fresh dump)" in panel_text(app, view)
+        assert "taken at" in panel_text(app, view) and "because the state became STALLED" in panel_text(app, view)
         assert "7/8 ranks" not in panel_text(app, view) and "the hang is in" not in panel_text(app, view)
         view.show(_dump(auto=False))  # a fresh dump on s: shown whole
         await settle(pilot)
         assert "the hang is in the host's code" in panel_text(app, view)
+
+
+async def test_a_dump_taken_on_s_says_when_and_why_and_is_not_called_a_stalls() -> None:
+    """On a healthy server s used to say "taken at …, while stalled" and show no frames."""
+    app = SymmApp(crashed_session())
+    async with app.run_test(size=(120, 40)) as pilot:
+        view = app.query_one(StacksView)
+        view.show(_dump(auto=False), state=State.READY)
+        view.show_state(State.READY)
+        await settle(pilot)
+        said = panel_text(app, view)
+        assert "on s (the server was READY)" in said and "stalled" not in said and "7/8 ranks" in said

@@ -7,36 +7,45 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 
 from symmtui.ui.app import SymmApp
-from tests.ui.kit import crashed_session, ready_session, starting_session
+from tests.ui.kit import crashed_session, ready_session, starting_session, wait_for
 
 WIDE = (120, 40)
 
 
+async def indexed(pilot: Pilot[Any]) -> None:
+    """Until the log pane has indexed its file and marked its rows (on its own thread: not a fixed moment)."""
+    app = pilot.app
+    assert isinstance(app, SymmApp)
+    await wait_for(pilot, lambda: app.log_view.line_count > 0 and app.log_view.settled, "the log pane indexed")
+    await pilot.pause()
+
+
 def test_starting_with_progress(snap_compare: Any) -> None:
-    assert snap_compare(SymmApp(starting_session()), terminal_size=WIDE)
+    assert snap_compare(SymmApp(starting_session()), terminal_size=WIDE, run_before=indexed)
 
 
 def test_crashed_with_diagnosis(snap_compare: Any) -> None:
-    assert snap_compare(SymmApp(crashed_session()), terminal_size=WIDE)
+    assert snap_compare(SymmApp(crashed_session()), terminal_size=WIDE, run_before=indexed)
 
 
 def test_ready(snap_compare: Any) -> None:
-    assert snap_compare(SymmApp(ready_session()), terminal_size=WIDE)
+    assert snap_compare(SymmApp(ready_session()), terminal_size=WIDE, run_before=indexed)
 
 
 def test_crashed_small_terminal(snap_compare: Any) -> None:
-    assert snap_compare(SymmApp(crashed_session()), terminal_size=(80, 24))
+    assert snap_compare(SymmApp(crashed_session()), terminal_size=(80, 24), run_before=indexed)
 
 
 def test_starting_large_terminal(snap_compare: Any) -> None:
-    assert snap_compare(SymmApp(starting_session()), terminal_size=(200, 50))
+    assert snap_compare(SymmApp(starting_session()), terminal_size=(200, 50), run_before=indexed)
 
 
 @pytest.mark.parametrize("theme", ["symmtui-light", "symmtui-contrast"])
 def test_crashed_in_other_themes(snap_compare: Any, theme: str) -> None:
-    assert snap_compare(SymmApp(crashed_session(), theme=theme), terminal_size=WIDE)
+    assert snap_compare(SymmApp(crashed_session(), theme=theme), terminal_size=WIDE, run_before=indexed)
 
 
 def _snapshot_names() -> set[str]:

@@ -1,24 +1,27 @@
-"""The help screen (? and F1): every key of the dashboard and what it does in the current state.
+"""The help screen (F1): every key of the dashboard and what it does in the current state.
 
-The rows come from the screen it opens over: its active bindings (the app's, and those of the widget with
-focus and its parents: the log pane's, the GPU table's) with their tooltip or description; a key the app
-disables now is marked with the app's reason where it has one (``note``: "relaunch needs a profile ..."),
-else "not now"; and ``extra`` rows (the dialogs' keys). Escape, q, ? or F1 closes it.
+The rows are generated from the bindings themselves: every binding with a description of each source given
+(the app's, the log pane's, its scrolling body's, the search box's, the GPU table's), all keys of one binding
+on one row (``j, down``), with its tooltip (else its description); a key the app disables now is marked with
+the app's reason where it has one (``note``: "relaunch needs a profile ..."), else "not now"; an action the app
+does not offer at all now (``o`` with one node) is left out; then ``extra`` rows (the dialogs' keys). A key
+bound twice in one section is listed once. Escape, q, F1 or h closes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import Static
 
-__all__ = ["HelpRow", "HelpScreen", "help_rows"]
+__all__ = ["HelpRow", "HelpScreen", "Section", "help_rows"]
 
 
 @dataclass(frozen=True)
@@ -29,39 +32,58 @@ class HelpRow:
     key: str
     what: str
     not_now: str | None = None
+    keys: tuple[str, ...] = ()
+    """The keys as Textual names them (``question_mark``, ``ctrl+d``): what a test types."""
 
 
-def help_rows(screen: Screen[object], *, note: Callable[[str], str | None] = lambda _action: None,
+Section = tuple[str, Sequence[BindingType]]
+"""A section's title and its bindings."""
+
+
+def help_rows(app: App[Any], sections: Iterable[Section], *,
+              note: Callable[[str], str | None] = lambda _action: None,
+              enabled: Callable[[str], bool | None] = lambda _action: True,
               extra: Iterable[HelpRow] = ()) -> list[HelpRow]:
-    """The keys active on ``screen``, in its bindings' order (the app's last), then ``extra`` rows.
+    """A row per binding with a description, section by section, then ``extra`` rows.
 
+    ``enabled(action)``: True (works now), None (shown, but not now), False (not offered: left out);
     ``note(action)``: the app's word on an action now ("no profile: attached to a log"), or None."""
-    app = screen.app
     rows: list[HelpRow] = []
-    seen: set[str] = set()
-    for key, active in screen.active_bindings.items():
-        binding = active.binding
-        if binding.action in seen or not (binding.show or binding.tooltip) or not binding.description:
-            continue  # a widget's own plumbing (scroll keys) is no key to learn
-        seen.add(binding.action)
-        shown = app.get_key_display(binding)
-        section = "dashboard" if active.node is app else _SECTIONS.get(type(active.node).__name__, "this panel")
-        why = note(binding.action)
-        if not active.enabled and why is None:
-            why = "not now"
-        rows.append(HelpRow(section, shown if key != "slash" else "/", binding.tooltip or binding.description, why))
-    done = {r.key for r in rows}
-    rows += [r for r in extra if r.key not in done]
-    order = list(dict.fromkeys(["dashboard", *(r.section for r in rows)]))
+    for section, bindings in sections:
+        seen: set[str] = set()
+        for b in bindings:
+            if not isinstance(b, Binding) or not b.description:
+                continue
+            keys = tuple(k.strip() for k in b.key.split(",") if k.strip() not in seen)
+            if not keys:
+                continue
+            state = enabled(b.action)
+            if state is False:
+                continue
+            seen.update(keys)
+            why = note(b.action)
+            if state is None and why is None:
+                why = "not now"
+            shown = ", ".join(_display(app, b, k) for k in keys)
+            rows.append(HelpRow(section, shown, b.tooltip or b.description, why, keys))
+    done = {(r.section, r.key) for r in rows}
+    rows += [r for r in extra if (r.section, r.key) not in done]
+    order = list(dict.fromkeys(r.section for r in rows))
     return sorted(rows, key=lambda r: order.index(r.section))
 
 
-_SECTIONS = {"LogView": "the log pane", "LogLines": "the log pane", "GpuTable": "the GPU table",
-             "LogSearch": "the search box"}
+def _display(app: App[Any], binding: Binding, key: str) -> str:
+    if binding.key_display and len(binding.key.split(",")) == 1:
+        return binding.key_display
+    if key == "slash":
+        return "/"
+    if key[:1] == "f" and key[1:].isdigit():
+        return key.upper()
+    return app.get_key_display(Binding(key, binding.action, binding.description))
 
 
-def _render(rows: list[HelpRow], width: int) -> Content:
-    key_width = min(16, max((len(r.key) for r in rows), default=4) + 2)
+def _render(rows: list[HelpRow]) -> Content:
+    key_width = min(18, max((len(r.key) for r in rows), default=4) + 2)
     out: list[Content] = []
     section = None
     for row in rows:
@@ -86,7 +108,7 @@ def _render(rows: list[HelpRow], width: int) -> Content:
 class HelpScreen(ModalScreen[None]):
     """The keys and what they do now; scrolls when they do not fit."""
 
-    BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close", priority=True)]
+    BINDINGS = [Binding("escape,q,f1,h", "close", "Close", priority=True)]
 
     def __init__(self, rows: list[HelpRow]) -> None:
         super().__init__(classes="dialog-screen")
@@ -94,13 +116,13 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="help-dialog") as box:
-            box.border_title = "Keys (? or F1)"
+            box.border_title = "Keys (F1 or h)"
             with VerticalScroll(id="help-scroll"):
-                yield Static(_render(self.rows, self.app.size.width), id="help-body")
+                yield Static(_render(self.rows), id="help-body")
 
     def text(self) -> str:
         """The help as plain text (tests, and what a screen reader gets)."""
-        return _render(self.rows, self.app.size.width).plain
+        return _render(self.rows).plain
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -1,7 +1,7 @@
 """Where the log pane's "go to" lands: a line number, a time of the log's own clock, a time since its first
-line, or a phase ("capturing CUDA graphs", "cuda", "weights"), found in the index.
+line, or a phase ("capturing CUDA graphs", "cuda", "weights"), found over the whole file.
 
-    12345            line 12345
+    12345            line 12345 (the file's numbering: its first line is 1)
     09:47:20         the first line stamped at or after 09:47:20 (the date of the log's first stamp)
     2026-11-29 09:47 the same with a date
     +8m01s, +90s     that long after the log's first stamped line
@@ -45,7 +45,7 @@ def stamp_of(text: str) -> float | None:
 
 def _stamp_near(index: LineIndex, row: int) -> tuple[int, float] | None:
     """The first stamped row at or after ``row`` (within _SCAN rows)."""
-    for r in range(max(row, index.base), min(index.end, row + _SCAN)):
+    for r in range(max(row, 0), min(index.rows, row + _SCAN)):
         ts = stamp_of(index.text(r))
         if ts is not None:
             return r, ts
@@ -53,14 +53,15 @@ def _stamp_near(index: LineIndex, row: int) -> tuple[int, float] | None:
 
 
 def first_stamp(index: LineIndex) -> float | None:
-    """The log's first stamp among the rows kept."""
-    found = _stamp_near(index, index.base)
+    """The log's first stamp (within its first rows)."""
+    found = _stamp_near(index, 0)
     return found[1] if found is not None else None
 
 
 def _first_at_or_after(index: LineIndex, when: float) -> int | None:
-    """The first stamped row whose stamp is >= ``when`` (a binary search; stamps rise through a log)."""
-    lo, hi = index.base, index.end
+    """The first stamped row whose stamp is >= ``when`` (a binary search by row, each probe read from the file;
+    stamps rise through a log)."""
+    lo, hi = 0, index.rows
     best: int | None = None
     while lo < hi:
         mid = (lo + hi) // 2
@@ -86,15 +87,14 @@ def _phase(index: LineIndex, words: str) -> Landing | None:
     if picked is None:
         return None
     seen = index.phases
-    starts = [no for name, no in seen if name == PHASE_ORDER[0]]
-    launch = starts[-1] if starts else 0  # the last launch's first line (a log with launches appended)
-    lines = [no for name, no in seen if name == picked and no >= launch] or [no for name, no in seen if name == picked]
-    if not lines:
+    starts = [row for name, row in seen if name == PHASE_ORDER[0]]
+    launch = max(starts, default=0)  # the last launch's first line (a log with launches appended)
+    rows = [row for name, row in seen if name == picked and row >= launch] or \
+        [row for name, row in seen if name == picked]
+    if not rows:
         return Landing(None, f"{picked}: not in this log (yet)")
-    row = index.row_for_no(lines[0])
-    if row is None:
-        return Landing(None, f"{picked} began at line {lines[0]:,}, which is no longer kept")
-    return Landing(row, f"{picked} at line {lines[0]:,}")
+    row = min(rows)
+    return Landing(row, f"{picked} at line {index.no_for_row(row):,}")
 
 
 def go_to(index: LineIndex, text: str) -> Landing:
@@ -106,8 +106,8 @@ def go_to(index: LineIndex, text: str) -> Landing:
         no = int(m.group(1))
         row = index.row_for_no(no)
         if row is None:
-            return Landing(None, f"line {no:,} is not in the pane (lines {index.no_for_row(index.base):,}-"
-                                 f"{index.last_no:,})" if index.rows else "the log is empty")
+            return Landing(None, f"line {no:,}: the log has {index.rows:,} line{'s' if index.rows != 1 else ''}"
+                           if index.rows else "the log is empty")
         return Landing(row, f"line {no:,}")
     if (m := _SINCE.fullmatch(text)) and any(m.groups()):
         start = first_stamp(index)
