@@ -62,8 +62,9 @@ def wait_latency(trials: int, tmp: Path) -> tuple[list[float], list[float]]:
 def bringup_bundle(tmp: Path) -> tuple[int, int, int, float, float]:
     """(raw log bytes, log gzipped alone, bundle bytes, ingest seconds, write seconds) of a 10-minute TP8 bring-up."""
     from symmtui.bundle.recorder import Recorder
+    from symmtui.core.board import board_of
     from symmtui.core.engine import EngineUpdate
-    from symmtui.core.verdict import NodeView, verdict_of
+    from symmtui.core.verdict import NodeView
     from symmtui.launch.envinfo import EnvInfo
     from symmtui.session.messages import EngineBatch, GpuRound, TopologyRead
     from tests.ui.kit import READY_LOG, fixed_gpus, read_lines, replay
@@ -81,10 +82,10 @@ def bringup_bundle(tmp: Path) -> tuple[int, int, int, float, float]:
         chunk = tuple(lines[second * per_batch:(second + 1) * per_batch])
         moving = dataclasses.replace(snap, elapsed=float(second), progress=second / 600)
         update = EngineUpdate(chunk, tuple(events[:1]), (), moving, 0, 0)
-        rec.ingest(float(second), EngineBatch("h", update, None, verdict_of([NodeView("h", moving)])))
+        rec.ingest(float(second), EngineBatch("h", update, None, board_of([NodeView("h", moving)], seq=second + 1)))
         rec.ingest(float(second), GpuRound(dataclasses.replace(gpus, time=1000.0 + second), frozenset({1}), (12, 0)))
     final = EngineUpdate((), (), (), snap, 0, 0)
-    rec.ingest(600.0, EngineBatch("h", final, None, verdict_of([NodeView("h", snap)])))  # the verdict
+    rec.ingest(600.0, EngineBatch("h", final, None, board_of([NodeView("h", snap)], seq=601)))  # the verdict
     ingest = time.perf_counter() - t0
     t1 = time.perf_counter()
     path = rec.write(final=True)

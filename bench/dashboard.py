@@ -38,13 +38,14 @@ RUNS = 3
 
 def engine_batches() -> list[Any]:
     """One EngineBatch per fixture line, judged by the real rules and readiness machine on a fixed clock."""
+    from symmtui.core.board import board_of
     from symmtui.core.decode import LogLine
     from symmtui.core.engine import EngineUpdate
     from symmtui.core.events import EventBuilder
     from symmtui.core.follow import LogFollower
     from symmtui.core.readiness import Readiness, ReadinessConfig
     from symmtui.core.rules import RuleSet
-    from symmtui.core.verdict import NodeView, findings, ordered_events, verdict_of
+    from symmtui.core.verdict import NodeView, findings, ordered_events
     from symmtui.session.messages import EngineBatch
 
     follower = LogFollower(FIXTURE)
@@ -65,23 +66,26 @@ def engine_batches() -> list[Any]:
             readiness.feed(ev, now)
         readiness.feed_activity(now)
         snap = readiness.snapshot(now)
-        verdict = verdict_of([NodeView("gpu-node-7", snap, None, findings(ordered_events(snap)))])
+        verdict = board_of([NodeView("gpu-node-7", snap, None, findings(ordered_events(snap)))], seq=k + 1, now=now)
         batches.append(EngineBatch("gpu-node-7", EngineUpdate((line,), tuple(events), (), snap, 0, 0), str(FIXTURE),
                                    verdict))
     return batches
 
 
 def tick_snapshots(batches: list[Any], count: int) -> list[Any]:
-    """Once-a-second verdicts of a bring-up in its weight loading: the same state, the clock moving."""
+    """Once-a-second Boards of a bring-up in its weight loading (the engine's heartbeat): the same state, the
+    clock moving."""
     from dataclasses import replace
 
     from symmtui.core.readiness import State
 
-    starting = [b.verdict for b in batches if b.snapshot.state is State.STARTING]
+    starting = [b for b in batches if b.snapshot.state is State.STARTING]
     base = starting[len(starting) // 2]
-    view = base.about
-    return [replace(base, nodes=(replace(view, snapshot=replace(
-        view.snapshot, elapsed=view.snapshot.elapsed + i, remaining_timeout=(view.snapshot.remaining_timeout or 900.0) - i)),))
+    view = base.board.about
+    return [replace(base, update=replace(base.update, lines=(), events=()), board=replace(base.board, seq=10_000 + i,
+            nodes=(replace(view, elapsed=view.elapsed + i, snapshot=replace(
+                view.snapshot, elapsed=view.snapshot.elapsed + i,
+                remaining_timeout=(view.snapshot.remaining_timeout or 900.0) - i)),)))
             for i in range(count)]
 
 
@@ -198,7 +202,7 @@ def child_dashboard(quick: bool, *, undone: bool = False) -> dict[str, Any]:
     nvml = Nvml(load_standin("rtx-pro-6000-x8-pcie"))
     box.put(TopologyRead(read_topology(nvml), None))
     nvml.shutdown()
-    app = SymmApp(session, tick=0)
+    app = SymmApp(session)
 
     def batch(i: int) -> None:
         box.put(batches[1 + i])
@@ -207,12 +211,12 @@ def child_dashboard(quick: bool, *, undone: bool = False) -> dict[str, Any]:
         box.put(samples[i % len(samples)])
 
     def tick(i: int) -> None:
-        app.show_verdict(ticks[i])
+        box.put(ticks[i])
 
     counts = {"batches": len(batches) - 1, "gpu": len(samples), "ticks": len(ticks)}
     result: dict[str, Any] = _phases(app, {"batches": batch, "gpu": sample, "ticks": tick}, counts,
                                      lambda: shown[0] >= 1)
-    assert shown[0] == len(batches), f"{shown[0]} batches shown of {len(batches)}"
+    assert shown[0] == len(batches) + len(ticks), f"{shown[0]} batches shown of {len(batches) + len(ticks)}"
     result["counts"] = counts
     return result
 
@@ -252,7 +256,7 @@ def child_count() -> dict[str, Any]:
     from symmtui.ui.app import SymmApp
     from tests.ui.kit import starting_session
 
-    app = SymmApp(starting_session(), tick=0)
+    app = SymmApp(starting_session())
     out: dict[str, Any] = {}
 
     async def run() -> None:

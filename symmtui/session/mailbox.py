@@ -1,8 +1,8 @@
 """Every queue between a Session and its readers, each with a cap and a drop policy; none ever blocks the sender.
 
 - :class:`Mailbox` (the front end's): each node's engine batches are merged while the front end has
-  not taken them; their lines are capped at MAX_LINES and past it the oldest are dropped and counted
-  in the batch's ``dropped`` (the pane never shows them; the file keeps them); events are capped at
+  not taken them, without their lines (no log text reaches a front end: the dashboard's pane reads the file
+  itself, the printer prints phases and the Board); events are capped at
   MAX_EVENTS (an event updated later replaces its older copy; past the cap the oldest go); the Board
   (every batch taken carries the newest), the GPU round and the topology are latest-wins; notices,
   stacks dumps, verdicts and bells wait in order, at most MAX_NOTES (past it the oldest go, counted in
@@ -32,7 +32,6 @@ from symmtui.session.messages import (
     VerdictReached,
 )
 
-MAX_LINES = 100_000
 MAX_EVENTS = 10_000
 MAX_NOTES = 256
 OBSERVER_CAP = 4096
@@ -41,17 +40,15 @@ Wake = Callable[[], object]
 
 
 def merge(old: EngineBatch, new: EngineBatch) -> EngineBatch:
-    """Two batches of one node as one: lines and notices in order, an event's latest copy, the newest Board.
+    """Two batches of one node as one: notices in order, an event's latest copy, the newest Board.
     A later launch's batch (a higher generation) replaces the older one's, keeping ``restarted``."""
     if new.generation > old.generation:
         return replace(new, restarted=True) if old.restarted or new.restarted else new
     up, more = old.update, new.update
-    lines = up.lines + more.lines
-    cut = max(0, len(lines) - MAX_LINES)
     newer = {e.key for e in more.events}
     events = tuple(e for e in up.events if e.key not in newer) + more.events
-    merged = replace(more, lines=lines[cut:], events=events[-MAX_EVENTS:], notices=(up.notices + more.notices)[-MAX_NOTES:],
-                     dropped_lines=up.dropped_lines + more.dropped_lines + cut)
+    merged = replace(more, events=events[-MAX_EVENTS:], notices=(up.notices + more.notices)[-MAX_NOTES:],
+                     dropped_lines=up.dropped_lines + more.dropped_lines)
     return replace(new, update=merged, restarted=old.restarted or new.restarted)
 
 
@@ -84,6 +81,8 @@ class Mailbox:
         with self._lock:
             was_empty = self._empty()
             if isinstance(message, EngineBatch):
+                if message.update.lines:  # the text stays with the observers (the recorder keeps head and tail)
+                    message = replace(message, update=replace(message.update, lines=()))
                 old = self._batches.get(message.node)
                 if old is not None and message.generation < old.generation:
                     return  # the launch before a relaunch: its pane is gone
