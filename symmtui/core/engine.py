@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from symmtui.core.events import PROCESS_EXIT, Event, EventBuilder
 from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
-from symmtui.core.lineparts import record_source, split_records
+from symmtui.core.lineparts import may_name_a_source, record_source, split_records
 from symmtui.core.ranks import RankBoard, RankSummary
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
 from symmtui.core.rules import Kind, RuleSet
@@ -40,8 +40,6 @@ MIN_TICK = 0.005  # ... or when a timeout or stall falls due (never a busy loop)
 MAX_PENDING_LINES = 100_000  # lines kept for a slow on_update; older ones are dropped (counted)
 QUIET_FLUSH = 2.0  # an open traceback with no new line for this long is closed as it is
 MAX_REPLAY_EVENTS = 50_000
-# journald's short stamp starts with a month: a line that may carry a rank behind a collector's prefix
-_MONTHS = frozenset({"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"})
 PID_SETTLE = 0.5  # after the process is gone, wait this long at most for its last log lines
 
 
@@ -416,8 +414,8 @@ class Bringup:
         board = self._ranks
         for ln in run:
             plain = ln.plain
-            if plain[:1] not in "[(" and " | " not in plain[:80] and not plain[:4].isdigit() and plain[:3] not in _MONTHS:
-                continue  # no record prefix (a traceback's frame, an unprefixed writer): no rank
+            if not may_name_a_source(plain):
+                continue  # no record prefix that names a process (a traceback's frame, an unprefixed writer): no rank
             for rec in split_records(plain):
                 ev = marks.get((ln.no, record_source(rec)[0])) if marks else None
                 if ev is not None and "new_run" in ev.roles:

@@ -19,12 +19,13 @@ from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import TYPE_CHECKING, Protocol
 
+from symmtui.core import dialects
 from symmtui.core import tracebacks as tb
 from symmtui.core.decode import strip_ansi
 from symmtui.core.dialects import dialect as dialect_of
 from symmtui.core.lineparts import Prefix as Prefix
+from symmtui.core.lineparts import has_prefix, records
 from symmtui.core.lineparts import split_prefix as split_prefix
-from symmtui.core.lineparts import split_records
 from symmtui.core.rules import (
     PHASE_HTTP,
     PHASE_ORDER,
@@ -54,9 +55,6 @@ PROCESS_EXIT = "process_exit"  # the rule id of the event the readiness machine 
 _TB_HEAD = tb.HEADER
 # The phases before the HTTP server starts: seeing one means the log's start is there.
 _BEFORE_HTTP = frozenset(PHASE_ORDER[: PHASE_ORDER.index(PHASE_HTTP)])
-# Processes whose crash does not end a serving server: vLLM's API server answers requests (a request's
-# traceback is the request's), and so does an unprefixed writer (uvicorn, the launcher).
-_FRONT_PROCS = frozenset({"APIServer"})
 
 
 @dataclass(frozen=True)
@@ -141,8 +139,9 @@ def _clip(s: str, n: int = MAX_SUMMARY) -> str:
 
 def _worker(pre: Prefix) -> bool:
     """Whether the record comes from a server process whose crash ends the server (a rank, an engine core, a
-    worker), not from a front process (vLLM's API server) or an unprefixed writer."""
-    return pre.key is not None and pre.proc not in _FRONT_PROCS
+    worker), not from a front process (the engine table's ``front``: vLLM's API server answers requests, a
+    request's traceback is the request's) or an unprefixed writer (uvicorn, the launcher)."""
+    return pre.key is not None and (pre.proc is None or pre.proc not in dialects.front_processes())
 
 
 _FRAMES, _EXC, _CHAIN = 0, 1, 2  # a block collects frames; its exception came (details may follow); a chain marker came
@@ -219,6 +218,7 @@ class EventBuilder:
         self._started = False  # a bring-up phase of this run was seen (the log's start is there)
         self._warmed = False  # the engine's own warm-up request was answered (core.dialects)
         self._serving_run = False  # a serving line was judged, nothing else matched since, and another can change nothing
+        self._request_open = False  # a request record whose content goes on over the next unprefixed lines
         serving = RuleSet(r for r in self.ruleset.rules if "serving" in r.roles) if thin_serving else None
         # Serving lines are found by their literals in feed_many; a serving rule without one: judged one by one.
         self._serving_lits: tuple[str, ...] = ()
@@ -231,7 +231,7 @@ class EventBuilder:
     @property
     def in_block(self) -> bool:
         """True while a traceback is open (or announced): every following line matters (scan stops skipping)."""
-        return bool(self._open) or self._pending is not None
+        return bool(self._open) or self._pending is not None or self._request_open
 
     def reset(self) -> None:
         """Forget everything (a relaunch)."""
@@ -246,6 +246,7 @@ class EventBuilder:
         self._started = False
         self._warmed = False
         self._serving_run = False
+        self._request_open = False
 
     def feed(self, line: LineLike) -> list[Event]:
         """Events completed or updated by this line (usually none)."""
@@ -335,13 +336,16 @@ class EventBuilder:
         """Like ``feed`` for a line given as its number and ANSI-free text (one physical line: its records);
         ``off`` is its byte offset in the file (-1: unknown), carried into the events it makes."""
         shown = text if text is not None else plain
-        if "[" not in plain[1:] and "(" not in plain[1:]:
-            return self._feed_record(no, off, plain, shown)
-        records = split_records(plain)
-        if len(records) == 1:
-            return self._feed_record(no, off, plain, shown)
+        if self._request_open:  # a request's content over several lines (a prompt with real newlines)
+            if not has_prefix(plain):
+                self._fed += 1
+                return []
+            self._request_open = False
+        recs, self._request_open = records(plain)
+        if len(recs) == 1:
+            return self._feed_record(no, off, recs[0], shown)
         out: list[Event] = []
-        for rec in records:
+        for rec in recs:
             out.extend(self._feed_record(no, off, rec, rec))
         return out
 

@@ -107,6 +107,14 @@ EXAMPLES: list[tuple[str, str]] = [
     ("cuda-graph-progress", "Capturing batches (bs=124 avail_mem=9.44 GB):  26%|##      | 6/23 [00:06<00:17,  1.05it/s]"),
     ("uvicorn-started", "[2026-11-29 09:48:01] INFO:     Started server process [48213]"),
     ("uvicorn-running", "[2026-11-29 09:48:01] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)"),
+    ("tgi-args", '2023-02-21T06:28:55.309769Z  INFO text_generation_launcher: Args { model_id: "bigscience/bloom", revision: None, num_shard: 1, quantize: false, max_concurrent_requests: 128, max_input_length: 1000, max_batch_size: 32, max_waiting_tokens: 20, port: 3000, shard_uds_path: "/tmp/text-generation-server", master_addr: "localhost", master_port: 29500, huggingface_hub_cache: None, weights_cache_override: Some("/root/autodl-tmp/bloom"), disable_custom_kernels: false, json_output: false, otlp_endpoint: None, cors_allow_origin: [] }'),  # huggingface/text-generation-inference#79
+    ("tgi-shard-starting", "2023-02-21T06:29:05.320211Z  INFO text_generation_launcher: Waiting for shard 0 to be ready..."),  # huggingface/text-generation-inference#79
+    ("tgi-router-connected", "2025-05-01T01:31:02.842858Z  INFO text_generation_router::server: router/src/server.rs:2266: Connected"),  # huggingface/text-generation-inference#3203
+    ("tgi-shard-failed", "2023-07-07T17:55:43.805488Z ERROR text_generation_launcher: Webserver Crashed"),  # huggingface/text-generation-inference#563
+    # constructed from the format strings of TGI's launcher/src/main.rs and router/src/server.rs (no public log quoted them):
+    ("tgi-download", "2024-04-29T11:11:11.331520Z  INFO download: text_generation_launcher: Starting check and download process for bigscience/bloom-560m"),
+    ("tgi-webserver-starting", "2024-04-29T11:12:40.100000Z  INFO text_generation_launcher: Starting Webserver"),
+    ("tgi-warmup", "2024-04-29T11:12:41.200000Z  INFO text_generation_router::server: router/src/server.rs:1700: Warming up model"),
 ]
 # Entries matched only with their context (a traceback's frames), and the line that names them without it.
 NEEDS_CONTEXT = {"sm120-symm-mem-keyerror": "key-error", "vllm-symm-mem-sm120": "key-error", "cuda-oom-kv-cache": "cuda-oom",
