@@ -84,7 +84,7 @@ def bench_wait(tmp: Path, size: int, baseline: bool) -> bool:
     mb = log.stat().st_size / 1e6
     rows: list[tuple[str, float, float, float, str]] = []
     floor = [sys.executable, "-c", "import symmtui.cli, symmtui.verbs.wait, symmtui.build, "
-             "symmtui.session.printer; print('imported')"]
+             "symmtui.verbs.printer; print('imported')"]
     _, took, rss, _ = _run_timed(floor, "imported")
     rows.append(("floor: start python, import what wait imports", took, took, rss, "-"))
     wait = [sys.executable, "-m", "symmtui", "wait", "--timeout", "600", "--stall", "0", "--log"]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from symmtui import boundary
 from symmtui.errors import UserError
 from symmtui.session.core import Session
+from symmtui.session.intents import Launch
 from symmtui.session.settings import bringup_settings
 from symmtui.session.spec import Metrics, NodePlan, Notify, PatchTarget, Record, SessionSpec
 
@@ -196,13 +197,14 @@ def wait_spec(*, log: Path | None, log_cmd: LogCommand | None, url: str | None, 
     stacks_gpus = stacks and (pid is not None or profile is not None)
     if profile is not None:
         node = NodePlan(hostname(), source, url=_url(url), pid=pid, profile=profile, new_only=new_only)
-        return _profile_spec(profile, (node,), limits, record=rec, stacks_gpus=stacks_gpus, **plug)
+        return _profile_spec(profile, (node,), limits, record=rec, stacks_gpus=stacks_gpus,
+                             auto_stacks=stacks_gpus, **plug)
     return watch_spec(source, url=url, pid=pid, limits=limits, new_only=new_only, record=rec,
-                      stacks_gpus=stacks_gpus, **plug)
+                      stacks_gpus=stacks_gpus, auto_stacks=stacks_gpus, **plug)
 
 
 def launch_spec(profile: Profile, *, limits: Limits, grace: float | None, notify: bool,
-                record_bundle: bool, bundle: str | Path | None = None) -> SessionSpec:
+                record_bundle: bool, bundle: str | Path | None = None, stacks: bool = True) -> SessionSpec:
     """`symmtui launch`: the profile's server (every node's), launched by the verb itself (nothing followed first)."""
     if profile.attach_only and not profile.nodes:
         raise UserError(f"cannot launch: {profile.attach_reason}")
@@ -215,7 +217,7 @@ def launch_spec(profile: Profile, *, limits: Limits, grace: float | None, notify
 
     node = NodePlan(hostname(), profile.log_cmd, url=_url(profile.url), profile=profile, follow=False)
     return _profile_spec(profile, (node,), limits, nvml=open_nvml(), grace=grace, notify=_notify(profile, notify),
-                         record=_record(record_bundle, bundle))
+                         record=_record(record_bundle, bundle), auto_stacks=stacks, stacks_gpus=stacks)
 
 
 def stop_spec(profile: Profile, *, grace: float | None, gpu_timeout: float, port_timeout: float,
@@ -378,10 +380,8 @@ def open_session(spec: SessionSpec) -> Session:
 
             notify_plug_in(session, spec.notify)
         session.start()
-        if spec.first_launch == "unchecked":
-            session.launch_unchecked()
-        elif spec.first_launch == "launch":
-            session.launch()
+        if spec.first_launch is not None:
+            session.ask(Launch(checked=spec.first_launch != "unchecked"))
     except BaseException:
         session.close()
         raise

@@ -3,7 +3,7 @@
 Conventions (every verb):
 - ``[  12.3s] phase``: a timestamped progress line (``stamp``; ``phase_line``); ``mm:ss`` times (``mmss``),
   durations ``7m10s`` (``duration``).
-- a verdict block (``session.printer`` makes it of these pieces): ``READY after 12.3 s`` / ``CRASHED after
+- a verdict block (``verbs.printer`` makes it of these pieces): ``READY after 12.3 s`` / ``CRASHED after
   ...: headline`` / ``TIMED OUT after ...`` / ``STALLED ...``, then indented detail lines ``  cause: ...``,
   ``  next:  ...``, ``  also:  ...`` (``detail``).
 - ``symmtui: error: ...``: one line on stderr, what went wrong and what to do (``error_line``).

@@ -1,4 +1,4 @@
-"""The bundle's JSON form of the Session's records (events, snapshots, GPU info, topology, rank summaries).
+"""The bundle's JSON form of the Session's records (Boards, events, snapshots, GPU info, topology, rank summaries).
 
 A tagged encoding over a fixed list of frozen dataclasses: ``{"@": "Event", "summary": ...}``; tuples
 become lists and come back as tuples, ``frozenset`` is ``{"@fs": [...]}``, the enums ``{"@e": "State",
@@ -20,14 +20,17 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
+from symmtui.core.board import Board, Eta, NodeBoard, Relaunch, Said
 from symmtui.core.events import Event
 from symmtui.core.ranks import RankState, RankSummary
 from symmtui.core.readiness import PhaseSpan, Snapshot, State
-from symmtui.core.rules import Kind
+from symmtui.core.rules import Action, Kind
+from symmtui.core.verdict import Changes
 from symmtui.gpu.results import NA, GpuInfo, NAType, NvLink
 
 CLASSES: dict[str, type[Any]] = {
-    cls.__name__: cls for cls in (Event, Snapshot, PhaseSpan, RankSummary, RankState, GpuInfo, NvLink)
+    cls.__name__: cls for cls in (Event, Snapshot, PhaseSpan, RankSummary, RankState, GpuInfo, NvLink,
+                                  Board, NodeBoard, Said, Eta, Relaunch, Action, Changes)
 }
 ENUMS: dict[str, type[Enum]] = {"State": State, "Kind": Kind}
 

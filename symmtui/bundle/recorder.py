@@ -36,11 +36,11 @@ from symmtui.redact import redact
 from symmtui.session.messages import VERDICTS, EngineBatch, GpuRound, Notice, SessionMessage, TopologyRead
 
 if TYPE_CHECKING:
-    from symmtui.core.events import Event
+    from symmtui.core.board import Board, Said
     from symmtui.core.ranks import RankSummary
     from symmtui.core.readiness import Snapshot
     from symmtui.core.rules import RuleSet
-    from symmtui.core.verdict import Finding
+    from symmtui.core.verdict import Changes
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.sampler import GpuSnapshot
 
@@ -73,14 +73,21 @@ def gpu_rows(snap: GpuSnapshot) -> list[list[Any]]:
     return rows
 
 
-def cause_json(event: Event | None, ruleset: RuleSet | None = None, found: Finding | None = None) -> dict[str, Any] | None:
-    """A cause as ``symmtui scan --json`` gives one: summary, headline, line, block, and the diagnosis (the
-    verdict view's ``found``, with the session's rules, port owner and patch state; else the catalogue's)."""
-    if event is None:
+def cause_json(said: Said | None) -> dict[str, Any] | None:
+    """A cause as ``symmtui scan --json`` gives one: summary, headline, line, block, and the diagnosis the
+    Board said (the Session's rules, port owner and patch state), plus where and the next step as a command."""
+    if said is None:
         return None
-    if found is not None:
-        return event_json(event, ruleset, time=event.ts, diagnosis=found.diagnosis)
-    return event_json(event, ruleset, time=event.ts)
+    out = event_json(said.event, time=said.event.ts, diagnosis=said.diagnosis())
+    out["where"] = said.where
+    if out["diagnosis"] is not None:
+        out["diagnosis"]["next"] = said.command
+    return out
+
+
+def changes_json(changes: Changes | None) -> dict[str, Any] | None:
+    """What changed since the last READY launch as the verdict said it (replay shows it, never recomputes)."""
+    return None if changes is None else {"since": changes.since, "lines": list(changes.lines)}
 
 
 def phases_json(snap: Snapshot) -> list[dict[str, Any]]:
@@ -111,6 +118,28 @@ def _spread(items: list[Any], keep: float) -> list[Any]:
     step = n / want
     picked = [items[int(i * step)] for i in range(want - 1)]
     return [*picked, items[-1]]
+
+
+def _steady(board: Board) -> tuple[Any, ...]:
+    """What a Board says, without the time passing (elapsed, time left, the ETA, the last lines)."""
+    return (board.state, board.node, board.headline, board.summary, board.decided, board.patched, board.timings,
+            board.changes, board.gpu_stall,
+            tuple((n.name, n.snapshot.state, n.phase_text, n.snapshot.progress_counts, n.cause, n.errors, n.warnings,
+                   n.ranks.text if n.ranks is not None else None, n.caught_up, n.settled) for n in board.nodes))
+
+
+def _thinned(rows: list[list[Any]], thinned: int) -> tuple[list[list[Any]], int]:
+    """Past the cap: drop every other Board that changed nothing but progress (a state change, a launch's
+    last Board stay)."""
+    kept: list[list[Any]] = []
+    for i, row in enumerate(rows):
+        prev = kept[-1] if kept else None
+        same = prev is not None and prev[1] == row[1] and prev[2].get("state") == row[2].get("state")
+        if i % 2 == 1 and same and i != len(rows) - 1 and rows[i + 1][1] == row[1]:
+            thinned += 1
+            continue
+        kept.append(row)
+    return kept, thinned
 
 
 def redacted(node: Any) -> Any:
@@ -180,6 +209,9 @@ class Recorder:
         self._snaps: list[list[Any]] = []
         self._snap_key: tuple[int, str] | None = None
         self._snaps_thinned = 0
+        self._boards: list[list[Any]] = []
+        self._board_key: tuple[int, str] | None = None
+        self._boards_thinned = 0
         self._infos: Any = None
         self._rounds: list[list[Any]] = []
         self._stride = 1
@@ -268,8 +300,10 @@ class Recorder:
         return False
 
     def _verdict(self, t: float, batch: EngineBatch) -> bool:
-        """The node's state entered a verdict (once per change of its generation and state): keep it."""
+        """The node's state entered a verdict (once per change of its generation and state): keep it, as its
+        Board said it."""
         snap = batch.snapshot
+        view = batch.board.view(batch.node)
         key = (batch.generation, snap.state.value)
         if snap.state not in VERDICTS:
             self._verdict_key = None
@@ -282,8 +316,9 @@ class Recorder:
             "launch_id": batch.launch_id, "log_path": batch.log_path,
             "elapsed": round(snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed, 3),
             "phase": snap.phase, "detail": snap.detail,
-            "cause": cause_json(snap.cause, self.ruleset, batch.verdict.view(batch.node).finding(snap.cause)),
+            "cause": cause_json(view.cause),
             "phases": phases_json(snap),
+            "changes": changes_json(batch.board.changes if batch.board.node == batch.node else None),
         })
         return True
 
@@ -321,7 +356,18 @@ class Recorder:
             else:
                 self._events_omitted += 1
         self._snapshot(t, g, batch.snapshot, batch.ranks)
+        self._board(t, g, batch.board)
         return self._verdict(t, batch)
+
+    def _board(self, t: float, g: int, board: Board) -> None:
+        """Keep the Board when what it says changed (not for time passing: replay moves the clocks on)."""
+        key = (g, repr(_steady(board)))
+        if key == self._board_key:
+            return
+        self._board_key = key
+        self._boards.append([t, g, redacted(encode(board))])
+        if len(self._boards) > fmt.MAX_SNAPSHOTS:
+            self._boards, self._boards_thinned = _thinned(self._boards, self._boards_thinned)
 
     def _snapshot(self, t: float, g: int, snap: Snapshot, ranks: RankSummary | None) -> None:
         """Keep the snapshot when the judgement changed (not for time passing: replay recomputes elapsed)."""
@@ -384,6 +430,8 @@ class Recorder:
             "events_omitted": self._events_omitted,
             "snapshots": self._snaps,
             "snapshots_thinned": self._snaps_thinned,
+            "boards": self._boards,
+            "boards_thinned": self._boards_thinned,
             "gpu": {"fields": list(GPU_FIELDS), "infos": self._infos, "stride": self._stride,
                     "rounds": self._rounds},
             "topology": self._topology,
@@ -418,7 +466,7 @@ class Recorder:
         while True:
             doc = self.document(final=final, log_share=share)
             if keep < 1.0:
-                for key in ("events", "snapshots"):
+                for key in ("events", "snapshots", "boards"):
                     doc[key] = _spread(doc[key], keep)
                 doc["gpu"]["rounds"] = _spread(doc["gpu"]["rounds"], keep)
                 doc["trimmed"] = keep

@@ -1,9 +1,10 @@
 """Replay a bundle: the Session protocol (``session.protocol``) over a recording, on its timeline (pause, seek, speed).
 
 :class:`ReplaySession` has no engine, sampler or supervisor: a player thread posts the same
-``EngineBatch`` (with the verdict view built from the recorded judgement), ``GpuRound``,
-``TopologyRead`` and ``Notice`` messages a live session posted, at the recorded times divided by the
-speed, into the same kind of mailbox. Any front end of a Session shows it unchanged (the dashboard:
+``EngineBatch`` (with the Board the live session posted: the cause, its diagnosis and next step as they
+were shown live, whatever catalogue the reader has), ``GpuRound``, ``TopologyRead`` and ``Notice``
+messages a live session posted, at the recorded times divided by the speed, into the same kind of
+mailbox. A bundle written before Boards were recorded is judged again from its snapshots (and says so). Any front end of a Session shows it unchanged (the dashboard:
 ``symmtui replay``); its intents are refused (it shows what was recorded). A seek posts one batch that
 starts the log pane over (``restarted``) with every line of that launch up to the new time, the
 judgement as it stood then, and the GPU round of that moment.
@@ -17,38 +18,38 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from symmtui.bundle.codec import decode
 from symmtui.bundle.format import Bundle, BundleError
 from symmtui.bundle.recorder import GPU_FIELDS
+from symmtui.core import board as boards
+from symmtui.core.board import Board, NodeBoard, NodeInput
 from symmtui.core.decode import LogLine
 from symmtui.core.engine import EngineUpdate
 from symmtui.core.events import Event
 from symmtui.core.ranks import RankSummary
 from symmtui.core.readiness import Snapshot, State
 from symmtui.core.rules import strip_ansi
-from symmtui.core.verdict import NodeView, Verdict, findings, ordered_events, verdict_of
+from symmtui.core.verdict import NodeView, findings, ordered_events
 from symmtui.errors import UserError
 from symmtui.gpu.results import NA, GpuInfo, GpuProcess
 from symmtui.gpu.results import GpuSample as NvmlSample
 from symmtui.gpu.sampler import GpuSnapshot
 from symmtui.gpu.topology import Topology
-from symmtui.launch.profilefix import ProfileFix
-from symmtui.launch.report import OnProgress
-from symmtui.session.core import Launched, NodeStop, RelaunchPlan
+from symmtui.session import intents
+from symmtui.session.intents import Intent
 from symmtui.session.mailbox import Mailbox, Wake
 from symmtui.session.messages import (
     EngineBatch,
     GpuRound,
     Notice,
-    PatchState,
     SessionMessage,
     StacksTaken,
     TopologyRead,
 )
-from symmtui.session.patching import PatchView
 
+A = TypeVar("A")
 LAST_LINES = 20  # what a snapshot's last_lines held (ReadinessConfig's default)
 MAX_SLEEP = 0.25  # the player wakes at least this often (pause, seek, close)
 
@@ -64,6 +65,8 @@ class _Launch:
     event_t: list[float] = field(default_factory=list)
     snaps: list[tuple[Snapshot, RankSummary | None]] = field(default_factory=list)
     snap_t: list[float] = field(default_factory=list)
+    boards: list[Board] = field(default_factory=list)
+    board_t: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -80,9 +83,23 @@ def _na(value: Any) -> Any:
     return NA if value is None else value
 
 
-def _verdict(host: str, snap: Snapshot, ranks: RankSummary | None) -> Verdict:
-    """The verdict view of a recorded judgement (one node: the bundle's), its findings from the shipped rules."""
-    return verdict_of([NodeView(host, snap, ranks, findings(ordered_events(snap)))])
+def _judged_again(host: str, snap: Snapshot, ranks: RankSummary | None, seq: int) -> Board:
+    """The Board of a snapshot recorded before Boards were (one node: the bundle's): its diagnoses come from
+    this symmtui's shipped catalogue, not the recording session's."""
+    view = NodeView(host, snap, ranks, findings(ordered_events(snap)))
+    return boards.build(seq, [NodeInput(view)], snap.started_at + snap.elapsed)
+
+
+def _moved(board: Board, moved: float) -> Board:
+    """A live Board ``moved`` seconds later: the elapsed time and the time left go on."""
+    def node(n: NodeBoard) -> NodeBoard:
+        snap = n.snapshot
+        if snap.state.final:
+            return n
+        left = None if snap.remaining_timeout is None else max(0.0, snap.remaining_timeout - moved)
+        return dataclasses.replace(n, elapsed=n.elapsed + moved, snapshot=dataclasses.replace(
+            snap, elapsed=snap.elapsed + moved, remaining_timeout=left))
+    return dataclasses.replace(board, nodes=tuple(node(n) for n in board.nodes))
 
 
 class Recording:
@@ -110,6 +127,12 @@ class Recording:
                 launch = self._launch(int(g))
                 launch.events.append(event)
                 launch.event_t.append(float(t))
+        for t, g, enc in data.get("boards") or []:
+            board = decode(enc)
+            if isinstance(board, Board):
+                launch = self._launch(int(g))
+                launch.boards.append(board)
+                launch.board_t.append(float(t))
         for t, g, enc, ranks in data.get("snapshots") or []:
             snap = decode(enc)
             if isinstance(snap, Snapshot):
@@ -128,9 +151,11 @@ class Recording:
         topology = decode(topo) if topo is not None else None
         self.topology: Topology | None = topology if isinstance(topology, Topology) else None
         self.topology_reason: str | None = data.get("topology_reason") or (None if topo else "not recorded")
+        self.judged_again = any(launch.snaps and not launch.boards for launch in self.launches.values())
+        """Recorded before Boards were: the replay judges the snapshots again with this symmtui's catalogue."""
         frames: list[Frame] = []
         for g, launch in self.launches.items():
-            moments = sorted(set(launch.line_t) | set(launch.event_t) | set(launch.snap_t))
+            moments = sorted(set(launch.line_t) | set(launch.event_t) | set(launch.snap_t) | set(launch.board_t))
             frames += [Frame(t, "engine", g) for t in moments]
         frames += [Frame(t, "gpu", payload=i) for i, t in enumerate(self.gpu_t)]
         frames += [Frame(float(n[0]), "notice", payload=(str(n[1]), str(n[2])))
@@ -152,6 +177,19 @@ class Recording:
             if starts and min(starts) <= t and (best is None or min(starts) >= best[0]):
                 best = (min(starts), g)
         return best[1] if best is not None else None
+
+    def board_at(self, g: int, t: float, host: str) -> Board | None:
+        """The Board of launch ``g`` as it stood at ``t`` (the recorded one, its clocks moved on); a bundle
+        without Boards: its snapshot at ``t`` judged again."""
+        launch = self.launches[g]
+        if not launch.boards:
+            at = self.snapshot_at(g, t)
+            return _judged_again(host, at[0], at[1], bisect.bisect_right(launch.snap_t, t)) if at is not None else None
+        i = bisect.bisect_right(launch.board_t, t) - 1
+        if i < 0:
+            return None
+        board = launch.boards[i]
+        return board if board.state.final else _moved(board, max(0.0, t - launch.board_t[i]))
 
     def snapshot_at(self, g: int, t: float) -> tuple[Snapshot, RankSummary | None] | None:
         """The judgement of launch ``g`` as it stood at ``t``: elapsed moved on, last lines filled in."""
@@ -190,6 +228,7 @@ class Recording:
 
 
 READ_ONLY = "a replay shows what was recorded: patch, relaunch and stacks act on a live server"
+NO_INTENTS = tuple((i, READ_ONLY) for i in boards.INTENTS)
 
 
 class ReplaySession:
@@ -240,6 +279,9 @@ class ReplaySession:
         if self._sample and not rec.gpu_rounds:  # `wait` samples no GPUs: say so rather than "reading GPUs…"
             why = "no GPU samples in this bundle (recorded by symmtui wait, or without NVML)"
             self._send(GpuRound(GpuSnapshot(time.time(), (), (), 0.0, why), frozenset(), None))
+        if rec.judged_again:
+            self._send(Notice("this bundle was recorded before symmtui kept Boards: its diagnoses are judged again "
+                              "with this symmtui's catalogue", "warning"))
         self._player = threading.Thread(target=self._play, name="symmtui-replay", daemon=True)
         self._player.start()
         return self._mailbox
@@ -255,59 +297,15 @@ class ReplaySession:
             observer(message)
         self._mailbox.put(message)
 
-    def verdict_now(self) -> Verdict | None:
-        """The judgement at the current position (the dashboard's once-a-second redraw)."""
-        g = self._shown_gen
-        if g is None:
-            return None
-        at = self.recording.snapshot_at(g, self.position)
-        return _verdict(self.host, *at) if at is not None else None
-
-    def gpu_busy_for(self) -> float | None:
-        return None
-
-    def why_not(self, intent: str) -> str | None:
-        return READ_ONLY
-
-    def relaunch_plan(self) -> RelaunchPlan:
+    def ask(self, intent: Intent[A]) -> A:
+        """A replay shows what was recorded: every intent is refused in one line (a stacks request says so)."""
+        if isinstance(intent, intents.RequestStacks):
+            self._send(StacksTaken(None, READ_ONLY, False, node=self.host))
+            return cast(A, None)
+        if isinstance(intent, intents.Say):
+            self._send(Notice(intent.text, intent.severity))
+            return cast(A, None)
         raise UserError(READ_ONLY)
-
-    def launch(self, on_progress: OnProgress | None = None, *, preflight: bool = True,
-               block_on_prediction: bool = False) -> Launched:
-        raise UserError(READ_ONLY)
-
-    def stop(self, on_progress: OnProgress | None = None, *, grace: float | None = None) -> tuple[NodeStop, ...]:
-        raise UserError(READ_ONLY)
-
-    def check_patch(self) -> PatchView:
-        raise UserError(READ_ONLY)
-
-    def apply_patch(self, view: PatchView) -> PatchState:
-        raise UserError(READ_ONLY)
-
-    def revert_patch(self) -> PatchState:
-        raise UserError(READ_ONLY)
-
-    def plan_fix(self, node: str | None = None) -> ProfileFix | None:
-        raise UserError(READ_ONLY)
-
-    def apply_fix(self, fix: ProfileFix) -> None:
-        raise UserError(READ_ONLY)
-
-    def request_stacks(self, node: str | None = None, *, auto: bool = False, native: bool = False) -> None:
-        self.notify(READ_ONLY, "warning")
-
-    def take_stacks(self, node: str | None = None, *, native: bool = False, auto: bool = False) -> StacksTaken:
-        return StacksTaken(None, READ_ONLY, auto, node=self.host)
-
-    def line_label(self, node: str | None, no: int) -> str:
-        return f"line {no}"
-
-    def read_through(self, node: str | None, quiet: float) -> bool | None:
-        return None  # no file behind a recording
-
-    def notify(self, text: str, severity: str = "information") -> None:
-        self._send(Notice(text, severity))
 
     def close(self) -> None:
         self._closed.set()
@@ -399,7 +397,10 @@ class ReplaySession:
         restarted = restart or (self._shown_gen is not None and g != self._shown_gen)
         self._shown_gen = g
         update = EngineUpdate(tuple(launch.lines[lo:hi]), tuple(launch.events[elo:ehi]), (), snap, 0, g, ranks)
-        self._send(EngineBatch(self.host, update, None, _verdict(self.host, snap, ranks), restarted))
+        board = rec.board_at(g, t_to, self.host)
+        if board is not None:
+            board = dataclasses.replace(board, why_not=NO_INTENTS, relaunch=None)  # nothing acts on a recording
+            self._send(EngineBatch(self.host, update, None, board, restarted))
 
     def _jump(self, target: float) -> None:
         """Show the recording as it stood at ``target``: the launch then, from its first line, in one batch."""

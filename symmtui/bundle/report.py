@@ -1,5 +1,6 @@
 """A bundle as a Markdown report to paste into a GitHub issue: verdict, root cause with its log excerpt,
-diagnosis and fix, phase timings, environment, and the log's tail in a collapsed block.
+diagnosis and fix, what changed since it last worked, phase timings, environment, and the log's tail in a
+collapsed block.
 
 Everything comes from the bundle (already redacted when written) and the whole text passes
 ``symmtui.redact.redact`` once more: a bundle written by hand or by an older symmtui prints no secret.
@@ -153,6 +154,20 @@ def _cause_section(bundle: Bundle, v: dict[str, Any], earlier: bool) -> list[str
     return out
 
 
+def _changed(bundle: Bundle) -> list[str]:
+    """What changed since the last READY launch, as the verdict said it (the last verdict that said it)."""
+    said = [v for v in bundle.verdicts if v.get("changes")]
+    if not said:
+        return []
+    v = said[-1]
+    changes = v["changes"]
+    which = f"launch {int(v.get('generation') or 0) + 1}, {_prose(_state(v.get('state')))}"
+    since = str(changes.get("since") or "")
+    out = ["", "### Changed since it last worked", "", f"{_prose(since[:1].upper() + since[1:])} ({which}):"]
+    lines = [str(t) for t in changes.get("lines") or []]
+    return [*out, "", *(f"- {_code(t)}" for t in lines)] if lines else out
+
+
 def _timings(bundle: Bundle) -> list[str]:
     out = ["", "### Timings", ""]
     verdicts = bundle.verdicts
@@ -214,8 +229,13 @@ def check(bundle: Bundle) -> None:
         at = f"verdicts[{i}]"
         item(v, obj, at)
         for key, kinds in (("state", text), ("generation", (int,)), ("elapsed", number), ("detail", text),
-                           ("cause", obj), ("phases", seq)):
+                           ("cause", obj), ("phases", seq), ("changes", obj)):
             need(v.get(key), kinds, f"{at}.{key}")
+        changes = v.get("changes") or {}
+        need(changes.get("since"), text, f"{at}.changes.since")
+        need(changes.get("lines"), seq, f"{at}.changes.lines")
+        for j, line in enumerate(changes.get("lines") or []):
+            item(line, text, f"{at}.changes.lines[{j}]")
         for j, phase in enumerate(v.get("phases") or []):
             item(phase, obj, f"{at}.phases[{j}]")
             for key, kinds in (("name", text), ("start", number), ("duration", number)):
@@ -273,6 +293,7 @@ def markdown(bundle: Bundle, *, tail: int = DEFAULT_TAIL) -> str:
         out += _cause_section(bundle, final, earlier=False)
     elif with_cause:
         out += _cause_section(bundle, with_cause[-1], earlier=True)
+    out += _changed(bundle)
     out += _timings(bundle)
     out += _environment(bundle)
     out += _tail(bundle, tail)

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from symmtui.core.events import PROCESS_EXIT, Event, EventBuilder
 from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
-from symmtui.core.lineparts import may_name_a_source, record_source, split_records
+from symmtui.core.lineparts import may_name_a_source, record_source, split_prefix, split_records
+from symmtui.core.logclock import LogTimes
 from symmtui.core.ranks import RankBoard, RankSummary
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
 from symmtui.core.rules import Kind, RuleSet
@@ -41,6 +42,10 @@ MAX_PENDING_LINES = 100_000  # lines kept for a slow on_update; older ones are d
 QUIET_FLUSH = 2.0  # an open traceback with no new line for this long is closed as it is
 MAX_REPLAY_EVENTS = 50_000
 PID_SETTLE = 0.5  # after the process is gone, wait this long at most for its last log lines
+HEARTBEAT = 1.0  # with nothing new, an update this often all the same: readers show the time passing
+SETTLE_QUIET = 0.2  # after a crash, the log quiet this long (other ranks' copies arrive within ms) ...
+SETTLE_MAX = 1.0  # ... or this long since the crash: the crash is settled (a headless front end may print it)
+STAMP_LOOK = 8  # lines looked at, from a batch's end, for the log's latest timestamp
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,14 @@ class EngineUpdate:
     caught_up: bool = True
     """Everything the log held when it was opened has been judged: a READY now is not overtaken by an older
     line still unread (a crash after READY in a finished log). A log command is always caught up."""
+    settled: bool = True
+    """Not CRASHED, or CRASHED and the other ranks' copies of the error had their moment to arrive: the log
+    read to its end and quiet for SETTLE_QUIET (a file nobody writes to any more: at once), or SETTLE_MAX
+    since the crash."""
+    settle_waited: float = 0.0
+    """Seconds since the crash (0 when not CRASHED)."""
+    times: LogTimes | None = None
+    """The log's own clock: its first and latest timestamps, and when the latest arrived (this engine's clock)."""
 
 
 @dataclass
@@ -147,6 +160,9 @@ class Bringup:
         self._last_state = State.WAITING
         self._dispatcher: threading.Thread | None = None
         self._caught_up = not isinstance(self.source, Path)  # a log command streams: always caught up (see EngineUpdate)
+        self._crash_at: float | None = None  # when the state became CRASHED (the settle's start)
+        self._settled = True
+        self._times = LogTimes(None, None, None)
 
     # ------------------------------------------------------------------ public
     def start(self) -> None:
@@ -209,6 +225,7 @@ class Bringup:
             self._caught_up = not isinstance(self.source, Path)
             self._replay = []
             self._last_line_at = None
+            self._crash_at, self._settled, self._times = None, True, LogTimes(None, None, None)
             self._generation += 1
             self._urgent = True
             self._wake.notify_all()
@@ -370,6 +387,7 @@ class Bringup:
             before = self._readiness.state
             run: list[LogLine] = []
             texts: list[str] = []  # finished lines
+            plains: list[str] = []
             live: str | None = None  # the unfinished last line's latest update, if it came after them
             for item in items:
                 if isinstance(item, FileNotice):
@@ -384,11 +402,13 @@ class Bringup:
                         self._feed_event(ev, now)
                 else:
                     texts.append(item.text)
+                    plains.append(item.plain)
                     live = None
                     run.append(item)
             self._feed_run(run, now)
             if texts or live is not None:
                 self._last_line_at = now
+                self._stamp(plains, now)
                 keep = self.config.last_lines
                 self._readiness.feed_activity(now, texts[-keep:] if keep else (), live)
             if len(pend.lines) > MAX_PENDING_LINES:
@@ -398,6 +418,49 @@ class Bringup:
             if self._readiness.state is not before:
                 self._urgent = True
             self._wake.notify_all()
+
+    def _stamp(self, plains: list[str], now: float) -> None:
+        """The log's clock from the lines' own stamps: the first one of this launch, the latest (never going back)."""
+        first, last, seen = self._times.first, self._times.last, self._times.seen
+        if first is None:
+            first = next((ts for p in plains[:STAMP_LOOK] if (ts := split_prefix(p).ts) is not None), None)
+        ts = next((ts for p in reversed(plains[-STAMP_LOOK:]) if (ts := split_prefix(p).ts) is not None), None)
+        if ts is not None and (last is None or ts >= last):
+            last, seen = ts, now
+        self._times = LogTimes(first if first is not None else last, last, seen)
+
+    def _at_end(self) -> tuple[bool, bool]:
+        """(read to its end, nobody wrote to it for SETTLE_QUIET): a log command streams, so (True, False)."""
+        if not isinstance(self.source, Path):
+            return True, False
+        try:
+            st = os.stat(self.source)
+        except OSError:
+            return True, False
+        read = self.numbering()
+        return read.skipped + read.read_bytes >= st.st_size, time.time() - st.st_mtime >= SETTLE_QUIET
+
+    def _settle(self, now: float, state: State) -> float | None:
+        """Follow a crash's settling (see EngineUpdate.settled); seconds until it must be looked at again."""
+        if state is not State.CRASHED:
+            self._crash_at, self._settled = None, True
+            return None
+        if self._crash_at is None:
+            self._crash_at, self._settled = now, False
+        if self._settled:
+            return None
+        waited = now - self._crash_at
+        last = max(self._crash_at, self._last_line_at or self._crash_at)
+        quiet = now - last
+        if waited >= SETTLE_MAX:
+            self._settled = True
+        else:
+            at_end, idle = self._at_end()
+            self._settled = at_end and (idle or quiet >= SETTLE_QUIET)
+        if self._settled:
+            self._urgent = True
+            return None
+        return max(MIN_TICK, min(SETTLE_MAX - waited, SETTLE_QUIET - quiet if quiet < SETTLE_QUIET else SETTLE_QUIET))
 
     def _feed_run(self, run: list[LogLine], now: float) -> None:
         if run:
@@ -514,14 +577,18 @@ class Bringup:
                     for ev in self._builder.flush():
                         self._feed_event(ev, now)
                     state = self._readiness.tick(now)
+                settle_due = self._settle(now, state)
                 due = now - self._last_emit >= UPDATE_INTERVAL
-                send = self._urgent or state is not before or (due and not self._pending.empty())
+                beat = now - self._last_emit >= HEARTBEAT
+                send = self._urgent or state is not before or beat or (due and not self._pending.empty())
                 update: EngineUpdate | None = None
                 if send:
                     pend, self._pending = self._pending, _Pending()
+                    waited = now - self._crash_at if self._crash_at is not None else 0.0
                     update = EngineUpdate(tuple(pend.lines), tuple(pend.events), tuple(pend.notices),
                                           self._readiness.snapshot(now), pend.dropped, self._generation,
-                                          self._ranks.summary(now) if self._ranks else None, self._caught_up)
+                                          self._ranks.summary(now) if self._ranks else None, self._caught_up,
+                                          self._settled, waited, self._times)
                     self._urgent = False
                     self._last_emit = now
                     self._last_state = state
@@ -536,6 +603,7 @@ class Bringup:
                 if not self._urgent:
                     wait = UPDATE_INTERVAL if not self._pending.empty() else IDLE_TICK
                     clock_due = self._readiness.due_in(self._clock())  # a timeout or stall falls due sooner
-                    if clock_due is not None:
-                        wait = max(MIN_TICK, min(wait, clock_due))
+                    for at in (clock_due, settle_due):
+                        if at is not None:
+                            wait = max(MIN_TICK, min(wait, at))
                     self._wake.wait(wait)

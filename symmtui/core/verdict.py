@@ -73,6 +73,21 @@ def ordered_events(snap: Snapshot) -> tuple[Event, ...]:
 
 
 @dataclass(frozen=True)
+class Changes:
+    """What differs from the last READY launch, already worded (``launch.changes``): ``since`` says which
+    launch and when (or that there is none to compare with, or that nothing it keeps differs), ``lines``
+    the differences, the likeliest culprit first."""
+
+    since: str
+    lines: tuple[str, ...] = ()
+
+    @property
+    def line(self) -> str:
+        """All of it on one line (a notification): ``changed since ...: a; b``."""
+        return f"changed {self.since}: {'; '.join(self.lines)}" if self.lines else self.since
+
+
+@dataclass(frozen=True)
 class NodeView:
     """One node as the verdict sees it: its name, its latest snapshot, who is behind inside it, the
     findings of its cause / errors / warnings, and the ETA from its earlier launches."""
@@ -112,8 +127,8 @@ class NodeView:
 class Verdict:
     """The session's verdict: a state, the node it is about (crashed, behind, timed out; else the head),
     the header's line, the line under the state and the state's detail, every node's view, the patch state,
-    and once READY the phases against earlier launches. ``named``: the texts name the node (a server of
-    several nodes)."""
+    and once READY the phases against earlier launches (what changed since the last READY launch is the
+    Board's: ``core.board``). ``named``: the texts name the node (a server of several nodes)."""
 
     state: State
     node: str

@@ -34,7 +34,9 @@ running" step (connection refused before, as in SGLang), ``--listen-early`` open
 ``/v1/models`` answer small JSON. Each request gets a uvicorn access line in the log.
 
 Faults: ``--crash keyerror`` prints the 8-rank ``KeyError: 12`` traceback during distributed
-init, then "Received sigquit from a child process..." and exits 1; ``--crash segfault`` dies by
+init, then "Received sigquit from a child process..." and exits 1; so does ``--enable-torch-symm-mem``
+(SGLang's flag: the simulated host is SM120 and its tables lack 12, as SGLang 0.5.3 to 0.5.13; with
+``--sandbox`` its tables decide); ``--crash segfault`` dies by
 SIGSEGV during weight loading with no traceback; ``--crash exit`` exits 3 at start with no
 output; ``--sandbox DIR --capability 12`` crashes with the KeyError only if the sandbox's tables
 lack the capability (``symmtui.demo.sandbox``); ``--ignore-sigterm`` ignores SIGTERM (so a
@@ -375,7 +377,7 @@ class _Server:
             return True
         if a.sandbox:
             return not _sandbox_has_capability(Path(a.sandbox), int(a.capability))
-        return False
+        return bool(a.enable_torch_symm_mem)
 
     def keyerror(self) -> int:
         self.state = "crashed"
@@ -497,6 +499,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(over TCP at --dist-init-addr, as torch's init_process_group does)")
     p.add_argument("--shards", type=int, default=83, help="checkpoint shards to load (default 83)")
     p.add_argument("--crash", choices=("keyerror", "segfault", "exit"), help="crash on purpose (see above)")
+    p.add_argument("--enable-torch-symm-mem", action="store_true",
+                   help="SGLang's flag: crash with the KeyError: 12 of an SM120 host (see above)")
     p.add_argument("--sandbox", help="sandbox dir whose tables decide the KeyError (with --capability)")
     p.add_argument("--capability", type=int, default=12, help="GPU capability major for --sandbox (default 12)")
     p.add_argument("--ignore-sigterm", action="store_true", help="ignore SIGTERM (a stop must SIGKILL)")

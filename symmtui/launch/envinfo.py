@@ -9,7 +9,7 @@ recorder keeps it, ``symmtui report`` prints it as a table, and the launch histo
   ``symmtui.patch.finder.locate`` (``PY -I`` + ``find_spec`` + dist-info, nothing imported), and the
   NCCL version from ``torch.cuda.nccl.version()`` in a second isolated ``PY -I`` child, only when
   torch was found there (importing torch runs its code, in that child only; it does not start CUDA).
-- GPUs from NVML (``symmtui.gpu.facts``): names, compute capabilities, driver and CUDA driver version.
+- GPUs from NVML (``symmtui.gpu.facts``): names, compute capabilities, UUIDs, driver and CUDA driver version.
 - The command (``redact_argv``) and the environment variables that matter: ``NCCL_*``, ``CUDA_*``,
   ``SGLANG_*``, ``VLLM_*``, ``TORCH_*``, ``PYTORCH_*`` with values (``redact_env``); ``HF_*`` and
   ``HUGGING_FACE_*`` by presence only (their values are never kept).
@@ -72,12 +72,15 @@ NCCL_PROBE = (
 
 @dataclass(frozen=True)
 class GpuFact:
-    """One GPU as NVML named it: ``capability`` as "12.0", ``memory_mib`` total (None where NVML could not say)."""
+    """One GPU as NVML named it: ``capability`` as "12.0", ``memory_mib`` total, ``uuid`` (None where NVML
+    could not say): the card itself, so a history can tell another card in the same slot."""
 
     index: int
     name: str | None
     capability: str | None
     memory_mib: int | None
+    uuid: str | None = field(default=None, compare=False)
+    """Not in the JSON form (a bundle is shared: its capture reads back equal without it); the history keeps it."""
 
 
 @dataclass(frozen=True)
@@ -200,7 +203,7 @@ class EnvInfo:
             "cuda_driver": self.cuda_driver,
             "gpus": [
                 {"index": g.index, "name": g.name, "capability": g.capability, "memory_mib": g.memory_mib}
-                for g in self.gpus
+                for g in self.gpus  # not the UUIDs: a bundle is shared; the launch history keeps them
             ],
             "capability": self.capability,
             "argv": list(self.argv) if self.argv is not None else None,
@@ -327,6 +330,7 @@ def _gpus(nvml: Nvml | None, notes: list[str]) -> tuple[tuple[GpuFact, ...], str
             None if isinstance(i.name, NAType) else str(i.name),
             None if isinstance(i.capability, NAType) else f"{i.capability[0]}.{i.capability[1]}",
             None if isinstance(i.memory_total, NAType) else -(-i.memory_total // (1024 * 1024)),
+            None if isinstance(i.uuid, NAType) else str(i.uuid),
         )
         for i in infos
     )

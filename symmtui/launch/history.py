@@ -13,10 +13,12 @@ from typing import Any
 
 from symmtui import boundary
 from symmtui.errors import UserError
+from symmtui.launch.facts import LaunchFacts
 from symmtui.launch.state import launch_dir
 
 MAX_READ_BYTES = 8 << 20  # the history's last 8 MiB is read (thousands of launches; older lines are not)
-MAX_LINE_BYTES = 64 << 10  # a longer line is not one symmtui wrote: skipped and counted
+MAX_LINE_BYTES = 64 << 10  # a longer line is not one symmtui wrote: skipped and counted (facts are capped below it)
+MAX_NAMED = 16  # flags and variables a diagnosis names, kept per launch
 HINT = "remove it: symmtui writes a new one at the next verdict"
 VERDICTS = ("ready", "crashed", "stalled", "timed_out", "stopped", "failed")
 """``ready`` is the only successful verdict: only those launches feed the ETA."""
@@ -60,6 +62,12 @@ class HistoryEntry:
     log_path: str = ""
     versions: Mapping[str, str] = field(default_factory=dict)
     """What it ran with (symmtui, sglang, vllm, torch, nccl, driver, ...: ``launch.versions``); empty: not read."""
+    facts: LaunchFacts | None = None
+    """The command parsed, the variables, the model's files, GPUs, host (``launch.facts``); None: not kept
+    (a line of an older symmtui)."""
+    named: tuple[str, ...] = ()
+    """The flags and variables the diagnosis of its cause names (``launch.changes.hints_of``): what
+    `history --diff` puts first, as the verdict did."""
 
     @property
     def ready_after(self) -> float | None:
@@ -81,6 +89,8 @@ class HistoryEntry:
             "profile_key": self.profile_key,
             "log_path": self.log_path,
             "versions": dict(self.versions),
+            "facts": self.facts.to_json() if self.facts is not None else None,
+            "named": list(self.named[:MAX_NAMED]),
         }
 
     @classmethod
@@ -94,6 +104,9 @@ class HistoryEntry:
         versions = d.get("versions") or {}
         if not isinstance(versions, dict):
             raise TypeError("versions must be an object")
+        named = d.get("named") or []
+        if not isinstance(named, list) or len(named) > MAX_NAMED or not all(isinstance(n, str) for n in named):
+            raise TypeError("named must be a list of names")
         return cls(
             launch_id=str(d["launch_id"]),
             command_hash=str(d["command_hash"]),
@@ -106,6 +119,8 @@ class HistoryEntry:
             profile_key=str(d.get("profile_key", "")),
             log_path=str(d.get("log_path", "")),
             versions={str(k): str(v) for k, v in versions.items()},
+            facts=LaunchFacts.from_json(d["facts"]) if d.get("facts") is not None else None,
+            named=tuple(named),
         )
 
 
@@ -172,13 +187,31 @@ class History:
         fd = self._open(os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            for old in self.entries():
-                if old.launch_id == entry.launch_id:
-                    return old
+            old = self.entry(entry.launch_id)
+            if old is not None:
+                return old
             self.append(entry)
             return entry
         finally:
             os.close(fd)
+
+    def entry(self, launch_id: str) -> HistoryEntry | None:
+        """The recorded entry of ``launch_id`` (its last line), None when there is none; only the lines that
+        hold the id are parsed (the verdict's write does not wait for the whole history to be read)."""
+        if boundary.regular_file(self.path, what="the launch history", missing_ok=True, hint=HINT) is None:
+            return None
+        raw = boundary.read_bytes(self.path, what="the launch history", max_bytes=MAX_READ_BYTES, last=True, hint=HINT)
+        needle = launch_id.encode("utf-8", "surrogateescape")
+        for line in reversed(raw.splitlines()):
+            if needle not in line or len(line) > MAX_LINE_BYTES:
+                continue
+            try:
+                found = HistoryEntry.from_json(json.loads(line))
+            except (ValueError, KeyError, TypeError, RecursionError):
+                continue
+            if found.launch_id == launch_id:
+                return found
+        return None
 
     def entries(self) -> list[HistoryEntry]:
         """All entries, oldest first; a launch recorded twice keeps its last line."""
@@ -202,7 +235,7 @@ class History:
         return list(by_id.values())
 
     def has(self, launch_id: str) -> bool:
-        return any(e.launch_id == launch_id for e in self.entries())
+        return self.entry(launch_id) is not None
 
     def estimate(self, command_hash: str, *, exclude: str | None = None) -> Estimate | None:
         """Median total and per-phase times of earlier ready launches of ``command_hash``; None if none."""

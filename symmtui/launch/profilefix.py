@@ -1,4 +1,9 @@
-"""A catalogue action as a profile change: the new TOML text, its diff, and an atomic write of it."""
+"""A catalogue action as a profile change: the new TOML text, its diff, and an atomic write of it.
+
+Also "back to what worked" (:func:`plan_restore`): the flags and variables a crash's diagnosis names, put
+back as the last READY launch had them (``launch.changes.restore``): several actions in one change, and
+``env_unset`` to take a variable out of ``[server.env]`` again.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from symmtui.core.rules import Action
 from symmtui.errors import UserError
 
 APPLICABLE = frozenset({"flag_add", "flag_remove", "env"})
+RESTORES = APPLICABLE | {"env_unset"}  # what a "back to what worked" change may do
 _KEY = re.compile(r"(?m)^[ \t]*command[ \t]*=[ \t]*")
 _ENV_HEADER = re.compile(r"(?m)^[ \t]*\[server\.env\][ \t]*(?:#.*)?$")
 _TABLE = re.compile(r"(?m)^[ \t]*\[")
@@ -30,6 +36,27 @@ class ProfileFix:
     action: Action
     old: str
     new: str
+    restores: tuple[Action, ...] = ()
+    """Back to what worked: each flag and variable put back as the READY launch had it (``action`` is the first)."""
+    since: str = ""
+    """Which READY launch (``the last READY launch, 2026-11-30 14:02 (20 h ago)``) for back to what worked."""
+
+    @property
+    def title(self) -> str:
+        """The question above the diff."""
+        return "Go back to what worked?" if self.restores else "Apply the fix to the profile?"
+
+    @property
+    def note(self) -> str:
+        """What back to what worked does, in lines ("" for a catalogue fix: its diagnosis says it)."""
+        if not self.restores:
+            return ""
+        return "\n".join([f"Back to what worked: {self.since}", *(f"  {a.text}" for a in self.restores)])
+
+    @property
+    def summary(self) -> str:
+        """``flag_add --x``, ``env NAME``, or ``back to what worked``: what was written, in a few words."""
+        return "back to what worked" if self.restores else f"{self.action.type} {self.action.flag or self.action.env}"
 
     @property
     def diff(self) -> str:
@@ -110,14 +137,35 @@ def _with_command(text: str, path: Path, server: dict[str, Any], action: Action)
     return text[: m.end()] + rendered + text[end:]
 
 
-def _with_env(text: str, action: Action) -> str:
-    line = f"{action.env} = {_toml_str(action.value)}"
+def _env_body(text: str) -> tuple[int, int] | None:
+    """Where the body of ``[server.env]`` is (start, end); None without one."""
     header = _ENV_HEADER.search(text)
     if header is None:
-        return text + ("" if text.endswith("\n") or not text else "\n") + f"\n[server.env]\n{line}\n"
+        return None
     body_start = header.end() + 1
     nxt = _TABLE.search(text, body_start)
-    body_end = nxt.start() if nxt is not None else len(text)
+    return body_start, nxt.start() if nxt is not None else len(text)
+
+
+def _without_env(text: str, path: Path, server: dict[str, Any], action: Action) -> str:
+    env = server.get("env")
+    span = _env_body(text)
+    if not isinstance(env, dict) or action.env not in env or span is None:
+        raise UserError(f"{action.env} is not set by {path} ([server.env]): unset it where you start symmtui")
+    start, end = span
+    line = re.compile(rf"(?m)^[ \t]*{re.escape(action.env)}[ \t]*=.*\n?")
+    body, n = line.subn("", text[start:end], count=1)
+    if not n:
+        raise UserError(f"{path}: cannot find the line of {action.env} in [server.env]; edit it by hand")
+    return text[:start] + body + text[end:]
+
+
+def _with_env(text: str, action: Action) -> str:
+    line = f"{action.env} = {_toml_str(action.value)}"
+    span = _env_body(text)
+    if span is None:
+        return text + ("" if text.endswith("\n") or not text else "\n") + f"\n[server.env]\n{line}\n"
+    body_start, body_end = span
     existing = re.compile(rf"(?m)^[ \t]*{re.escape(action.env)}[ \t]*=.*$")
     body = text[body_start:body_end]
     if existing.search(body):
@@ -125,6 +173,29 @@ def _with_env(text: str, action: Action) -> str:
     else:
         body = line + "\n" + body
     return text[:body_start] + body + text[body_end:]
+
+
+def _applied(text: str, p: Path, action: Action) -> str:
+    """``text`` with ``action`` made (flag_add, flag_remove, env, env_unset); checked by reading it back."""
+    server = _server(text, p)
+    if action.type == "env":
+        new = _with_env(text, action)
+    elif action.type == "env_unset":
+        new = _without_env(text, p, server, action)
+    else:
+        new = _with_command(text, p, server, action)
+    after = _server(new, p)
+    if action.type in ("env", "env_unset"):
+        env = after.get("env")
+        ok = (isinstance(env, dict) and env.get(action.env) == action.value) if action.type == "env" else \
+            not (isinstance(env, dict) and action.env in env)
+    else:
+        cmd = after.get("command")
+        argv = list(cmd) if isinstance(cmd, list) else shlex.split(str(cmd))
+        ok = argv == _new_argv(argv, action) if action.type == "flag_add" else action.flag not in argv
+    if not ok:
+        raise UserError(f"{p}: the change did not read back as asked; edit the profile by hand ({action.text})")
+    return new
 
 
 def plan(path: str | os.PathLike[str], action: Action) -> ProfileFix:
@@ -135,19 +206,21 @@ def plan(path: str | os.PathLike[str], action: Action) -> ProfileFix:
     if action.type == "env" and ("<" in action.value or not action.value):
         raise UserError(f"{action.env} needs your value ({action.text}): set it in the profile's [server.env] by hand")
     old = boundary.read_text(p, what="the profile", max_bytes=boundary.MAX_CONFIG_BYTES)
-    server = _server(old, p)
-    new = _with_env(old, action) if action.type == "env" else _with_command(old, p, server, action)
-    after = _server(new, p)
-    if action.type == "env":
-        env = after.get("env")
-        ok = isinstance(env, dict) and env.get(action.env) == action.value
-    else:
-        cmd = after.get("command")
-        argv = list(cmd) if isinstance(cmd, list) else shlex.split(str(cmd))
-        ok = argv == _new_argv(argv, action) if action.type == "flag_add" else action.flag not in argv
-    if not ok:
-        raise UserError(f"{p}: the change did not read back as asked; edit the profile by hand ({action.text})")
-    return ProfileFix(p, action, old, new)
+    return ProfileFix(p, action, old, _applied(old, p, action))
+
+
+def plan_restore(path: str | os.PathLike[str], actions: tuple[Action, ...], since: str) -> ProfileFix:
+    """Back to what worked: every one of ``actions`` (``launch.changes.restore``) made to the profile at
+    ``path``, each checked by reading it back; UserError when one cannot be (the caller offers the
+    diagnosis's own fix then)."""
+    p = Path(path)
+    if not actions or any(a.type not in RESTORES for a in actions):
+        raise UserError("nothing to put back as the READY launch had it")
+    old = boundary.read_text(p, what="the profile", max_bytes=boundary.MAX_CONFIG_BYTES)
+    new = old
+    for action in actions:
+        new = _applied(new, p, action)
+    return ProfileFix(p, actions[0], old, new, actions, since)
 
 
 def apply(fix: ProfileFix) -> None:

@@ -12,17 +12,19 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from symmtui.errors import UserError
 from symmtui.launch import history as history_mod
 from symmtui.launch import state
+from symmtui.launch.facts import LaunchFacts, of_command
 from symmtui.launch.profile import Profile
 from symmtui.launch.report import GpuPids, OnProgress, Progress, RelaunchResult, Step, StopReport, Stranger
 from symmtui.launch.state import LaunchRecord
 from symmtui.launch.stopper import StopRun, stranger, wait_gone
-from symmtui.launch.versions import VersionProbe
+from symmtui.launch.versions import KEEP, VersionProbe
 from symmtui.proc import ports, proctree
 from symmtui.proc.pidwatch import waitid_code
 from symmtui.proc.proctree import ProcInfo
@@ -90,6 +92,7 @@ class Supervisor:
         self.versions = VersionProbe()
         """Reads each launch's versions in the background; the history keeps them (set ``versions.nvml``
         for the driver's)."""
+        self._facts: dict[str, LaunchFacts] = {}  # launch_id -> what it was started with (the last KEEP)
 
     # ---- state -------------------------------------------------------------------------------
 
@@ -218,6 +221,9 @@ class Supervisor:
             finally:
                 os.close(log_fd)
             record = self._record(proc, launch_id, argv, log_path, cwd, started_at)
+            self._facts[launch_id] = of_command(argv, env, cwd)  # a few stats: the model folder's files
+            while len(self._facts) > KEEP:
+                self._facts.pop(next(iter(self._facts)))
             try:
                 state.save(record)
             except UserError:
@@ -545,7 +551,18 @@ class Supervisor:
 
     # ---- history -----------------------------------------------------------------------------
 
-    def finish(
+    def facts(self, record: LaunchRecord) -> LaunchFacts:
+        """What ``record`` was started with: as this Supervisor launched it, else read from the record and
+        the profile's environment now (a launch another symmtui made); the GPUs once the probe read them."""
+        found = self._facts.get(record.launch_id)
+        if found is None:
+            env = dict(os.environ)
+            env.update(self.profile.env)
+            found = of_command(record.argv, env, record.cwd)
+        gpus = self.versions.gpus(record.launch_id)
+        return replace(found, gpus=gpus) if gpus else found
+
+    def entry(
         self,
         record: LaunchRecord,
         verdict: str,
@@ -554,10 +571,10 @@ class Supervisor:
         phases: dict[str, float] | None = None,
         patch: str | None = None,
         end: float | None = None,
-        history: history_mod.History | None = None,
+        named: tuple[str, ...] = (),
     ) -> history_mod.HistoryEntry:
-        """Append the launch's outcome to the history, once per launch (a second call returns the first entry)."""
-        entry = history_mod.HistoryEntry(
+        """The history entry of ``record`` as it stands (what :meth:`finish` writes)."""
+        return history_mod.HistoryEntry(
             launch_id=record.launch_id,
             command_hash=record.command_hash,
             start=record.started_at,
@@ -569,7 +586,24 @@ class Supervisor:
             profile_key=record.profile_key,
             log_path=record.log_path,
             versions=self.versions.get(record.launch_id),  # symmtui's at least; the rest once read
+            facts=self.facts(record),
+            named=named,
         )
+
+    def finish(
+        self,
+        record: LaunchRecord,
+        verdict: str,
+        *,
+        cause: str | None = None,
+        phases: dict[str, float] | None = None,
+        patch: str | None = None,
+        end: float | None = None,
+        named: tuple[str, ...] = (),
+        history: history_mod.History | None = None,
+    ) -> history_mod.HistoryEntry:
+        """Append the launch's outcome to the history, once per launch (a second call returns the first entry)."""
+        entry = self.entry(record, verdict, cause=cause, phases=phases, patch=patch, end=end, named=named)
         return (history or history_mod.History()).append_once(entry)
 
     def estimate(self) -> history_mod.Estimate | None:

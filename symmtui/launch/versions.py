@@ -1,5 +1,5 @@
-"""The versions a launch ran with (symmtui, sglang, vllm, torch, NCCL, the driver), read in the background
-when it starts so the history can keep them at its verdict without the verdict waiting for them.
+"""The versions a launch ran with (symmtui, sglang, vllm, torch, NCCL, the driver) and its GPUs, read in the
+background when it starts so the history can keep them at its verdict without the verdict waiting for them.
 
 One environment capture serves a launch: the bundle recorder asks for it first (``session_capture``)
 and the next launch, when it runs that same command, takes that capture for its versions, so the server's
@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from symmtui import __version__
 from symmtui.errors import UserError
-from symmtui.launch.envinfo import ServerCommand, capture
+from symmtui.launch.envinfo import GpuFact, ServerCommand, capture
 
 if TYPE_CHECKING:
     from symmtui.gpu.nvml import Nvml
-    from symmtui.launch.envinfo import EnvInfo, ServerCommand
+    from symmtui.launch.envinfo import EnvInfo
     from symmtui.launch.profile import Profile
 
 KEEP = 16  # launches whose probe is kept (a long dashboard session relaunches many times)
@@ -86,7 +86,8 @@ class VersionProbe:
     def __init__(self, nvml: Nvml | None = None) -> None:
         self.nvml = nvml
         self._lock = threading.Lock()
-        self._found: dict[str, dict[str, str] | None] = {}  # launch_id -> versions (None: still reading)
+        self._found: dict[str, tuple[dict[str, str], tuple[GpuFact, ...]] | None] = {}
+        """launch_id -> (versions, GPUs) (None: still reading)"""
         self._pending: SharedCapture | None = None  # asked for before the next launch: that launch takes it
         self._launched = False
 
@@ -123,12 +124,13 @@ class VersionProbe:
             if alive is not None and not alive():
                 return  # stopped or crashed at once: nobody waits for its versions (symmtui's are kept)
             if shared is None:  # capture never raises: what cannot be read is None (and left out)
-                found = versions_of(capture(command, nvml=self.nvml))
+                info = capture(command, nvml=self.nvml)
             else:
                 try:
-                    found = versions_of(shared.get())
+                    info = shared.get()
                 except (OSError, UserError, ValueError):
                     return  # the recorder's capture failed (it says so in its bundle): symmtui's are kept
+            found = (versions_of(info), info.gpus)
             with self._lock:
                 if launch_id in self._found:
                     self._found[launch_id] = found
@@ -138,4 +140,11 @@ class VersionProbe:
     def get(self, launch_id: str) -> Mapping[str, str]:
         """The versions read for ``launch_id``; symmtui's alone while still reading (or never started)."""
         with self._lock:
-            return dict(self._found.get(launch_id) or {"symmtui": __version__})
+            found = self._found.get(launch_id)
+            return dict(found[0]) if found is not None else {"symmtui": __version__}
+
+    def gpus(self, launch_id: str) -> tuple[GpuFact, ...]:
+        """The GPUs read for ``launch_id`` (none while still reading, never started, or without NVML)."""
+        with self._lock:
+            found = self._found.get(launch_id)
+            return found[1] if found is not None else ()

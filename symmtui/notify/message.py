@@ -1,13 +1,12 @@
-"""What a verdict notification says: a title and a few lines, formatted from the verdict view (log text
-made safe for a terminal and redacted: a notification leaves the process; a fix said as a command, not a key)."""
+"""What a verdict notification says: a title and a few lines, laid out from the Board (log text made safe for a
+terminal and redacted: a notification leaves the process; a fix said as a command, not a key)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from symmtui.clitext import headless
+from symmtui.core.board import Board
 from symmtui.core.readiness import State
-from symmtui.core.verdict import Verdict
 from symmtui.redact import redact
 from symmtui.textsafe import shorten, visible
 
@@ -57,7 +56,7 @@ def _safe(text: str) -> str:
     return shorten(visible(redact(text).replace("\r\n", " ").replace("\n", " ")), MAX_LINE)
 
 
-def note_of(verdict: Verdict, *, name: str, host: str, log_path: str | None = None,
+def note_of(verdict: Board, *, name: str, host: str, log_path: str | None = None,
             launch_id: str | None = None, generation: int = 0) -> VerdictNote | None:
     """The note of a verdict that notifies (None for the others: STOPPED, STARTING, ...); with several nodes
     it names the node (``CRASHED on node1 after ...``, the host is the node) and lists every node's phase."""
@@ -74,10 +73,10 @@ def note_of(verdict: Verdict, *, name: str, host: str, log_path: str | None = No
     if state is State.READY:
         headline = f"READY after {after:.1f} s"
     elif state is State.CRASHED:
-        cause = _safe(snap.cause.headline()) if snap.cause is not None else _safe(snap.detail or "the server exited")
+        said = verdict.cause
+        cause = _safe(said.headline) if said is not None else _safe(snap.detail or "the server exited")
         headline = f"{word} after {after:.1f} s: {cause}"
-        found = verdict.about.finding(snap.cause)
-        action = _safe(headless(found.diagnosis.action)) if found is not None and found.diagnosis is not None else None
+        action = _safe(said.command) if said is not None and said.command else None
     elif state is State.STALLED:
         # the node named is stalled itself: why; or it is behind a stalled one while it still moves: the Session's words
         cause = _safe((snap.detail if verdict.about.state is State.STALLED else verdict.detail) or "no progress")
@@ -94,6 +93,8 @@ def note_of(verdict: Verdict, *, name: str, host: str, log_path: str | None = No
         lines.insert(0, f"next: {action}")
     if state is State.READY:
         lines += [_safe(t) for t in verdict.timings]
+    elif verdict.changes is not None:  # one line: what changed since the last READY launch, culprit first
+        lines.append(_safe(verdict.changes.line))
     if verdict.nodes_line is not None:
         lines.append(_safe(verdict.nodes_line))
     return VerdictNote(WORDS[state], VERDICT_KEYS[state], headline, tuple(lines), _safe(name),

@@ -57,7 +57,7 @@ class Notifier:
     def observe(self, message: SessionMessage) -> None:
         """Session observer: a VerdictReached is notified (the Session posts one per change of the verdict)."""
         if isinstance(message, VerdictReached):
-            note = note_of(message.verdict, name=self.name, host=self.host, log_path=message.log_path,
+            note = note_of(message.board, name=self.name, host=self.host, log_path=message.log_path,
                            launch_id=message.launch_id, generation=message.generation)
             if note is not None:
                 self.tell(note)

@@ -8,30 +8,37 @@ a thread of its own, the front end through a bounded mailbox it empties when it 
 moment the engine makes it.
 
 The protocol every front end uses (the replay implements it too, ``bundle.replay``): ``attach(wake)``
-gives the mailbox; ``observe``; the intents ``launch`` (a relaunch), ``stop``, ``check_patch`` /
-``apply_patch`` / ``revert_patch``, ``plan_fix`` / ``apply_fix``, ``request_stacks`` / ``take_stacks``
-(blocking: call them from a worker thread); the reads ``verdict_now``, ``gpu_busy_for``,
-``relaunch_plan``, ``why_not``; ``close``.
+gives the mailbox, where a Board (``core.board``) comes with every batch and every timed wake-up;
+``observe``; ``ask(intent)`` (``session.intents``: blocking, call it from a worker thread); ``close``.
+Nothing else: a front end never asks the Session for state.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from symmtui import boundary, clitext
-from symmtui.core.engine import EngineUpdate
+from symmtui.core import board as boards
+from symmtui.core.board import Board, NodeInput, Relaunch
+from symmtui.core.engine import HEARTBEAT, EngineUpdate
+from symmtui.core.eta import LiveEta, RateMeter, live_eta
+from symmtui.core.logclock import LogTimes
 from symmtui.core.readiness import Readiness, Snapshot, State
-from symmtui.core.verdict import NodeView, Verdict, findings, ordered_events, verdict_of
+from symmtui.core.verdict import Changes, NodeView, Verdict, findings, ordered_events, verdict_of
 from symmtui.errors import UserError
+from symmtui.session import intents
+from symmtui.session.intents import Intent, Launched, NodeStop
 from symmtui.session.mailbox import Mailbox, Relay, Wake
 from symmtui.session.messages import (
     VERDICTS,
     EngineBatch,
+    GpuRound,
     Notice,
     PatchState,
     SessionMessage,
@@ -39,21 +46,23 @@ from symmtui.session.messages import (
     VerdictReached,
 )
 from symmtui.session.node import Node
-from symmtui.session.outcome import RECORDED, patch_note
-from symmtui.session.patching import Patcher, PatchView
+from symmtui.session.outcome import CHANGED, RECORDED, patch_note
+from symmtui.session.patching import Patcher
 from symmtui.session.spec import NodePlan, SessionSpec
+from symmtui.stacks.gpus import evidence, utilization_of
 
 # `wait --log` starts without what a watch-only session does not use (python -m bench.startup: about
 # 70 ms of its CPU; tests/core/test_wait_cli.py): the launcher (supervisor, history, node commands,
 # the profile fix), the GPUs (NVML, psutil: session/gpus.py), the stacks (py-spy, subprocess) and the
 # history's timings are imported where a session has a profile, GPUs or a dump to take.
 if TYPE_CHECKING:
+    from symmtui.core.rules import Action
     from symmtui.launch.envinfo import EnvInfo, ServerCommand
-    from symmtui.launch.history import Estimate
+    from symmtui.launch.facts import LaunchFacts
     from symmtui.launch.nodes import StopCommandResult
     from symmtui.launch.profile import Profile
     from symmtui.launch.profilefix import ProfileFix
-    from symmtui.launch.report import GpuPids, OnProgress, Progress, StopReport
+    from symmtui.launch.report import GpuPids, OnProgress, Progress
     from symmtui.launch.state import LaunchRecord
     from symmtui.launch.supervisor import Supervisor
     from symmtui.patch.preflight import Prediction
@@ -66,50 +75,31 @@ CLOSE_BOUND = 5.0  # close() gives each observer up to this to drain its inbox, 
 Observer = Callable[[SessionMessage], None]
 T = TypeVar("T")
 R = TypeVar("R")
+A = TypeVar("A")
 
 
-@dataclass(frozen=True)
-class Launched:
-    """What a launch intent did: each node's new launch, the warnings, the SM120 preflight's prediction."""
-
-    records: tuple[tuple[str, LaunchRecord], ...]
-    warnings: tuple[str, ...] = ()
-    prediction: Prediction | None = None
-    logs: tuple[str, ...] = ()
-    """Where each node's log is read: its file, or `its log command`."""
-    estimate: Estimate | None = None
-    """The head's earlier launches of this command (the ETA), read after the launch."""
+SLOW_CALL = 1.0  # a GPU sampling round in flight this long is named on the Board ("NVML slow")
 
 
-@dataclass(frozen=True)
-class NodeStop:
-    """What stopping one node did: its stop command's result, its local launch's report, or why not."""
+@dataclass
+class _NodeState:
+    """What the Session keeps of one node between its engine's updates (its engine thread's, under the lock)."""
 
-    node: str
-    command: StopCommandResult | None = None
-    report: StopReport | None = None
-    error: str | None = None
-    exit_code: int = 2
-
-    @property
-    def reached(self) -> bool:
-        """False when the node could not be reached (its stop command failed) or its stop failed."""
-        return (self.command is None or self.command.ok) and self.error is None
-
-
-@dataclass(frozen=True)
-class RelaunchPlan:
-    """What a relaunch will do, for the question before it: the grace and each node's command."""
-
-    grace: float
-    commands: tuple[tuple[str, str], ...]
+    view: NodeView
+    caught_up: bool = True
+    settled: bool = True
+    settle_waited: float = 0.0
+    times: LogTimes | None = None
+    meter: RateMeter = field(default_factory=RateMeter)
+    live: LiveEta | None = None
 
 
 class Session:
     """One bring-up under any front end: ``build.open(spec)`` makes it, ``attach``, the intents, ``close``."""
 
-    def __init__(self, spec: SessionSpec) -> None:
+    def __init__(self, spec: SessionSpec, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.spec = spec
+        self.clock = clock
         self.name = spec.name
         self.host = spec.host
         self._lock = threading.RLock()  # the nodes' views and the verdict (one engine thread per node)
@@ -121,18 +111,22 @@ class Session:
         if spec.nvml is not None or spec.gpus is not None or spec.sample_gpus or spec.stacks_gpus:
             from symmtui.session.gpus import Gpus
 
-            self._gpus = Gpus(spec, self._send, lambda: [p.pid for n in self._nodes for p in n.launch_procs()])
+            self._gpus = Gpus(spec, self._send)
         gpu_pids = self._gpus.gpu_pids() if self._gpus is not None else None
         self._nodes = tuple(Node(plan, spec.settings, self._supervisor(plan, gpu_pids), spool=spec.spool_log_commands,
                                  probe_timeout=spec.probe_timeout, on_update=self._on_update) for plan in spec.nodes)
         self.named = len(self._nodes) > 1
         """The texts name the node (a server of several nodes): the node column."""
         blank = Readiness(spec.settings.readiness, 0.0).snapshot(0.0)
-        self._views = {n.name: NodeView(n.name, blank) for n in self._nodes}
+        self._state = {n.name: _NodeState(NodeView(n.name, blank)) for n in self._nodes}
         self._memo: dict[str, tuple[object, object]] = {}
         self._patched = False
         self._timings: tuple[object, tuple[str, ...]] | None = None  # (the READY it was read for, its lines)
-        self._verdict = verdict_of(list(self._views.values()))
+        self._seq = 0
+        self._gpu_util: list[int | None] = []  # each GPU's utilization in the last round (a stall's evidence)
+        # (the (node, generation, state) it was read for, what changed since the last READY, the restore)
+        self._changes: tuple[tuple[str, int, State], Changes | None, tuple[Action, ...]] | None = None
+        self._attached: dict[str, LaunchFacts | None] = {}  # a node attached by pid alone: its command, read at start
         self._reached_key: tuple[State, int] | None = None
         self._stalled_on: str | None = None
         self._port_owner = None
@@ -144,6 +138,7 @@ class Session:
         self._stacks_jobs = threading.Lock()  # guards the two below: request_stacks' worker and its next job
         self._stacks_running: tuple[str | None, bool, bool] | None = None
         self._stacks_next: tuple[str | None, bool, bool] | None = None
+        self._board = self._build()
 
     def _supervisor(self, plan: NodePlan, gpu_pids: GpuPids | None) -> Supervisor | None:
         if plan.profile is None:
@@ -173,13 +168,28 @@ class Session:
         """Follow what the spec says to follow, start the GPU sampler, read the launch history for the ETA."""
         for node in self._nodes:
             plan = node.plan
+            if node.supervisor is None and plan.pid is not None:  # what it runs, while it runs (what changed)
+                from symmtui.session.changes import attached
+
+                self._attached[node.name] = attached(plan.pid)
             if plan.follow and (node.source is not None or plan.url is not None or plan.pid is not None):
                 node.follow(pid=plan.pid, new_only=plan.new_only, tail_lines=plan.tail_lines, record=plan.record,
                             recorded=plan.recorded)
+        self._track()
         if self.spec.sample_gpus and self._gpus is not None:
             self._gpus.start(topology=not self.named)
         if any(n.supervisor is not None and n.engine is not None for n in self._nodes):  # the gauge's ETA
             threading.Thread(target=self._load_estimates, name="symmtui-history", daemon=True).start()
+        if all(n.engine is None for n in self._nodes):  # no engine beats the time yet: the Session does
+            threading.Thread(target=self._beat, name="symmtui-board", daemon=True).start()
+
+    def _beat(self) -> None:
+        """A Board every HEARTBEAT seconds while no node's engine runs (GPUs only, before a first launch):
+        a slow NVML call is named all the same. Ends once an engine runs (its updates beat) or at close."""
+        while not self._closed.wait(HEARTBEAT):
+            if any(n.engine is not None for n in self._nodes):
+                return
+            self._repost()
 
     def attach(self, wake: Wake) -> Mailbox:
         """The front end's mailbox; ``wake`` is called (any thread) when something arrives in an empty one."""
@@ -197,6 +207,8 @@ class Session:
     def _send(self, message: SessionMessage) -> None:
         if self._closed.is_set():
             return
+        if isinstance(message, GpuRound):
+            self._gpu_util = utilization_of(message.snapshot.samples)  # the next STALLED Board's evidence
         for relay in self._relays:
             relay.put(message)
         self._mailbox.put(message)
@@ -228,7 +240,7 @@ class Session:
             if self.spec.stop_at_close:
                 # the demo's servers: their STOPPED is not news (its bundle's story ends where the user quit)
                 self._closed.set()
-                self.stop(grace=2.0)
+                self._stop(grace=2.0)
         finally:
             for node in self._nodes:
                 node.stop()  # a last batch carries STOPPED unless a verdict was already in
@@ -250,7 +262,7 @@ class Session:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ---- the engines and the verdict ---------------------------------------------------------
+    # ---- the engines and the Board ----------------------------------------------------------
 
     def _node_view(self, node: Node, snap: Snapshot, ranks: object) -> NodeView:
         key = (snap.cause, snap.errors, snap.warnings, self._patched)
@@ -262,29 +274,65 @@ class Session:
         eta, runs = node.eta(snap)
         return NodeView(node.name, snap, ranks, memo[1], eta, runs)  # type: ignore[arg-type]
 
-    def _judge(self) -> Verdict:
-        """The verdict over every node's latest view (the phases against earlier launches once READY)."""
-        views = [self._views[n.name] for n in self._nodes]
-        verdict = verdict_of(views, patched=self._patched)
-        if verdict.state is State.READY:
-            about = self._node(verdict.node)
-            key = (about.name, about.generation)
-            if self._timings is None or self._timings[0] != key:
-                sup, launch_id = about.supervisor, about.launch_id(about.generation)
-                lines: tuple[str, ...] = ()
-                if sup is not None or launch_id is not None:  # a launch (or a profile's log) has a history
-                    from symmtui.session.timings import ready_timings
+    def _ready_timings(self, state: State, about: Node) -> tuple[str, ...]:
+        """Once READY, the phases against earlier launches of the node it is about (read once per launch)."""
+        if state is not State.READY:
+            return ()
+        key = (about.name, about.generation)
+        if self._timings is None or self._timings[0] != key:
+            sup, launch_id = about.supervisor, about.launch_id(about.generation)
+            lines: tuple[str, ...] = ()
+            if sup is not None or launch_id is not None:  # a launch (or a profile's log) has a history
+                from symmtui.session.timings import ready_timings  # the history's reader: a READY's
 
-                    lines = ready_timings(sup.profile.command_hash if sup is not None else None, launch_id,
-                                          about.batch_log_path, verdict.snapshot)
-                self._timings = (key, lines)
-            verdict = replace(verdict, timings=self._timings[1])
-        self._verdict = verdict
-        return verdict
+                lines = ready_timings(sup.profile.command_hash if sup is not None else None, launch_id,
+                                      about.batch_log_path, self._state[about.name].view.snapshot)
+            self._timings = (key, lines)
+        return self._timings[1]
+
+    def _changed(self, verdict: Verdict) -> Changes | None:
+        """Once CRASHED, STALLED or TIMED OUT, what changed since the last READY launch of the node it is about
+        (read once per node, launch and state: the history is a file)."""
+        if verdict.state not in CHANGED:
+            return None
+        about = self._node(verdict.node)
+        seen = (about.name, about.generation, verdict.state)
+        if self._changes is None or self._changes[0] != seen:
+            found: tuple[Changes | None, tuple[Action, ...]] = (None, ())
+            pid_facts = self._attached.get(about.name)
+            if about.supervisor is not None or pid_facts is not None:  # a launch, a profile or a pid: a history
+                from symmtui.session.changes import changes_since  # the history's reader: a failure's
+
+                found = changes_since(about, verdict, pid_facts=pid_facts)
+            self._changes = (seen, *found)
+        return self._changes[1]
+
+    def _input(self, node: Node) -> NodeInput:
+        st = self._state[node.name]
+        engine = node.engine
+        label = engine.numbering().label if engine is not None else (lambda no: f"line {no}")
+        return NodeInput(st.view, label, st.times, st.live, node.batch_log_path, node.launch_id(node.generation),
+                         node.generation, st.caught_up, st.settled, st.settle_waited)
+
+    def _build(self) -> Board:
+        """The Board over every node's latest view, now (under the lock, or before any engine runs)."""
+        self._seq += 1
+        inputs = [self._input(n) for n in self._nodes]
+        verdict = verdict_of([i.view for i in inputs], patched=self._patched)
+        stall = evidence(self._gpu_util) if verdict.state is State.STALLED and self._gpu_util else None
+        busy = self._gpus.busy_for() if self._gpus is not None else None
+        slow = f"NVML slow: waiting {busy:.0f} s for a call" if busy is not None and busy >= SLOW_CALL else None
+        why = {i: self.why_not(i) for i in boards.INTENTS}
+        return boards.build(
+            self._seq, inputs, self.clock(), patched=self._patched,
+            timings=self._ready_timings(verdict.state, self._node(verdict.node)), changes=self._changed(verdict),
+            gpu_stall=stall.short() if stall is not None else None, gpu_slow=slow, why_not=why,
+            relaunch=self._relaunch_plan() if why["relaunch"] is None else None,
+            stacks_pending=self._stacks_running is not None and self._stacks_running[1])
 
     def _on_update(self, node: Node, up: EngineUpdate) -> None:
-        """A node engine's callback (its dispatcher thread): the history at the node's verdict, the
-        verdict view, then the batch (and a VerdictReached on a change) to every reader at once."""
+        """A node engine's callback (its dispatcher thread): the history at the node's verdict, the Board,
+        then the batch (and a VerdictReached on a change) to every reader at once."""
         warn: str | None = None
         with self._lock:
             if self._closed.is_set() or up.generation < node.generation:
@@ -293,89 +341,67 @@ class Session:
             if restarted:
                 node.generation = up.generation
                 node.batch_log_path = node.log_path  # the file of the relaunch, or the command's copy
-            self._views[node.name] = self._node_view(node, up.snapshot, up.ranks)
+            st = self._state[node.name]
+            st.view = self._node_view(node, up.snapshot, up.ranks)
+            st.caught_up, st.settled, st.settle_waited = up.caught_up, up.settled, up.settle_waited
+            st.times = up.times
+            st.meter.feed(up.snapshot)
+            st.live = live_eta(up.snapshot, st.meter)
             judged = up.snapshot
             if self.named and judged.state in RECORDED:  # as the verdict sees it: a quiet worker of a READY server
-                views = [self._views[n.name] for n in self._nodes]
+                views = [self._state[n.name].view for n in self._nodes]
                 judged = verdict_of(views, patched=self._patched).view(node.name).snapshot  # is ready, not timed out
-            if judged.state in RECORDED:
-                warn = node.finish(judged, up.generation)  # before the verdict: READY's timings read this launch
-            verdict = self._judge()
-            self._send(EngineBatch(node.name, up, node.batch_log_path, verdict, restarted,
+            if judged.state in RECORDED and node.supervisor is not None:
+                from symmtui.session.changes import named  # the launcher's history: a session with a profile
+
+                # before the Board: READY's timings and a crash's changes read this launch
+                warn = node.finish(judged, up.generation, named(st.view.findings))
+            board = self._board = self._build()
+            self._send(EngineBatch(node.name, up, node.batch_log_path, board, restarted,
                                    node.launch_id(up.generation)))
-            reached = self._reached(verdict)
+            reached = self._reached(board)
             if reached is not None:
                 self._send(reached)
-            stacks_of = self._stacks_due(verdict)
+            stacks_of = self._stacks_due(board)
         if warn is not None:
             self.notify(warn, "warning")
         if stacks_of is not None:
-            self.request_stacks(stacks_of, auto=True)
+            self._request_stacks(stacks_of, auto=True)
 
-    def _reached(self, verdict: Verdict) -> VerdictReached | None:
+    def _reached(self, board: Board) -> VerdictReached | None:
         """A VerdictReached when the verdict is one the last was not (once per change; a relaunch is news)."""
-        about = self._node(verdict.node)
-        if verdict.state not in VERDICTS:
+        about = self._node(board.node)
+        if board.state not in VERDICTS:
             self._reached_key = None  # moved on (a STALLED that resumed): the next verdict is news
             return None
-        key = (verdict.state, about.generation)
+        key = (board.state, about.generation)
         if key == self._reached_key:
             return None
         self._reached_key = key
-        return VerdictReached(verdict, about.generation, about.launch_id(about.generation), about.batch_log_path)
+        return VerdictReached(board, about.generation, about.launch_id(about.generation), about.batch_log_path)
 
-    def _stacks_due(self, verdict: Verdict) -> str | None:
+    def _stacks_due(self, board: Board) -> str | None:
         """The node to dump once per stall (``auto_stacks``): again only after it moved and stalled anew."""
-        if verdict.state is not State.STALLED:
+        if board.state is not State.STALLED:
             self._stalled_on = None
             return None
-        if verdict.node == self._stalled_on:
+        if board.node == self._stalled_on:
             return None
-        self._stalled_on = verdict.node
-        return verdict.node if self.spec.auto_stacks else None
+        self._stalled_on = board.node
+        return board.node if self.spec.auto_stacks else None
 
     def _repost(self) -> None:
-        """The verdict changed without a line (the patch state): post it as an empty batch of the head."""
+        """The Board changed without a line (the patch state, a dump done): post it as an empty batch of the head."""
         with self._lock:
-            view = self._views[self.head.name]
-            self._views = {n: self._node_view(self._node(n), v.snapshot, v.ranks) for n, v in self._views.items()}
-            verdict = self._judge()
+            for n in self._nodes:
+                st = self._state[n.name]
+                st.view = self._node_view(n, st.view.snapshot, st.view.ranks)
+            board = self._board = self._build()
             node = self.head
+            view = self._state[node.name].view
             up = EngineUpdate((), (), (), view.snapshot, 0, node.generation, view.ranks)
-            self._send(EngineBatch(node.name, up, node.batch_log_path, verdict, False, node.launch_id(node.generation)))
+            self._send(EngineBatch(node.name, up, node.batch_log_path, board, False, node.launch_id(node.generation)))
 
-    def verdict_now(self) -> Verdict | None:
-        """The verdict with fresh snapshots (elapsed, time left) for a once-a-second redraw; None when an
-        engine or the Session is busy (never blocks the caller's loop)."""
-        snaps: dict[str, Snapshot] = {}
-        for node in self._nodes:
-            if node.engine is None:
-                continue
-            snap = node.engine.snapshot_if_free()
-            if snap is None:
-                return None
-            snaps[node.name] = snap
-        if not self._lock.acquire(blocking=False):
-            return None
-        try:
-            views = [self._node_view(n, snaps[n.name], self._views[n.name].ranks) if n.name in snaps
-                     else self._views[n.name] for n in self._nodes]
-            verdict = verdict_of(views, patched=self._patched)
-            timings = self._timings[1] if self._timings is not None and verdict.state is State.READY else ()
-            return replace(verdict, timings=timings)
-        finally:
-            self._lock.release()
-
-    def line_label(self, node: str | None, no: int) -> str:
-        """``line N`` of ``node``'s log in the file's own numbering (``line ~N`` past an attach point too far
-        in to count)."""
-        engine = self._node(node).engine
-        return engine.numbering().label(no) if engine is not None else f"line {no}"
-
-    def read_through(self, node: str | None, quiet: float) -> bool | None:
-        """Whether ``node``'s log file, which nobody has written to for ``quiet`` s, has been read to its end
-        (True) or not yet (False); None when it is not such a file (a log command, one being written)."""
-        return self._node(node).read_through(quiet)
 
     # ---- the history ----------------------------------------------------------------------------
 
@@ -393,22 +419,16 @@ class Session:
             if warn is not None:
                 self.notify(warn, "warning")
 
-    # ---- GPUs --------------------------------------------------------------------------------
-
-    def gpu_busy_for(self) -> float | None:
-        """Seconds the GPU round in flight has taken ("NVML slow"); None without a sampler."""
-        return self._gpus.busy_for() if self._gpus is not None else None
-
     # ---- stacks (symmtui.stacks): where every process of a node's server is ------------------
 
-    def dump_stacks(self, node: str | None = None, *, native: bool = False, limit: float = DEFAULT_STACKS_LIMIT,
-                    keep: bool = True) -> tuple[StacksReport, str | None]:
+    def _dump_stacks(self, node: str | None = None, *, native: bool = False, limit: float = DEFAULT_STACKS_LIMIT,
+                     keep: bool = True) -> tuple[StacksReport, str | None]:
         """Dump every process of ``node``'s server (default: the node the verdict is about) now (blocking,
         ~1 s), saved next to its log when ``keep``; UserError when there is nothing to dump (exit 2) or
         ptrace was refused for every process (PtraceDenied, exit 3)."""
         from symmtui.stacks.report import save, take  # py-spy's runner: a dump's
 
-        n = self._node(node if node is not None else self._verdict.node)
+        n = self._node(node if node is not None else self._board.node)
         procs = n.server_procs()
         if not procs:
             raise UserError(n.gone_text())
@@ -418,20 +438,20 @@ class Session:
                        utilization=self._gpus.utilization() if self._gpus is not None else [])
         return rep, str(save(rep, log)) if keep and log is not None else None
 
-    def take_stacks(self, node: str | None = None, *, native: bool = False, auto: bool = False) -> StacksTaken:
-        """:meth:`dump_stacks` that never raises: the dump, or the one line why there is none."""
-        name = self._node(node if node is not None else self._verdict.node).name
+    def _take_stacks(self, node: str | None, *, native: bool, auto: bool) -> StacksTaken:
+        """A dump that never raises: the dump, or the one line why there is none."""
+        name = self._node(node).name
         try:
-            rep, saved = self.dump_stacks(name, native=native)
+            rep, saved = self._dump_stacks(name, native=native)
         except UserError as exc:
             return StacksTaken(None, str(exc), auto, node=name)
         return StacksTaken(rep, None, auto, saved, name)
 
-    def request_stacks(self, node: str | None = None, *, auto: bool = False, native: bool = False) -> None:
-        """Take a dump on a worker thread and post it (StacksTaken). One runs at a time: a request made
-        meanwhile waits for it (the latest one; the same dump asked again is not doubled, another node's
-        is not lost)."""
-        job = (node if node is not None else self._verdict.node, auto, native)
+    def _request_stacks(self, node: str | None = None, *, auto: bool = False, native: bool = False) -> None:
+        """Take a dump on a worker thread and post it (StacksTaken), then a Board that says it is done. One
+        runs at a time: a request made meanwhile waits for it (the latest one; the same dump asked again is
+        not doubled, another node's is not lost)."""
+        job = (node if node is not None else self._board.node, auto, native)
         with self._stacks_jobs:
             if self._stacks_running is not None:
                 if job[0::2] != self._stacks_running[0::2]:
@@ -442,17 +462,56 @@ class Session:
         def work(job: tuple[str | None, bool, bool] | None) -> None:
             while job is not None:
                 name, auto_, native_ = job
-                self._send(self.take_stacks(name, native=native_, auto=auto_))
+                self._send(self._take_stacks(name, native=native_, auto=auto_))
                 with self._stacks_jobs:
                     job, self._stacks_next = self._stacks_next, None
                     self._stacks_running = job
+            self._repost()  # the Board no longer waits for a dump
 
         threading.Thread(target=work, args=(job,), name="symmtui-stacks", daemon=True).start()
 
     # ---- intents (blocking: call them from a worker thread) ----------------------------------
 
+    def ask(self, intent: Intent[A]) -> A:
+        """Carry out ``intent`` (``session.intents``) and answer with its result; UserError when it cannot be
+        done (one line)."""
+        return cast(A, self._answer(intent))
+
+    def _answer(self, intent: Intent[Any]) -> object:
+        match intent:
+            case intents.Launch(on_progress, preflight, block, checked):
+                return self._launch(on_progress, preflight=preflight, block_on_prediction=block) if checked \
+                    else self._launch_unchecked()
+            case intents.Stop(on_progress, grace):
+                return self._stop(on_progress, grace=grace)
+            case intents.KillStranger(pid):
+                return self._kill_stranger(pid)
+            case intents.StillRunning():
+                return tuple(n.name for n in self._nodes if n.supervisor is not None and n.supervisor.is_alive())
+            case intents.CheckPatch():
+                return self._patcher().check()
+            case intents.ApplyPatch(view):
+                return self._patched_now(self._patcher().apply(view))
+            case intents.RevertPatch():
+                return self._patched_now(self._patcher().revert())
+            case intents.PlanFix(node):
+                return self._plan_fix(node)
+            case intents.ApplyFix(fix):
+                self._apply_fix(fix)
+                return None
+            case intents.RequestStacks(node, native):
+                self._request_stacks(node, native=native)
+                return None
+            case intents.DumpStacks(node, native, limit, keep):
+                return self._dump_stacks(node, native=native, limit=limit, keep=keep)
+            case intents.Say(text, severity):
+                self.notify(text, severity)
+                return None
+        raise UserError(f"this session cannot {type(intent).__name__}")
+
     def why_not(self, intent: str) -> str | None:
-        """None when ``intent`` ("launch" or "relaunch", "patch", "fix", "stacks") can be asked of this Session, else why not."""
+        """None when ``intent`` (one of ``core.board.INTENTS``) can be asked of this Session, else why not
+        (every Board carries the answers)."""
         if intent in ("launch", "relaunch"):
             missing = [n.name for n in self._nodes if n.supervisor is None or n.supervisor.profile.argv is None]
             if not missing:
@@ -473,18 +532,15 @@ class Session:
                 "no profile to change in this session"
         return None
 
-    def relaunch_plan(self) -> RelaunchPlan:
-        """What a relaunch would do (the question before it); UserError when it cannot."""
-        why = self.why_not("launch")
-        if why is not None:
-            raise UserError(why)
+    def _relaunch_plan(self) -> Relaunch:
+        """What a relaunch would do (the question before it, on every Board)."""
         commands = []
         for node in self._nodes:
             sup = node.supervisor
             assert sup is not None
             commands.append((node.name, sup.profile.command_text or " ".join(sup.profile.argv or ())))
         grace = self.head.supervisor.grace if self.head.supervisor is not None else 0.0
-        return RelaunchPlan(grace, tuple(commands))
+        return Relaunch(grace, tuple(commands))
 
     def _progress(self, node: Node, on_progress: OnProgress | None) -> OnProgress | None:
         """``on_progress`` for one node's steps: named with several nodes; a remote node's GPU and port
@@ -500,8 +556,8 @@ class Session:
         return show
 
 
-    def launch(self, on_progress: OnProgress | None = None, *, preflight: bool = True,
-               block_on_prediction: bool = False) -> Launched:
+    def _launch(self, on_progress: OnProgress | None = None, *, preflight: bool = True,
+                block_on_prediction: bool = False) -> Launched:
         """Stop what was launched before, check the patch (a local node), launch every node again (head
         first), and follow each new launch."""
         why = self.why_not("launch")
@@ -520,9 +576,8 @@ class Session:
             result = sup.relaunch(self._progress(node, on_progress), preflight=check, capability=cap,
                                   block_on_prediction=block_on_prediction)
             node.patch_note = patch_note(result.prediction, preflight_ran=check and cap is not None)
-            if self._gpus is not None:
-                self._gpus.launched()  # new processes: walk the table at the next sample
             node.watch(result.record)
+            self._track()  # new processes: the GPU side walks the table at the next sample
             records.append((node.name, result.record))
             warnings += result.warnings
             prediction = prediction or result.prediction
@@ -530,11 +585,10 @@ class Session:
         return Launched(tuple(records), tuple(warnings), prediction, tuple(n.source_text for n in self._nodes),
                         head.estimate() if head is not None else None)
 
-    def still_running(self) -> tuple[str, ...]:
-        """The nodes whose launch (any process of it) still runs."""
-        return tuple(n.name for n in self._nodes if n.supervisor is not None and n.supervisor.is_alive())
-
-    relaunch = launch
+    def _track(self) -> None:
+        """Tell the GPU side which launches are ours (their processes are the "ours" rows)."""
+        if self._gpus is not None:
+            self._gpus.track(r for n in self._nodes if (r := n.ours()) is not None)
 
     def _stop_before_launch(self, on_progress: OnProgress | None) -> None:
         """Several nodes: the last launch's remote servers (stop commands), then every node's local launch at once."""
@@ -567,7 +621,7 @@ class Session:
         assert node.plan.stop is not None and self.spec.profile is not None
         return run_stop_command(self.spec.profile, node.name, node.plan.stop, node.plan.stop_text)
 
-    def launch_unchecked(self) -> tuple[LaunchRecord, ...]:
+    def _launch_unchecked(self) -> Launched:
         """Launch every node without stopping or checking first (the demo's first launch) and follow it."""
         why = self.why_not("launch")
         if why is not None:
@@ -578,10 +632,11 @@ class Session:
             record = node.supervisor.launch()
             node.patch_note = None
             node.watch(record)
-            out.append(record)
-        return tuple(out)
+            out.append((node.name, record))
+        self._track()
+        return Launched(tuple(out), logs=tuple(n.source_text for n in self._nodes))
 
-    def stop(self, on_progress: OnProgress | None = None, *, grace: float | None = None) -> tuple[NodeStop, ...]:
+    def _stop(self, on_progress: OnProgress | None = None, *, grace: float | None = None) -> tuple[NodeStop, ...]:
         """Stop every node at once: its stop command (the remote server), then its local launch (the whole
         tree), then wait for GPU memory and the port. Every node is tried, whatever the others do; when no
         node could be stopped for a reason of this host (its state dir, a corrupt state file), that reason
@@ -601,7 +656,7 @@ class Session:
             raise UserError(str(done[0].error), exit_code=done[0].exit_code)
         return done
 
-    def kill_stranger(self, pid: int) -> bool:
+    def _kill_stranger(self, pid: int) -> bool:
         """End ``pid`` (a process symmtui did not start that holds the head's port or GPU memory; the user
         confirmed it); True when it is gone."""
         sup = self.head.supervisor
@@ -621,18 +676,6 @@ class Session:
                            facts=lambda: patch_facts(None, None))
         return Patcher(site=target.site, package=target.package, python=target.python, facts=gpus.patch_facts)
 
-    def check_patch(self) -> PatchView:
-        """The SM120 patch's check and diff for this session's install and GPUs."""
-        return self._patcher().check()
-
-    def apply_patch(self, view: PatchView) -> PatchState:
-        """Apply the SM120 patch the user saw; the verdict's advice follows the new state."""
-        return self._patched_now(self._patcher().apply(view))
-
-    def revert_patch(self) -> PatchState:
-        """Revert the SM120 patch."""
-        return self._patched_now(self._patcher().revert())
-
     @property
     def patched(self) -> bool:
         return self._patched
@@ -643,23 +686,33 @@ class Session:
         self._repost()
         return state
 
-    def plan_fix(self, node: str | None = None) -> ProfileFix | None:
-        """The profile change of ``node``'s first diagnosis whose action is a flag or an environment variable
-        (reads the profile: blocking); None when no diagnosis has one."""
-        from symmtui.launch.profilefix import APPLICABLE, plan
+    def _plan_fix(self, node: str | None = None) -> ProfileFix | None:
+        """The profile change for ``node``'s diagnosis (reads the profile: blocking): back to what worked when
+        the diagnosis has a fix and the flags or variables it names differ from the last READY launch (they
+        are put back as they were); else its first action that is a flag or an environment variable; None
+        when there is neither."""
+        from symmtui.launch.profilefix import APPLICABLE, plan, plan_restore
 
         profile = self.spec.profile
         if profile is None or profile.path is None:
             return None
         with self._lock:
-            view = self._verdict.view(node)
-        for found in view.findings:
-            fix = found.diagnosis.fix if found.diagnosis is not None else None
-            if fix is not None and fix.type in APPLICABLE:
-                return plan(profile.path, fix)
+            board = self._board
+            restores = self._changes[2] if self._changes is not None else ()
+        view = board.view(node)
+        saids = (*((view.cause,) if view.cause is not None else ()), *view.errors, *view.warnings)
+        changes = board.changes
+        if any(s.fix is not None for s in saids) and restores and changes is not None and not self.named:
+            try:  # back to what worked: the culprits the diagnosis names, as the last READY launch had them
+                return plan_restore(profile.path, restores, changes.since.removeprefix("since "))
+            except UserError:
+                pass  # the profile cannot say it (a variable set outside it): the diagnosis's own fix
+        for said in saids:
+            if said.fix is not None and said.fix.type in APPLICABLE:
+                return plan(profile.path, said.fix)
         return None
 
-    def apply_fix(self, fix: ProfileFix) -> None:
+    def _apply_fix(self, fix: ProfileFix) -> None:
         """Write the profile change (atomically) and launch with it from now on (the next relaunch)."""
         from symmtui.launch.profile import load_profile
         from symmtui.launch.profilefix import apply
@@ -669,6 +722,7 @@ class Session:
         for node in self._nodes:
             if node.supervisor is not None:
                 node.supervisor.profile = self._profile_of(fresh, node.plan)
+        self._repost()  # the Boards' relaunch says the new command
 
     def _profile_of(self, profile: Profile, plan: NodePlan) -> Profile:
         from symmtui.launch.nodes import node_profile

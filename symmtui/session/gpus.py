@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from symmtui.gpu.facts import (
     PatchFacts,
@@ -22,19 +23,22 @@ from symmtui.session.messages import GpuRound, SessionMessage, TopologyRead
 from symmtui.session.spec import SessionSpec
 from symmtui.stacks.gpus import utilization_of
 
+if TYPE_CHECKING:
+    from symmtui.launch.state import LaunchRecord
+
 OURS_REFRESH = 5.0  # seconds between walks of the process table when the GPU process list is unchanged
 
 
 class Gpus:
     """The GPU side of a Session: ``start`` the sampler (its rounds posted as GpuRound with our pids and the
-    capability), read the topology, answer which pids hold memory and the facts the patch needs."""
+    capability), read the topology, answer which pids hold memory and the facts the patch needs. The Session
+    tells it which launches are ours (``track``); it never asks the Session anything."""
 
-    def __init__(self, spec: SessionSpec, send: Callable[[SessionMessage], None],
-                 ours: Callable[[], Iterable[int]]) -> None:
+    def __init__(self, spec: SessionSpec, send: Callable[[SessionMessage], None]) -> None:
         self.spec = spec
         self.nvml = spec.nvml
         self._send = send
-        self._ours_of = ours
+        self._launches: tuple[LaunchRecord, ...] = ()
         self.sampler: GpuSampler | None = None
         self.topology: Topology | None = None
         self.capability: tuple[int, int] | None = None
@@ -75,14 +79,24 @@ class Gpus:
         now = time.monotonic()
         if holders != self._ours_key or now - self._ours_at > OURS_REFRESH:
             # a walk of the process table: only when the GPU's process list changed, or now and then
-            self._ours = frozenset(self._ours_of())
+            self._ours = frozenset(self._our_pids())
             self._ours_key, self._ours_at = holders, now
         self.capability = capabilities_of(snapshot.infos).for_patch or self.capability
         self._send(GpuRound(snapshot, self._ours, self.capability))
 
-    def launched(self) -> None:
-        """New processes of ours: walk the process table at the next round."""
+    def track(self, launches: Iterable[LaunchRecord]) -> None:
+        """Our launches now (the Session's, after a launch): their processes are walked at the next round."""
+        self._launches = tuple(launches)
         self._ours_key = self
+
+    def _our_pids(self) -> list[int]:
+        """Every process of our launches (their whole trees)."""
+        if not self._launches:
+            return []
+        from symmtui.proc import proctree  # psutil: a session that launched something
+
+        return [p.pid for r in self._launches
+                for p in proctree.collect(r.pid, r.create_time, r.sid, r.pgid, r.launch_id)]
 
     def capability_now(self) -> tuple[int, int] | None:
         """The capability the SM120 patch targets (the sampler's, else asked of NVML now)."""

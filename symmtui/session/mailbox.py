@@ -3,7 +3,7 @@
 - :class:`Mailbox` (the front end's): each node's engine batches are merged while the front end has
   not taken them; their lines are capped at MAX_LINES and past it the oldest are dropped and counted
   in the batch's ``dropped`` (the pane never shows them; the file keeps them); events are capped at
-  MAX_EVENTS (an event updated later replaces its older copy; past the cap the oldest go); the verdict
+  MAX_EVENTS (an event updated later replaces its older copy; past the cap the oldest go); the Board
   (every batch taken carries the newest), the GPU round and the topology are latest-wins; notices,
   stacks dumps, verdicts and bells wait in order, at most MAX_NOTES (past it the oldest go, counted in
   ``dropped_notes``). A new launch's first batch replaces what is left of the one before (the pane
@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 
-from symmtui.core.verdict import Verdict
+from symmtui.core.board import Board
 from symmtui.session.messages import (
     EngineBatch,
     GpuRound,
@@ -41,7 +41,7 @@ Wake = Callable[[], object]
 
 
 def merge(old: EngineBatch, new: EngineBatch) -> EngineBatch:
-    """Two batches of one node as one: lines and notices in order, an event's latest copy, the newest verdict.
+    """Two batches of one node as one: lines and notices in order, an event's latest copy, the newest Board.
     A later launch's batch (a higher generation) replaces the older one's, keeping ``restarted``."""
     if new.generation > old.generation:
         return replace(new, restarted=True) if old.restarted or new.restarted else new
@@ -62,7 +62,7 @@ class Mailbox:
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
         self._batches: dict[str, EngineBatch] = {}
-        self._verdict: Verdict | None = None  # the newest verdict any batch carried
+        self._board: Board | None = None  # the newest Board any batch carried
         self._gpu: GpuRound | None = None
         self._topology: TopologyRead | None = None
         self._notes: deque[SessionMessage] = deque()
@@ -88,7 +88,7 @@ class Mailbox:
                 if old is not None and message.generation < old.generation:
                     return  # the launch before a relaunch: its pane is gone
                 self._batches[message.node] = message if old is None else merge(old, message)
-                self._verdict = message.verdict
+                self._board = message.board  # the Session posts them in order: the latest is the newest
             elif isinstance(message, GpuRound):
                 self._gpu = message
             elif isinstance(message, TopologyRead):
@@ -104,11 +104,11 @@ class Mailbox:
             wake()
 
     def take(self) -> list[SessionMessage]:
-        """Everything waiting: each node's batch (each with the newest verdict), the topology, the latest GPU
+        """Everything waiting: each node's batch (each with the newest Board), the topology, the latest GPU
         round, then the notes in order."""
         with self._lock:
-            verdict = self._verdict
-            out: list[SessionMessage] = [b if b.verdict is verdict or verdict is None else replace(b, verdict=verdict)
+            board = self._board
+            out: list[SessionMessage] = [b if b.board is board or board is None else replace(b, board=board)
                                          for b in self._batches.values()]
             out += [m for m in (self._topology, self._gpu) if m is not None]
             out += self._notes

@@ -1,7 +1,7 @@
 """What a Session posts: plain frozen dataclasses that carry their data (no Textual).
 
-Every message a node's engine makes names its node and carries the Session's verdict view
-(``core.verdict.Verdict``), so a reader never works out the verdict itself.
+Every message a node's engine makes names its node and carries the Session's Board (``core.board.Board``):
+the one value a reader lays out, so a reader never works out the verdict, a cause or a next step itself.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 from symmtui.core.readiness import State
 
 if TYPE_CHECKING:
+    from symmtui.core.board import Board
     from symmtui.core.engine import EngineUpdate
     from symmtui.core.events import Event
     from symmtui.core.follow import FileNotice, LogLine
     from symmtui.core.ranks import RankSummary
     from symmtui.core.readiness import Snapshot
-    from symmtui.core.verdict import Verdict
     from symmtui.gpu.sampler import GpuSnapshot
     from symmtui.gpu.topology import Topology
     from symmtui.stacks.report import StacksReport
@@ -28,7 +28,7 @@ VERDICTS = (State.READY, State.CRASHED, State.STALLED, State.TIMED_OUT, State.ST
 
 @dataclass(frozen=True)
 class EngineBatch:
-    """One batch of node ``node``'s engine (its new lines, events and file notices) and the verdict now.
+    """One batch of node ``node``'s engine (its new lines, events and file notices) and the Board now.
 
     ``restarted``: the first batch of a new launch (a relaunch); the reader starts that node's pane over.
     ``log_path``: the file its lines can be read back from (the log, or a log command's copy; None: none).
@@ -38,7 +38,7 @@ class EngineBatch:
     node: str
     update: EngineUpdate
     log_path: str | None
-    verdict: Verdict
+    board: Board
     restarted: bool = False
     launch_id: str | None = None
 
@@ -66,11 +66,11 @@ class EngineBatch:
     @property
     def snapshot(self) -> Snapshot:
         """The node's state as the verdict judges it."""
-        return self.verdict.view(self.node).snapshot
+        return self.board.view(self.node).snapshot
 
     @property
     def ranks(self) -> RankSummary | None:
-        return self.verdict.view(self.node).ranks
+        return self.board.view(self.node).ranks
 
 
 @dataclass(frozen=True)
@@ -128,18 +128,18 @@ class StacksTaken:
 
 @dataclass(frozen=True)
 class VerdictReached:
-    """The Session's verdict entered ``verdict.state`` (READY, CRASHED, STALLED, TIMED OUT, STOPPED) or
+    """The Session's verdict entered ``board.state`` (READY, CRASHED, STALLED, TIMED OUT, STOPPED) or
     named another node: posted once per change, after the history is written, for the observers (notify,
-    metrics) and the printer. ``generation``, ``launch_id`` and ``log_path`` are those of the node it is about."""
+    metrics). ``generation``, ``launch_id`` and ``log_path`` are those of the node it is about."""
 
-    verdict: Verdict
+    board: Board
     generation: int
     launch_id: str | None
     log_path: str | None
 
     @property
     def snapshot(self) -> Snapshot:
-        return self.verdict.snapshot
+        return self.board.snapshot
 
 
 SessionMessage = EngineBatch | GpuRound | TopologyRead | Notice | Bell | StacksTaken | VerdictReached

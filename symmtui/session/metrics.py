@@ -93,7 +93,7 @@ class BringupMetrics:
                 return  # a batch of the launch before a relaunch
             node.generation = gen
             node.snap, node.at = snap, self.clock()
-            self._verdict = message.verdict.state
+            self._verdict = message.board.state
             new_ready = snap.state is State.READY and gen not in node.ready_seen
             new_crash = snap.state is State.CRASHED and gen not in node.crash_seen
             if new_ready:
@@ -104,7 +104,8 @@ class BringupMetrics:
             took = snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed
             self.ready_seconds.labels(self.profile, message.node).observe(max(0.0, took))
         elif new_crash:
-            entry = snap.cause.rule_id if snap.cause is not None and snap.cause.rule_id else "unknown"
+            said = message.board.view(message.node).cause
+            entry = (said.entry or said.event.rule_id) if said is not None else "unknown"
             self.crashes.labels(self.profile, message.node, entry).inc()
 
     def current(self, node: str) -> tuple[Snapshot | None, float]:

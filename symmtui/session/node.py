@@ -87,9 +87,14 @@ class Node:
 
     def launch_id(self, generation: int) -> str | None:
         """The launch engine ``generation`` judges (None: an attach, or the launch before a relaunch)."""
+        record = self.record(generation)
+        return record.launch_id if record is not None else None
+
+    def record(self, generation: int) -> LaunchRecord | None:
+        """The launch record engine ``generation`` judges (None: an attach, or the launch before a relaunch)."""
         with self._lock:
             record = self._record
-            return record.launch_id if record is not None and generation == self._record_gen else None
+            return record if record is not None and generation == self._record_gen else None
 
     # ---- the engine --------------------------------------------------------------------------
 
@@ -157,8 +162,9 @@ class Node:
 
     # ---- the history (one writer, whatever the front end) ------------------------------------
 
-    def finish(self, snap: Snapshot, generation: int) -> str | None:
-        """Append the watched launch's outcome to the history, once per launch; a warning line when it failed."""
+    def finish(self, snap: Snapshot, generation: int, named: tuple[str, ...] = ()) -> str | None:
+        """Append the watched launch's outcome to the history, once per launch (``named``: the flags and
+        variables its diagnosis names); a warning line when it failed."""
         sup = self.supervisor
         with self._lock:
             record = self._record
@@ -167,7 +173,7 @@ class Node:
             self._finished = record.launch_id
         out = outcome_of(snap)
         try:
-            sup.finish(record, out.verdict, cause=out.cause, phases=out.phases, patch=self.patch_note)
+            sup.finish(record, out.verdict, cause=out.cause, phases=out.phases, patch=self.patch_note, named=named)
         except (OSError, UserError) as exc:
             return f"could not write the launch history: {exc}"
         return self.load_estimate()
@@ -186,11 +192,15 @@ class Node:
 
     # ---- processes ---------------------------------------------------------------------------
 
-    def launch_procs(self) -> list[ProcInfo]:
-        """The processes of the launch this node's profile made (its whole tree), if one is recorded."""
+    def ours(self) -> LaunchRecord | None:
+        """The launch this node watches, else its profile's running launch (the state file), else None."""
         with self._lock:
             record = self._record
-        record = record or (self.supervisor.current() if self.supervisor is not None else None)
+        return record or (self.supervisor.current() if self.supervisor is not None else None)
+
+    def launch_procs(self) -> list[ProcInfo]:
+        """The processes of the launch this node's profile made (its whole tree), if one is recorded."""
+        record = self.ours()
         if record is None:
             return []
         from symmtui.proc import proctree  # psutil: a session that looks at processes

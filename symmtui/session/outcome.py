@@ -8,6 +8,8 @@ from symmtui.core.readiness import Snapshot, State
 
 RECORDED = (State.READY, State.CRASHED, State.TIMED_OUT)
 """States that end a launch in the history (STOPPED means we stopped watching, not that it ended)."""
+CHANGED = (State.CRASHED, State.STALLED, State.TIMED_OUT)
+"""Verdicts that say what changed since the last READY launch (``session.changes``)."""
 
 
 @dataclass(frozen=True)

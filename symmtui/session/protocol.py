@@ -1,22 +1,24 @@
-"""The Session protocol: what a front end may ask of a Session (``session.core``) or a replay (``bundle.replay``)."""
+"""The Session protocol: what a front end may do with a Session (``session.core``) or a replay (``bundle.replay``).
+
+Attach for the mailbox (the Boards come there), observe, ask an intent (``session.intents``), close. There is
+no read of state: a front end lays out the Boards it is sent.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from symmtui.core.verdict import Verdict
-    from symmtui.launch.profilefix import ProfileFix
-    from symmtui.launch.report import OnProgress
-    from symmtui.session.core import Launched, NodeStop, RelaunchPlan
+    from symmtui.session.intents import Intent
     from symmtui.session.mailbox import Mailbox, Wake
-    from symmtui.session.messages import PatchState, SessionMessage, StacksTaken
-    from symmtui.session.patching import PatchView
+    from symmtui.session.messages import SessionMessage
+
+T = TypeVar("T")
 
 
 class SessionLike(Protocol):
-    """Attach for the mailbox, observe, ask (the intents block: call them from a worker thread), close."""
+    """Attach, observe, ask (intents block: ask from a worker thread), close."""
 
     name: str
     host: str
@@ -34,37 +36,6 @@ class SessionLike(Protocol):
 
     def observe(self, observer: Callable[[SessionMessage], None], *, name: str = "observer") -> None: ...
 
-    def verdict_now(self) -> Verdict | None: ...
-
-    def gpu_busy_for(self) -> float | None: ...
-
-    def why_not(self, intent: str) -> str | None: ...
-
-    def relaunch_plan(self) -> RelaunchPlan: ...
-
-    def launch(self, on_progress: OnProgress | None = None, *, preflight: bool = True,
-               block_on_prediction: bool = False) -> Launched: ...
-
-    def stop(self, on_progress: OnProgress | None = None, *, grace: float | None = None) -> tuple[NodeStop, ...]: ...
-
-    def check_patch(self) -> PatchView: ...
-
-    def apply_patch(self, view: PatchView) -> PatchState: ...
-
-    def revert_patch(self) -> PatchState: ...
-
-    def plan_fix(self, node: str | None = None) -> ProfileFix | None: ...
-
-    def apply_fix(self, fix: ProfileFix) -> None: ...
-
-    def request_stacks(self, node: str | None = None, *, auto: bool = False, native: bool = False) -> None: ...
-
-    def take_stacks(self, node: str | None = None, *, native: bool = False, auto: bool = False) -> StacksTaken: ...
-
-    def line_label(self, node: str | None, no: int) -> str: ...
-
-    def read_through(self, node: str | None, quiet: float) -> bool | None: ...
-
-    def notify(self, text: str, severity: str = "information") -> None: ...
+    def ask(self, intent: Intent[T]) -> T: ...
 
     def close(self) -> None: ...

@@ -22,11 +22,12 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Input
 
 from symmtui import boundary
+from symmtui.core.board import Board
 from symmtui.core.readiness import State
-from symmtui.core.verdict import Verdict
 from symmtui.errors import UserError
 from symmtui.launch.profilefix import ProfileFix
 from symmtui.paths import state_dir
+from symmtui.session.intents import ApplyFix, Intent, Launch, PlanFix, RequestStacks
 from symmtui.session.mailbox import Mailbox
 from symmtui.session.messages import (
     Bell,
@@ -40,7 +41,7 @@ from symmtui.session.messages import (
 )
 from symmtui.session.protocol import SessionLike
 from symmtui.textsafe import visible
-from symmtui.ui.messages import FixApplied, FixPlanned, MailReady, RelaunchDone, StopProgress
+from symmtui.ui.messages import FixApplied, FixPlanned, IntentRefused, MailReady, RelaunchDone, StopProgress
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.help import HelpRow, HelpScreen, help_rows
 from symmtui.ui.screens.patch import PatchChanged, PatchScreen
@@ -48,7 +49,7 @@ from symmtui.ui.screens.plots import PlotsScreen
 from symmtui.ui.screens.processes import ProcessScreen
 from symmtui.ui.screens.relaunch import RelaunchScreen
 from symmtui.ui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes, register_themes
-from symmtui.ui.widgets.diagnosis import DiagnosisView, shown_diagnoses
+from symmtui.ui.widgets.diagnosis import DiagnosisView
 from symmtui.ui.widgets.footer import DashboardFooter
 from symmtui.ui.widgets.gauge import Activity, ReadinessGauge
 from symmtui.ui.widgets.gpu_panel import GpuPanel
@@ -130,7 +131,8 @@ class SymmApp(App[int]):
     NARROW_KEYS = frozenset({"p", "r", "f", "slash", "e", "n", "s", "q", "question_mark"})
     """The keys the footer shows under 110 columns; ? lists the rest."""
 
-    def __init__(self, session: SessionLike, *, theme: str | None = None, tick: float = 1.0) -> None:
+    def __init__(self, session: SessionLike, *, theme: str | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.session = session
         self.shown: str = session.nodes[0]
@@ -139,14 +141,15 @@ class SymmApp(App[int]):
         self._moved_for: tuple[State, str] | None = None  # the verdict the pane last moved for
         self._stacks: dict[str, StacksTaken] = {}
         self._log_paths: dict[str, str | None] = {}
-        self._tick_seconds = tick
+        self.clock = clock
+        """The app's clock: every guard and timer of the dashboard reads it (tests set one they drive)."""
         self.theme_names = register_themes(self, load_themes())
         self.theme = theme or DEFAULT_THEME
         self.relaunching = False
         self._opening: float | None = None  # when a text box was asked for (it gets the focus a moment later)
         self._typed = ""  # the keys typed since, for the box once it has the focus
-        self.verdict: Verdict | None = None
-        """The verdict shown (the Session's view, from its last message or the once-a-second tick)."""
+        self.board: Board | None = None
+        """The Board shown (the Session posts one with every batch and once a second)."""
         self._mailbox: Mailbox | None = None
 
     # ---- layout ----------------------------------------------------------------------------
@@ -194,8 +197,6 @@ class SymmApp(App[int]):
     def on_mount(self) -> None:
         self._exit_on_signals()
         self._mailbox = self.session.attach(lambda: self.post_message(MailReady()))
-        if self._tick_seconds > 0:
-            self.set_interval(self._tick_seconds, self._tick)
         self.log_view.focus()
 
     def _exit_on_signals(self) -> None:
@@ -240,7 +241,7 @@ class SymmApp(App[int]):
         elif isinstance(message, StacksTaken):
             self._show_stacks(message)
         elif isinstance(message, VerdictReached):
-            self._follow_verdict(message.verdict)
+            self._follow_verdict(message.board)
         elif isinstance(message, Bell):
             self.bell()
         elif isinstance(message, Notice):
@@ -270,29 +271,22 @@ class SymmApp(App[int]):
                 self.notify(text, severity="error")
             elif notice.kind == "exited":  # a log command ended (container restarted, ssh dropped)
                 self.notify(text, severity="warning")
-        self.show_verdict(batch.verdict)
+        self.show_board(batch.board)
 
-    @_while_composed
-    def _tick(self) -> None:
-        verdict = self.session.verdict_now()
-        if verdict is not None:
-            self.show_verdict(verdict)
-        busy = self.session.gpu_busy_for()
-        if busy is not None:
-            self.query_one(GpuPanel).show_busy(busy)
-
-    def show_verdict(self, verdict: Verdict) -> None:
-        """Render the verdict: header, gauge (the shown node's details, on its log's own clock), diagnosis of
-        the shown node; the stacks panel and an open plots screen follow the state."""
-        self.verdict = verdict
-        view = verdict.view(self.shown)
-        self.query_one(StatusHeader).show(verdict)
-        self.query_one(ReadinessGauge).show(verdict, self.shown, log_times=self.log_view.log_times())
-        self.query_one(GpuPanel).show_stall(verdict.state is State.STALLED)
-        self.query_one(StacksView).show_state(verdict.state)  # the dump is of the node the verdict names
+    def show_board(self, board: Board) -> None:
+        """Lay the Board out: header, gauge and diagnosis of the shown node, the GPUs' stall evidence and a
+        slow NVML call; the stacks panel and an open plots screen follow the state."""
+        self.board = board
+        self.query_one(StatusHeader).show(board)
+        self.query_one(ReadinessGauge).show(board, self.shown)
+        panel = self.query_one(GpuPanel)
+        panel.show_stall(board.gpu_stall)
+        panel.show_slow(board.gpu_slow)
+        self.query_one(StacksView).show_state(board.state)  # the dump is of the node the verdict names
         if isinstance(self.screen, PlotsScreen):
             self.screen.marks = self._phase_marks()
-        self.query_one(DiagnosisView).show(shown_diagnoses(view))
+        view = board.view(self.shown)
+        self.query_one(DiagnosisView).show(view.shown, board.changes if view.name == board.node else None)
 
     def _show_gpus(self, message: GpuRound) -> None:
         """A GPU round: the panel, and an open process view or plots screen."""
@@ -306,7 +300,7 @@ class SymmApp(App[int]):
 
     def _phase_marks(self) -> list[tuple[float, str]]:
         """When each phase of the shown node's bring-up began, for the plots."""
-        snap = self.verdict.view(self.shown).snapshot if self.verdict is not None else None
+        snap = self.board.view(self.shown).snapshot if self.board is not None else None
         return phase_marks(snap, time.monotonic(), time.time())
 
     def action_processes(self) -> None:
@@ -326,7 +320,7 @@ class SymmApp(App[int]):
     def key_note(self, action: str) -> str | None:
         """Why a key does nothing now (the help screen says it), or None."""
         if action == "relaunch":
-            return self.session.why_not("relaunch")
+            return self.board.can("relaunch") if self.board is not None else None
         if action == "log('next')" and self.log_view.search_text:
             return f"a search is on: the matches of /{self.log_view.search_text}/"
         return None
@@ -337,7 +331,7 @@ class SymmApp(App[int]):
         path = state_dir("exports") / f"{name}.{time.strftime('%Y%m%d-%H%M%S')}.txt"
         self.log_view.export(path)
 
-    def _follow_verdict(self, verdict: Verdict) -> None:
+    def _follow_verdict(self, verdict: Board) -> None:
         """A verdict that names a node (CRASHED, STALLED on it) moves the pane there once, until the user chose."""
         if verdict.state in (State.CRASHED, State.STALLED):
             key = (verdict.state, verdict.node)
@@ -367,8 +361,8 @@ class SymmApp(App[int]):
         log.display = True
         if had_focus:
             log.focus()
-        if self.verdict is not None:
-            self.show_verdict(self.verdict)
+        if self.board is not None:
+            self.show_board(self.board)
         stacks = self.query_one(StacksView)
         taken = self._stacks.get(name)
         if taken is not None:
@@ -387,13 +381,24 @@ class SymmApp(App[int]):
         """Dump every process of the shown node's server now (py-spy, on a worker thread); the panel shows it."""
         if self.typing():
             return
-        why = self.session.why_not("stacks")
+        why = self.board.can("stacks") if self.board is not None else None
         if why is not None:
             self.notify(why, severity="warning")
             return
         whose = f"{self.shown}'s" if self.session.named else "the server's"
         self.notify(f"reading the stacks of {whose} processes…", timeout=2)
-        self.session.request_stacks(self.shown)
+        self.send_intent(RequestStacks(self.shown))
+
+    @work(thread=True, group="intents")
+    def send_intent(self, intent: Intent[object]) -> None:
+        """An intent whose answer comes back as a message of the Session's (a dump), on a worker thread."""
+        try:
+            self.session.ask(intent)
+        except UserError as exc:
+            self.post_message(IntentRefused(str(exc)))
+
+    def on_intent_refused(self, message: IntentRefused) -> None:
+        self.notify(visible(message.text), severity="warning", timeout=8)
 
     # ---- intents ---------------------------------------------------------------------------
 
@@ -403,7 +408,7 @@ class SymmApp(App[int]):
 
     def _opened_lately(self) -> bool:
         """The log pane's text box was asked for less than OPENING ago (and has not closed since)."""
-        return self._opening is not None and time.monotonic() - self._opening < OPENING
+        return self._opening is not None and self.clock() - self._opening < OPENING
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Dashboard keys are inactive while a modal is open (the modal has its own) and while the user types."""
@@ -419,7 +424,7 @@ class SymmApp(App[int]):
         once it has the focus, as if typed there (check_action refuses them their actions meanwhile). A key
         that reaches the app here was on its way before the box took the focus (later ones go to the box)."""
         if event.key in PROMPT_KEYS and not isinstance(self.screen, ModalScreen) and not self.typing():
-            self._opening = time.monotonic()
+            self._opening = self.clock()
             self._typed = ""
         elif event.is_printable and event.character and self._opened_lately():
             event.stop()
@@ -451,17 +456,18 @@ class SymmApp(App[int]):
         getattr(log, f"action_{name}")()
 
     def action_patch(self) -> None:
-        """p: the fix for the shown diagnosis: a profile change (flag/env) shown as a TOML diff and applied
-        on confirm, then the relaunch; otherwise the SM120 patch modal."""
+        """p: the fix for the shown diagnosis: a profile change (flag/env, or back to what worked: the flags and
+        variables it names as the last READY launch had them) shown as a TOML diff and applied on confirm,
+        then the relaunch; otherwise the SM120 patch modal."""
         if self.typing():  # its key was allowed a moment before a search box took the keyboard
             return
-        if self.session.why_not("fix") is None:
+        if self.board is not None and self.board.can("fix") is None:
             self.plan_fix(self.shown)
         else:
             self._patch_modal()
 
     def _patch_modal(self) -> None:
-        why = self.session.why_not("patch")
+        why = self.board.can("patch") if self.board is not None else None
         if why is not None:
             self.notify(why, severity="warning")
             return
@@ -471,7 +477,7 @@ class SymmApp(App[int]):
     def plan_fix(self, node: str) -> None:
         """Read the profile and make the change the diagnosis asks for (a file read: never on the UI loop)."""
         try:
-            self.post_message(FixPlanned(self.session.plan_fix(node)))
+            self.post_message(FixPlanned(self.session.ask(PlanFix(node))))
         except UserError as exc:
             self.post_message(FixPlanned(None, str(exc)))
 
@@ -484,11 +490,13 @@ class SymmApp(App[int]):
         elif not fix.changed:
             self.notify(f"{fix.path.name} already has this change: press r to relaunch")
         else:
-            diag = next((f.diagnosis for f in self.verdict.view(self.shown).findings if f.diagnosis is not None
-                         and f.diagnosis.fix == fix.action), None) if self.verdict is not None else None
-            said = f"{visible(diag.cause)}\n\nnext: {visible(diag.action)}\n\n" if diag is not None else ""
+            view = self.board.view(self.shown) if self.board is not None else None
+            saids = (*((view.cause,) if view.cause is not None else ()), *view.errors, *view.warnings) if view else ()
+            diag = next((d for d in saids if d.cause is not None and d.fix == fix.action), None)
+            said = f"{visible(diag.cause or '')}\n\nnext: {visible(diag.action or '')}\n\n" if diag is not None else ""
+            said = f"{visible(fix.note)}\n\n" if fix.note else said  # back to what worked says what it restores
             diff = "\n".join(visible(line) for line in fix.diff.splitlines())
-            self.push_screen(ConfirmScreen("Apply the fix to the profile?", Content(said + diff), yes="Apply"),
+            self.push_screen(ConfirmScreen(fix.title, Content(said + diff), yes="Apply"),
                              partial(self._fix_confirmed, fix))
 
     def _fix_confirmed(self, fix: ProfileFix, yes: bool | None) -> None:
@@ -499,7 +507,7 @@ class SymmApp(App[int]):
     def apply_fix(self, fix: ProfileFix) -> None:
         """Write the profile change (atomically); the Session launches with it from now on."""
         try:
-            self.session.apply_fix(fix)
+            self.session.ask(ApplyFix(fix))
         except UserError as exc:
             self.post_message(FixApplied(fix, str(exc)))
             return
@@ -510,7 +518,7 @@ class SymmApp(App[int]):
             self.notify(visible(message.error), severity="error", timeout=8)
             return
         fix = message.fix
-        self.notify(f"{fix.path.name} updated ({fix.action.type} {fix.action.flag or fix.action.env})")
+        self.notify(f"{fix.path.name} updated ({fix.summary})")
         self.action_relaunch()
 
     def _patch_closed(self, relaunch: bool | None) -> None:
@@ -531,10 +539,10 @@ class SymmApp(App[int]):
         if self.relaunching:
             self.notify("a relaunch is already in progress")
             return
-        try:
-            plan = self.session.relaunch_plan()
-        except UserError as exc:
-            self.notify(str(exc), severity="warning", timeout=8)
+        plan = self.board.relaunch if self.board is not None else None
+        if plan is None:
+            why = (self.board.can("relaunch") if self.board is not None else None) or "the server is not known yet"
+            self.notify(why, severity="warning", timeout=8)
             return
         named = self.session.named
         launches = "\n".join(f"  {node}: {command}" if named else f"  {command}" for node, command in plan.commands)
@@ -556,7 +564,7 @@ class SymmApp(App[int]):
             self.post_message(StopProgress(p))  # type: ignore[arg-type]
 
         try:
-            result = self.session.launch(progress)
+            result = self.session.ask(Launch(progress))
         except (UserError, OSError) as exc:  # an OSError the launcher did not word: shown, not a crash
             self.post_message(RelaunchDone(str(exc), ""))
             return

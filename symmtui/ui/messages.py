@@ -43,3 +43,10 @@ class FixApplied(Message):
 
     fix: ProfileFix
     error: str | None = None
+
+
+@dataclass
+class IntentRefused(Message):
+    """An intent the Session could not carry out, in one line."""
+
+    text: str

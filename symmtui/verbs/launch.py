@@ -54,16 +54,18 @@ def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
     from symmtui.build import Limits, launch_spec, open_session
     from symmtui.core.readiness import State
     from symmtui.launch.cliout import ProgressPrinter
-    from symmtui.session.printer import Printer
+    from symmtui.session.intents import Launch, StillRunning
+    from symmtui.verbs.printer import Printer
 
     err = sys.stderr
     spec = launch_spec(profile, limits=Limits(timeout=args.timeout, stall=args.stall), grace=args.grace,
-                       notify=args.notify, record_bundle=not args.no_record, bundle=args.bundle)
+                       notify=args.notify, record_bundle=not args.no_record, bundle=args.bundle,
+                       stacks=not args.no_stacks)
     session = open_session(spec)
     try:
         printer = Printer(session, err=err, stacks=not args.no_stacks and not session.named)
-        result = session.launch(ProgressPrinter(err), preflight=not args.no_preflight,
-                                block_on_prediction=args.strict_preflight)
+        result = session.ask(Launch(ProgressPrinter(err), preflight=not args.no_preflight,
+                                    block_on_prediction=args.strict_preflight))
         for w in result.warnings:
             clitext.note(w, err)
         for (node, rec), log in zip(result.records, result.logs, strict=True):
@@ -81,7 +83,7 @@ def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
             clitext.note(f"stopped waiting; the server is still running (pid {pids}); `symmtui stop` ends it", err)
             return boundary.interrupted_code(exc)
         if waited.state is not State.READY:
-            alive = session.still_running()
+            alive = session.ask(StillRunning())
             if alive:
                 where = f" on {', '.join(alive)}" if session.named else ""
                 clitext.note(f"processes of this launch are still running{where}; `symmtui stop` ends them", err)

@@ -33,13 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Dump, print, save; exit 0, 2 nothing to dump, 3 ptrace refused for every process."""
     from symmtui.build import open_session, stacks_spec
+    from symmtui.session.intents import DumpStacks
     from symmtui.stacks.pyspy import DEFAULT_LIMIT, find_pyspy
 
     find_pyspy()  # a missing py-spy is one line before any work
     spec = stacks_spec(config=args.config, pid=args.pid, log=Path(args.log) if args.log else None)
     with open_session(spec) as session:
-        report, saved = session.dump_stacks(native=args.native, limit=args.limit or DEFAULT_LIMIT,
-                                            keep=not args.no_save)
+        report, saved = session.ask(DumpStacks(native=args.native, limit=args.limit or DEFAULT_LIMIT,
+                                               keep=not args.no_save))
     out = clitext.Writer()
     if args.json:
         out.raw(json.dumps(report.to_json(), indent=2) + "\n")

@@ -34,22 +34,23 @@ def run(args: argparse.Namespace) -> int:
     profile = load_profile(args.config)  # first: a bad profile is reported before the engine is imported
     from symmtui.build import open_session, stop_spec
     from symmtui.launch.cliout import ProgressPrinter, print_report
+    from symmtui.session.intents import KillStranger, Stop
 
     spec = stop_spec(profile, grace=args.grace, gpu_timeout=args.gpu_timeout, port_timeout=args.port_timeout,
                      kill_pid=args.kill_pid)
     with open_session(spec) as session:
-        results = session.stop(ProgressPrinter(sys.stderr))
+        results = session.ask(Stop(ProgressPrinter(sys.stderr)))
         if args.kill_pid is not None:  # one node (stop_spec refused it for several)
             report = results[0].report
             if report is None or not any(s.pid == args.kill_pid for s in report.strangers):
                 if report is not None:
                     print_report(report, sys.stdout)
                 raise UserError(f"pid {args.kill_pid} does not hold this profile's port or GPU memory; not signalled")
-            if not session.kill_stranger(args.kill_pid):
+            if not session.ask(KillStranger(args.kill_pid)):
                 raise UserError(f"pid {args.kill_pid} is still running after SIGTERM and SIGKILL (another user's "
                                 "process, or stuck in the kernel/driver)", exit_code=EXIT_SURVIVOR)
             clitext.emit(f"pid {args.kill_pid} ended (you confirmed it)")
-            results = session.stop(ProgressPrinter(sys.stderr))
+            results = session.ask(Stop(ProgressPrinter(sys.stderr)))
     w = clitext.Writer(sys.stdout)
     for result in results:
         where = f"{result.node}: " if session.named else ""

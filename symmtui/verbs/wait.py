@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Wait and print the verdict (the Session's close then flushes the notifier and ends the metrics linger)."""
     from symmtui.build import Limits, open_session, wait_spec
-    from symmtui.session.printer import Printer
+    from symmtui.verbs.printer import Printer
 
     log_cmd = log_command_option(args.log_cmd, args.log_cmd_shell, log=args.log, new_only=args.new_only)
     stacks = not args.no_stacks

@@ -16,7 +16,7 @@ from symmtui.bundle.replay import Recording, ReplaySession
 from symmtui.cli import main
 from symmtui.core.readiness import State
 from symmtui.session.messages import EngineBatch, GpuRound, SessionMessage
-from symmtui.session.printer import EXIT_CRASHED
+from symmtui.verbs.printer import EXIT_CRASHED
 from tests.launch.helpers import free_port, run_cli, stop_at_end, write_profile
 
 __all__ = ["stop_at_end"]

@@ -15,11 +15,12 @@ from symmtui.bundle.codec import decode, encode
 from symmtui.bundle.format import read_bundle
 from symmtui.bundle.recorder import Recorder
 from symmtui.bundle.replay import Recording
+from symmtui.core.board import board_of
 from symmtui.core.decode import LogLine
 from symmtui.core.engine import EngineUpdate
 from symmtui.core.events import Event
 from symmtui.core.readiness import Snapshot, State
-from symmtui.core.verdict import NodeView, verdict_of
+from symmtui.core.verdict import NodeView
 from symmtui.launch.envinfo import EnvInfo
 from symmtui.session.messages import EngineBatch, GpuRound, TopologyRead
 from tests.ui.kit import CRASH_LOG, fixed_gpus, read_lines, replay
@@ -38,7 +39,7 @@ def _batch(lines: tuple[LogLine, ...], events: tuple[Event, ...], snap: Snapshot
            log_path: str | None = None, restarted: bool = False) -> EngineBatch:
     """One engine batch of node "h" as the Session posts it (its verdict view: this node's state)."""
     update = EngineUpdate(lines, events, (), snap, 0, generation)
-    return EngineBatch("h", update, log_path, verdict_of([NodeView("h", snap)]), restarted)
+    return EngineBatch("h", update, log_path, board_of([NodeView("h", snap)]), restarted)
 
 
 def _recorder(dest: Path) -> Recorder:

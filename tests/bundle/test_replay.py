@@ -13,6 +13,7 @@ from symmtui.bundle.format import SUFFIX, read_bundle
 from symmtui.bundle.replay import READ_ONLY, Recording, ReplaySession, states_in
 from symmtui.bundle.report import markdown
 from symmtui.core.readiness import State
+from symmtui.session.intents import ApplyPatch, CheckPatch, Launch
 from symmtui.session.mailbox import Mailbox
 from symmtui.session.messages import EngineBatch, SessionMessage, VerdictReached
 from symmtui.ui.replay import ReplayApp
@@ -41,8 +42,8 @@ def demo_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     try:
         box = session.attach(lambda: None)
         _verdict(box, State.CRASHED)
-        session.apply_patch(session.check_patch())
-        session.relaunch()
+        session.ask(ApplyPatch(session.ask(CheckPatch())))
+        session.ask(Launch())
         _verdict(box, State.READY)
     finally:
         session.close()  # writes the bundle a last time, then the demo removes its temp dir
@@ -75,13 +76,13 @@ async def test_replay_of_the_demo_shows_the_crash_then_ready_and_seeks(demo_bund
     posted: list[State] = []  # every judgement the replay posted, in order (the mailbox may merge them)
 
     def hear(message: SessionMessage) -> None:
-        if isinstance(message, EngineBatch) and (not posted or posted[-1] is not message.verdict.state):
-            posted.append(message.verdict.state)
+        if isinstance(message, EngineBatch) and (not posted or posted[-1] is not message.board.state):
+            posted.append(message.board.state)
 
     session.observe(hear)
 
     def state() -> State | None:
-        return app.verdict.state if app.verdict is not None else None
+        return app.board.state if app.board is not None else None
 
     try:
         async with app.run_test(size=(130, 40)) as pilot:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from symmtui.build import Limits, open_session, watch_spec
-from symmtui.session.printer import Printer, WaitResult
+from symmtui.verbs.printer import Printer, WaitResult
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 KEYERROR_LOG = FIXTURES / "sglang-tp8-symm-mem-keyerror.log"

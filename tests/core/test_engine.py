@@ -16,6 +16,7 @@ from symmtui.core.engine import Bringup, EngineUpdate
 from symmtui.core.readiness import ReadinessConfig, State
 from symmtui.core.rules import Kind
 from symmtui.proc.pidwatch import process_exit_status
+from tests.handclock import HandClock
 
 from .engine_kit import KEYERROR_LOG, READY_LOG, Writer, wait_until
 
@@ -187,19 +188,9 @@ def test_dead_pid_at_start_is_a_crash(tmp_path: Path) -> None:
     assert snap.state is State.CRASHED and snap.cause is not None and "exit code unknown" in snap.cause.summary
 
 
-class HandClock:
-    """A clock the test moves by hand (the engine's threads read it; nothing sleeps for it)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_timeout_and_stall(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
-    clock = HandClock()
+    clock = HandClock(0.0)
 
     def states() -> list[State]:
         with col.lock:

@@ -119,8 +119,9 @@ def test_lines_before_a_far_attach_point_are_estimated_not_counted(
     assert m is not None, text
     assert abs(int(m.group(1)) - first) <= 0.02 * first, (m.group(1), first)
     # the line number is estimated, the byte offset is exact: the log pane places the event by it
-    cause = res.verdict.cause
-    assert cause is not None
+    said = res.board.cause
+    assert said is not None
+    cause = said.event
     data = log.read_bytes()
     assert cause.offset == data.rindex(b"\n", 0, data.index(b"Scheduler hit an exception", starts[2])) + 1
     assert all(a >= starts[2] for a, _ in cause.offsets)

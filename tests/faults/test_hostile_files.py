@@ -141,7 +141,10 @@ def history_texts(draw: st.DrawFn) -> bytes:
                      "verdict": draw(st.sampled_from(["ready", "crashed", "stopped", "weird", ""])),
                      "phases": draw(st.one_of(st.dictionaries(st.text(max_size=8), st.floats(), max_size=3), JSON)),
                      "versions": draw(st.one_of(st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2), JSON)),
-                     "cause": draw(st.one_of(st.none(), st.text(max_size=20), JSON))}
+                     "cause": draw(st.one_of(st.none(), st.text(max_size=20), JSON)),
+                     "facts": draw(st.one_of(st.none(), JSON, st.fixed_dictionaries(
+                         {k: JSON for k in ("command", "flags", "env", "files", "gpus", "model", "more")}))),
+                     "named": draw(st.one_of(st.none(), JSON))}
             lines.append(json.dumps(entry).encode())
         elif kind == "json":
             lines.append(json.dumps(draw(JSON)).encode())
@@ -169,7 +172,7 @@ def log(tmp_path: Path) -> Path:
 def test_any_history_file_gives_a_table_or_json_never_a_bug(text: bytes) -> None:
     path = history_path()
     path.write_bytes(text)
-    for argv in (["history"], ["history", "--json"]):
+    for argv in (["history"], ["history", "--json"], ["history", "--diff"], ["history", "--diff", "--json"]):
         code, out, _err = run_verb(*argv, ok=frozenset({0}))
         if "--json" in argv:
             doc = json.loads(out)
@@ -238,8 +241,9 @@ def test_any_profile_is_loaded_or_refused_in_one_line(text: str, tmp_path: Path)
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A real bundle's document: the crash log recorded by the real recorder (no process needed)."""
     from symmtui.bundle.recorder import Recorder
+    from symmtui.core.board import board_of
     from symmtui.core.engine import EngineUpdate
-    from symmtui.core.verdict import NodeView, verdict_of
+    from symmtui.core.verdict import NodeView
     from symmtui.launch.envinfo import EnvInfo
     from symmtui.session.messages import EngineBatch, VerdictReached
     from tests.ui.kit import CRASH_LOG, read_lines, replay
@@ -248,7 +252,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     events, snap = replay(lines)
     rec = Recorder(name="t", host="h", command=None, dest=tmp_path_factory.mktemp("rec") / "b.json.gz",
                    env=lambda: EnvInfo(taken_at=0.0, symmtui="test"))
-    verdict = verdict_of([NodeView("h", snap)])
+    verdict = board_of([NodeView("h", snap)])
     rec.ingest(0.5, EngineBatch("h", EngineUpdate(tuple(lines), tuple(events), (), snap), str(CRASH_LOG), verdict))
     rec.ingest(1.0, VerdictReached(verdict, 0, None, str(CRASH_LOG)))
     doc: dict[str, Any] = json.loads(json.dumps(rec.document(final=True)))

@@ -109,7 +109,7 @@ async def test_dashboard_renders_no_log_escape(tmp_path: Path) -> None:
         lines = read_lines(log)
         events, snap = replay(lines)
         gpus, topo = fixed_gpus(0.0)
-        app = SymmApp(FixedSession(lines, events, snap, gpus, topo, log_path=log), tick=0)
+        app = SymmApp(FixedSession(lines, events, snap, gpus, topo, log_path=log))
         async with app.run_test(size=(160, 60)) as pilot:
             await settle(pilot)
             screen = text(app)

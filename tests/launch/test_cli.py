@@ -11,7 +11,7 @@ import pytest
 
 from symmtui.core.rules import PHASE_GRAPHS, PHASE_LOADING, PHASE_ORDER
 from symmtui.launch.history import History
-from symmtui.session.printer import EXIT_CRASHED, EXIT_READY, EXIT_TIMED_OUT
+from symmtui.verbs.printer import EXIT_CRASHED, EXIT_READY, EXIT_TIMED_OUT
 from tests.launch.helpers import demo_config, free_port, run_cli, stop_at_end, write_profile
 
 __all__ = ["stop_at_end"]  # autouse: whatever a failing test launched is stopped

@@ -45,6 +45,18 @@ def test_a_launch_recorded_twice_counts_once_last_wins() -> None:
     assert [e.verdict for e in h.entries()] == ["ready"]
 
 
+def test_a_launch_is_appended_once_and_its_recorded_entry_returned() -> None:
+    h = History()
+    h.append(_e(1, total=100))
+    with open(history_path(), "ab") as fh:  # a damaged line naming l2 is no record of it
+        fh.write(b'{"launch_id": "l2", "verdict": \n')
+    first = h.append_once(_e(2, total=100, verdict="ready"))
+    again = h.append_once(_e(2, total=5, verdict="stopped"))  # a `stop` finishing the same launch later
+    assert first == again and again.verdict == "ready" and h.has("l2") and not h.has("l3")
+    assert [e.launch_id for e in h.entries()] == ["l1", "l2"] and h.skipped == 1
+    assert history_path().read_bytes().count(b'"launch_id": "l2"') == 2  # the damaged one and one entry
+
+
 def test_corrupt_lines_are_skipped_and_counted() -> None:
     h = History()
     h.append(_e(1, total=100))

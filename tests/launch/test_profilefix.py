@@ -9,7 +9,7 @@ import pytest
 from symmtui.core.rules import Action
 from symmtui.errors import UserError
 from symmtui.launch.profile import load_profile
-from symmtui.launch.profilefix import apply, plan
+from symmtui.launch.profilefix import apply, plan, plan_restore
 
 FLAG = Action("flag_add", "relaunch with --disable-custom-all-reduce", flag="--disable-custom-all-reduce")
 VALUE = Action("flag_add", "lower it", flag="--max-model-len", value="3664")
@@ -78,3 +78,33 @@ def test_a_profile_edited_meanwhile_is_not_overwritten(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="changed since"):
         apply(fix)
     assert "# edited by hand" in p.read_text() and "--disable-custom-all-reduce" not in p.read_text()
+
+
+def test_back_to_what_worked_puts_every_culprit_back_in_one_change(tmp_path: Path) -> None:
+    p = _profile(tmp_path, '["python", "-m", "sglang.launch_server", "--tp", "8", "--enable-torch-symm-mem", '
+                 '"--chunked-prefill-size", "4096"]',
+                 '\n[server.env]\nNCCL_P2P_LEVEL = "SYS"\nNCCL_ALGO = "Tree"\nHF_HOME = "/h"\n')
+    actions = (Action("flag_remove", "remove --enable-torch-symm-mem", flag="--enable-torch-symm-mem"),
+               Action("flag_add", "give --chunked-prefill-size 8192 again", flag="--chunked-prefill-size", value="8192"),
+               Action("env", "set NCCL_P2P_LEVEL=NVL again", env="NCCL_P2P_LEVEL", value="NVL"),
+               Action("env_unset", "unset NCCL_ALGO", env="NCCL_ALGO"))
+    fix = plan_restore(p, actions, "the last READY launch, 2026-11-30 14:02 (20 h ago)")
+    assert fix.title == "Go back to what worked?" and fix.summary == "back to what worked"
+    assert fix.note.splitlines() == ["Back to what worked: the last READY launch, 2026-11-30 14:02 (20 h ago)",
+                                     *(f"  {a.text}" for a in actions)]
+    assert '-NCCL_ALGO = "Tree"' in fix.diff and '+NCCL_P2P_LEVEL = "NVL"' in fix.diff
+    apply(fix)
+    prof = load_profile(p)
+    assert prof.argv == ("python", "-m", "sglang.launch_server", "--tp", "8", "--chunked-prefill-size", "8192")
+    assert prof.env == {"NCCL_P2P_LEVEL": "NVL", "HF_HOME": "/h"}
+    assert 'ready = ["up"]' in p.read_text()
+
+
+def test_back_to_what_worked_refuses_what_the_profile_does_not_say(tmp_path: Path) -> None:
+    p = _profile(tmp_path, '["python", "-m", "sglang.launch_server"]')
+    before = p.read_text()
+    with pytest.raises(UserError, match="NCCL_ALGO is not set by .*unset it where you start symmtui"):
+        plan_restore(p, (Action("env_unset", "unset NCCL_ALGO", env="NCCL_ALGO"),), "the last READY launch")
+    with pytest.raises(UserError, match="nothing to put back"):
+        plan_restore(p, (Action("patch", "patch it", patch="sm120"),), "the last READY launch")
+    assert p.read_text() == before

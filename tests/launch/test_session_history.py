@@ -42,12 +42,12 @@ async def test_cli_and_dashboard_launches_record_the_same_fields(tmp_path: Path,
     app = SymmApp(session)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: app.verdict is not None, "a first verdict")
+            await wait_for(pilot, lambda: app.board is not None, "a first verdict")
             await pilot.press("r")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the relaunch question")  # a loaded box
             await answer(pilot)
             # the Session writes the history before it posts the READY batch: wait for both
-            await wait_for(pilot, lambda: app.verdict is not None and app.verdict.state is State.READY
+            await wait_for(pilot, lambda: app.board is not None and app.board.state is State.READY
                            and len(History().entries()) == 2, "READY and the dashboard launch in the history",
                            timeout=90)
             # once READY, the gauge compares the relaunch with the launch before it, and so does the notification

@@ -13,6 +13,7 @@ from symmtui import __version__
 from symmtui.cli import main
 from symmtui.launch.history import History, HistoryEntry
 from symmtui.launch.timings import compare
+from symmtui.session.intents import Launch
 from tests.launch.helpers import demo_config, run_cli, stop_at_end
 
 __all__ = ["stop_at_end"]
@@ -48,8 +49,8 @@ def test_the_second_ready_launch_names_its_slower_phase_and_history_prints_both(
 
     assert main(["history", "--config", str(cfg)]) == 0  # in this process: the verb reads the same history
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split()[:4] == ["started", "verdict", "total", "launch"]
-    rows = [ln for ln in lines[1:] if ln[:4].isdigit()]
+    assert lines[0].split()[:6] == ["#", "id", "started", "verdict", "total", "launch"]
+    rows = [ln for ln in lines[1:] if ln[:1].isdigit()]
     assert len(rows) == 2 and all("  ready  " in r and "symmtui " in r for r in rows)
     assert any(ln.strip().startswith("timings: loading weights") for ln in lines)
 
@@ -164,7 +165,7 @@ def test_one_launch_probes_the_servers_interpreter_once_for_its_bundle_and_its_h
     supervisor = session.head.supervisor
     assert supervisor is not None
     try:
-        [launched] = session.launch_unchecked()  # the real stand-in server, as `symmtui launch` starts it
+        [(_node, launched)] = session.ask(Launch(checked=False)).records  # the real stand-in server, as `symmtui launch` starts it
         versions_of_launch = supervisor.versions
         wait_until(lambda: "sglang" in versions_of_launch.get(launched.launch_id), 20, "the launch's versions")
         assert rec.env_done.wait(20) and rec.environment is not None

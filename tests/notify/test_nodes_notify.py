@@ -12,13 +12,14 @@ import pytest
 
 from symmtui.build import dashboard_spec
 from symmtui.cli import main
+from symmtui.core.board import board_of
 from symmtui.core.readiness import State
-from symmtui.core.verdict import NodeView, verdict_of
+from symmtui.core.verdict import NodeView
 from symmtui.notify.message import note_of
 from symmtui.notify.notifier import plug_in as notify_plug_in
 from symmtui.session.core import Session
 from symmtui.session.messages import Bell, SessionMessage
-from symmtui.session.printer import Printer
+from symmtui.verbs.printer import Printer
 from tests.notify.kit import KEYERROR_LOG, READY_LOG, TOKEN, Receiver, receiver, snapshot_of
 
 
@@ -80,7 +81,7 @@ def test_a_stalled_verdict_names_the_node_behind() -> None:
     # real snapshots seen as STALLED / STARTING: gpu-b's (it crashed in an earlier phase) is behind gpu-a's
     stalled = replace(snapshot_of(KEYERROR_LOG), state=State.STALLED, cause=None, detail="no new log line for 300 s")
     starting = replace(snapshot_of(READY_LOG), state=State.STARTING)
-    note = note_of(verdict_of([NodeView("gpu-a", starting), NodeView("gpu-b", stalled)]), name="pair", host="h")
+    note = note_of(board_of([NodeView("gpu-a", starting), NodeView("gpu-b", stalled)]), name="pair", host="h")
     assert note is not None and note.headline.startswith("STALLED on gpu-b after ")
     assert note.host == "gpu-b" and "no new log line for 300 s" in note.headline
     assert note.lines[-1].startswith("nodes: gpu-a ") and note.lines[-1].endswith("gpu-b stalled in init distributed")
@@ -91,7 +92,7 @@ def test_a_stalled_verdict_about_a_node_still_moving_says_it_is_behind() -> None
     the node the other waits for, and the note says so rather than gpu-b's own "phase: ..." detail."""
     stalled = replace(snapshot_of(READY_LOG), state=State.STALLED, cause=None, detail="no new log line for 300 s")
     moving = replace(snapshot_of(KEYERROR_LOG), state=State.STARTING, cause=None, detail="phase: init distributed")
-    verdict = verdict_of([NodeView("gpu-a", stalled), NodeView("gpu-b", moving)])
+    verdict = board_of([NodeView("gpu-a", stalled), NodeView("gpu-b", moving)])
     note = note_of(verdict, name="pair", host="h")
     assert (verdict.state, verdict.node) == (State.STALLED, "gpu-b")
     assert note is not None and note.headline.startswith("STALLED on gpu-b after ")

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from symmtui.core.board import board_of
 from symmtui.core.readiness import Snapshot
-from symmtui.core.verdict import NodeView, findings, ordered_events, verdict_of
+from symmtui.core.verdict import NodeView, findings, ordered_events
 from symmtui.errors import UserError
 from symmtui.launch.notifyconf import NotifyConfig, Webhook, redact
 from symmtui.launch.profile import parse_profile
@@ -28,7 +29,7 @@ def hooks() -> Iterator[Receiver]:
 
 def _tell(n: Notifier, snap: Snapshot, *, launch_id: str | None = None, log_path: str | None = None) -> None:
     """The verdict of ``snap`` as the Session posts it (its findings from the shipped rules)."""
-    verdict = verdict_of([NodeView("gpu-7", snap, None, findings(ordered_events(snap)))])
+    verdict = board_of([NodeView("gpu-7", snap, None, findings(ordered_events(snap)))])
     n.observe(VerdictReached(verdict, 0, launch_id, log_path))
 
 
@@ -207,6 +208,6 @@ def snapshot_note() -> VerdictNote:
     from symmtui.notify.message import note_of
 
     snap = snapshot_of(READY_LOG)
-    note = note_of(verdict_of([NodeView("h", snap)]), name="n", host="h")
+    note = note_of(board_of([NodeView("h", snap)]), name="n", host="h")
     assert note is not None
     return note

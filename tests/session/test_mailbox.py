@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import threading
 
+from symmtui.core.board import board_of
 from symmtui.core.engine import EngineUpdate
-from symmtui.core.verdict import NodeView, verdict_of
+from symmtui.core.verdict import NodeView
 from symmtui.session import mailbox as mailbox_mod
 from symmtui.session.mailbox import Mailbox, Relay
 from symmtui.session.messages import EngineBatch, GpuRound, Notice, SessionMessage, VerdictReached
@@ -15,7 +16,7 @@ from tests.ui.kit import READY_LOG, fixed_gpus, read_lines, replay
 
 def _batch(node: str, lines: list, snap: object, generation: int = 0) -> EngineBatch:
     update = EngineUpdate(tuple(lines), (), (), snap, 0, generation)  # type: ignore[arg-type]
-    return EngineBatch(node, update, None, verdict_of([NodeView(node, snap)]), restarted=generation > 0)  # type: ignore[arg-type]
+    return EngineBatch(node, update, None, board_of([NodeView(node, snap)]), restarted=generation > 0)  # type: ignore[arg-type]
 
 
 def test_batches_merge_per_node_gpu_rounds_collapse_and_the_front_end_is_woken_once() -> None:
@@ -81,7 +82,7 @@ def test_a_relay_past_its_cap_drops_the_oldest_non_verdict_and_never_a_verdict()
         seen.append(message)
 
     relay = Relay(slow, name="slow", failed=lambda text: None, cap=4)
-    verdict = VerdictReached(verdict_of([NodeView("a", snap)]), 0, None, None)
+    verdict = VerdictReached(board_of([NodeView("a", snap)]), 0, None, None)
     relay.put(Notice("first"))
     assert entered.wait(30)  # the observer holds it: the next ones wait in the inbox
     for i in range(6):

@@ -19,7 +19,7 @@ from symmtui.build import Limits, watch_spec
 from symmtui.cli import main
 from symmtui.session.core import Session
 from symmtui.session.metrics import BringupMetrics, MetricsServer
-from symmtui.session.printer import Printer
+from symmtui.verbs.printer import Printer
 from tests.core.engine_kit import KEYERROR_LOG, READY_LOG, ROOT, Writer, free_port
 
 READY_TEXT = READY_LOG.read_text()
@@ -136,10 +136,11 @@ def test_a_crash_is_counted_by_its_catalogue_entry() -> None:
     assert (status, body.strip()) == (503, "crashed")
     m = _Scrape(text)
     crashes = {s.labels["entry"]: s.value for s in m.samples if s.name == "symmtui_bringup_crashes_total"}
-    assert crashes == {result.verdict.cause.rule_id: 1.0}  # type: ignore[union-attr]
+    assert result.board.cause is not None and result.board.cause.entry == "sm120-symm-mem-keyerror"
+    assert crashes == {"sm120-symm-mem-keyerror": 1.0}  # by its catalogue entry
     assert m.value("symmtui_bringup_ready_seconds_count", node=node, profile="p") == 2  # the history's, not this crash
     assert m.value("symmtui_bringup_ready_seconds_bucket", node=node, profile="p", le="120.0") == 1
-    assert m.value("symmtui_bringup_elapsed_seconds", node=node, profile="p") == result.verdict.snapshot.verdict_elapsed
+    assert m.value("symmtui_bringup_elapsed_seconds", node=node, profile="p") == result.board.snapshot.verdict_elapsed
 
 
 def test_port_in_use_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,7 +16,7 @@ from tests.ui.kit import text, wait_for, watched
 async def test_stalled_dumps_once_and_the_panel_names_the_odd_rank(tmp_path: Path) -> None:
     with hung_server(tmp_path, hang_rank=5) as (proc, log):
         session = watched(log, pid=proc.pid, limits=Limits(timeout=None, stall=0.5), auto_stacks=True)
-        app = SymmApp(session, tick=0)
+        app = SymmApp(session)
         try:
             async with app.run_test(size=(160, 50)) as pilot:
                 view = app.query_one(StacksView)
@@ -45,7 +45,7 @@ async def test_stalled_dumps_once_and_the_panel_names_the_odd_rank(tmp_path: Pat
 async def test_no_auto_stacks_waits_for_the_key(tmp_path: Path) -> None:
     with hung_server(tmp_path, hang_rank=2, tp=4) as (proc, log):
         session = watched(log, pid=proc.pid, limits=Limits(timeout=None, stall=0.5))  # no auto_stacks
-        app = SymmApp(session, tick=0)
+        app = SymmApp(session)
         try:
             async with app.run_test(size=(160, 50)) as pilot:
                 await wait_for(pilot, lambda: "STALLED" in text(app), "STALLED")

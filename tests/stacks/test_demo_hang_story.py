@@ -13,7 +13,7 @@ from tests.ui.kit import answer, current_launch, demo_session, send_keys, text, 
 
 
 def _state(app: SymmApp) -> State | None:
-    return app.verdict.state if app.verdict is not None else None
+    return app.board.state if app.board is not None else None
 
 
 @needs_ptrace

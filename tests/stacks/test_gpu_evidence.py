@@ -9,6 +9,7 @@ from symmtui.core.readiness import Readiness, ReadinessConfig, State
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.sampler import GpuSampler
 from symmtui.gpu.standin import load_standin, standin_host
+from symmtui.session.intents import DumpStacks
 from symmtui.session.messages import GpuRound
 from symmtui.stacks.gpus import gpu_evidence
 from symmtui.ui.app import SymmApp
@@ -57,7 +58,7 @@ def _stalled_session() -> FixedSession:
 
 
 async def test_the_gpu_panel_names_the_spinning_gpu_next_to_the_stall() -> None:
-    app = SymmApp(_stalled_session(), tick=0)
+    app = SymmApp(_stalled_session())
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
         panel = app.query_one(GpuPanel)
@@ -80,9 +81,8 @@ def test_a_dump_of_the_hung_demo_carries_the_gpus_line() -> None:
         while time.monotonic() < deadline and (not pinned or len(session.head.server_procs()) < 9):
             box.wait(0.05)
             pinned = pinned or any(isinstance(m, GpuRound) and m.snapshot.time > pinned_at for m in box.take())
-        taken = session.take_stacks()
+        report, _saved = session.ask(DumpStacks(keep=False))
     finally:
         session.close()
-    assert taken.report is not None, taken.error
-    assert taken.report.gpus is not None and taken.report.gpus.startswith("GPUs: all 8 GPUs at 0 % (host side)")
-    assert taken.report.gpus in taken.report.summary()
+    assert report.gpus is not None and report.gpus.startswith("GPUs: all 8 GPUs at 0 % (host side)")
+    assert report.gpus in report.summary()

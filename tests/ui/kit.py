@@ -13,6 +13,8 @@ from textual.app import App
 from textual.pilot import Pilot
 
 from symmtui.build import dashboard_spec, demo_spec, open_session, watch_spec
+from symmtui.core import board as boards
+from symmtui.core.board import Board, NodeInput
 from symmtui.core.decode import LogLine
 from symmtui.core.engine import EngineUpdate
 from symmtui.core.events import Event, EventBuilder
@@ -20,7 +22,7 @@ from symmtui.core.follow import LogFollower
 from symmtui.core.logcmd import LogCommand
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot
 from symmtui.core.rules import RuleSet
-from symmtui.core.verdict import NodeView, Verdict, findings, ordered_events, verdict_of
+from symmtui.core.verdict import NodeView, findings, ordered_events
 from symmtui.demo.nodes import NodesDemo
 from symmtui.demo.story import Demo
 from symmtui.errors import UserError
@@ -30,9 +32,18 @@ from symmtui.gpu.standin import load_standin, standin_host
 from symmtui.gpu.topology import Topology, read_topology
 from symmtui.launch import state
 from symmtui.launch.history import Estimate
-from symmtui.launch.profilefix import ProfileFix
 from symmtui.launch.state import LaunchRecord
-from symmtui.session.core import Launched, NodeStop, RelaunchPlan, Session
+from symmtui.session.core import Session
+from symmtui.session.intents import (
+    ApplyFix,
+    ApplyPatch,
+    CheckPatch,
+    Intent,
+    PlanFix,
+    RequestStacks,
+    RevertPatch,
+    Say,
+)
 from symmtui.session.mailbox import Mailbox
 from symmtui.session.messages import (
     EngineBatch,
@@ -44,7 +55,10 @@ from symmtui.session.messages import (
     TopologyRead,
 )
 from symmtui.session.node import eta_of
-from symmtui.session.patching import Patcher, PatchView
+from symmtui.session.patching import Patcher
+from symmtui.stacks.gpus import evidence, utilization_of
+from symmtui.ui.screens.confirm import KEY_GUARD
+from tests.handclock import HandClock
 from tests.ui.screen_text import screen_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -116,6 +130,8 @@ class FixedSession:
         self.estimate: Estimate | None = None
         self.mailbox = Mailbox()
         self.closed = False
+        self.seq = 0
+        self.asked: list[object] = []
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -125,10 +141,21 @@ class FixedSession:
     def named(self) -> bool:
         return False
 
-    def verdict(self) -> Verdict:
+    def why_not(self) -> dict[str, str | None]:
+        return {"launch": NO_LAUNCH, "relaunch": NO_LAUNCH, "fix": "no profile to change in this session",
+                "patch": None if self.patcher is not None else
+                "no SGLang/vLLM install to patch in this session (use symmtui patch)", "stacks": None}
+
+    def board(self) -> Board:
+        """The Board of the fixed snapshot, built as a live Session builds one."""
         snap = self.fixed_snapshot
         found = findings(ordered_events(snap), patched=self.patched)
-        return verdict_of([NodeView(self.host, snap, None, found, *eta_of(self.estimate, snap))], patched=self.patched)
+        view = NodeView(self.host, snap, None, found, *eta_of(self.estimate, snap))
+        self.seq += 1
+        ev = evidence(utilization_of(self.fixed_gpus.samples)) if self.fixed_gpus is not None else None
+        return boards.build(self.seq, [NodeInput(view, log_path=self.fixed_log_path)],
+                            snap.started_at + snap.elapsed, patched=self.patched, why_not=self.why_not(),
+                            gpu_stall=ev.short() if ev is not None else None)
 
     def post(self, snap: Snapshot) -> None:
         """A batch with no lines that moves the bring-up to ``snap`` (as a live session's batches do)."""
@@ -137,7 +164,7 @@ class FixedSession:
 
     def _batch(self, lines: tuple[LogLine, ...], events: tuple[Event, ...]) -> EngineBatch:
         update = EngineUpdate(lines, events, (), self.fixed_snapshot, 0, 0)
-        return EngineBatch(self.host, update, self.fixed_log_path, self.verdict())
+        return EngineBatch(self.host, update, self.fixed_log_path, self.board())
 
     def attach(self, wake: Callable[[], object]) -> Mailbox:
         self.mailbox.attach(wake)
@@ -151,67 +178,34 @@ class FixedSession:
     def observe(self, observer: Callable[[SessionMessage], None], *, name: str = "observer") -> None:
         raise AssertionError("a fixed session has no observers")
 
-    def verdict_now(self) -> Verdict | None:
-        return self.verdict()
-
-    def gpu_busy_for(self) -> float | None:
-        return None
-
-    def why_not(self, intent: str) -> str | None:
-        if intent == "patch" and self.patcher is None:
-            return "no SGLang/vLLM install to patch in this session (use symmtui patch)"
-        if intent == "fix":
-            return "no profile to change in this session"
-        return NO_LAUNCH if intent == "launch" else None
-
-    def relaunch_plan(self) -> RelaunchPlan:
+    def ask(self, intent: Intent[Any]) -> Any:
+        self.asked.append(intent)
+        if isinstance(intent, CheckPatch):
+            assert self.patcher is not None
+            return self.patcher.check()
+        if isinstance(intent, ApplyPatch):
+            assert self.patcher is not None
+            return self._patched(self.patcher.apply(intent.view))
+        if isinstance(intent, RevertPatch):
+            assert self.patcher is not None
+            return self._patched(self.patcher.revert())
+        if isinstance(intent, PlanFix):
+            return None
+        if isinstance(intent, RequestStacks):
+            self.mailbox.put(StacksTaken(None, "no server process known: stacks need a launch (a profile) or --pid",
+                                         False, node=self.host))
+            return None
+        if isinstance(intent, Say):
+            self.mailbox.put(Notice(intent.text, intent.severity))
+            return None
+        if isinstance(intent, ApplyFix):
+            raise UserError("no profile to change in this session")
         raise UserError(NO_LAUNCH)
-
-    def launch(self, on_progress: object = None, *, preflight: bool = True,
-               block_on_prediction: bool = False) -> Launched:
-        raise UserError(NO_LAUNCH)
-
-    def stop(self, on_progress: object = None, *, grace: float | None = None) -> tuple[NodeStop, ...]:
-        raise UserError(NO_LAUNCH)
-
-    def check_patch(self) -> PatchView:
-        assert self.patcher is not None
-        return self.patcher.check()
 
     def _patched(self, state: PatchState) -> PatchState:
         self.patched = state.applied
-        self.mailbox.put(self._batch((), ()))  # the verdict's advice follows the patch state
+        self.mailbox.put(self._batch((), ()))  # the Board's advice follows the patch state
         return state
-
-    def apply_patch(self, view: PatchView) -> PatchState:
-        assert self.patcher is not None
-        return self._patched(self.patcher.apply(view))
-
-    def revert_patch(self) -> PatchState:
-        assert self.patcher is not None
-        return self._patched(self.patcher.revert())
-
-    def plan_fix(self, node: str | None = None) -> ProfileFix | None:
-        return None
-
-    def apply_fix(self, fix: ProfileFix) -> None:
-        raise UserError("no profile to change in this session")
-
-    def take_stacks(self, node: str | None = None, *, native: bool = False, auto: bool = False) -> StacksTaken:
-        return StacksTaken(None, "no server process known: stacks need a launch (a profile) or --pid", auto,
-                           node=self.host)
-
-    def request_stacks(self, node: str | None = None, *, auto: bool = False, native: bool = False) -> None:
-        self.mailbox.put(self.take_stacks(node, auto=auto))
-
-    def line_label(self, node: str | None, no: int) -> str:
-        return f"line {no}"
-
-    def read_through(self, node: str | None, quiet: float) -> bool | None:
-        return None
-
-    def notify(self, text: str, severity: str = "information") -> None:
-        self.mailbox.put(Notice(text, severity))
 
     def close(self) -> None:
         self.closed = True
@@ -316,10 +310,14 @@ async def answer(pilot: Pilot[object], key: str = "y") -> None:
     question opening is ignored, as typed ahead)."""
     screen = pilot.app.screen
     guard = getattr(screen, "guard", None)
+    clock = getattr(pilot.app, "clock", None)
     deadline = time.monotonic() + 30
     while guard is None or not guard.accepting:
         if time.monotonic() > deadline:
             raise AssertionError(f"{type(screen).__name__} never took a key")
+        if guard is not None and isinstance(clock, HandClock):  # the test's clock: up KEY_GUARD now
+            clock.advance(KEY_GUARD)
+            continue
         await asyncio.sleep(0.05)
         guard = getattr(screen, "guard", None)
     await send_keys(pilot, key)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from symmtui.core import board as boards
+from symmtui.core import logclock as clock
+from symmtui.core.board import Board, NodeInput
+from symmtui.core.eta import RateMeter, about, combined, live_eta, tqdm_rate
 from symmtui.core.readiness import PhaseSpan, Snapshot, State
-from symmtui.core.verdict import NodeView, Verdict, ready_words, verdict_of
-from symmtui.ui import clock
-from symmtui.ui.eta import RateMeter, about, combined, live_eta, tqdm_rate
+from symmtui.core.verdict import NodeView, ready_words
 from tests.ui.kit import READY_LOG, read_lines, replay
 
 
@@ -18,9 +20,12 @@ def loading(done: int, at: float, lines: tuple[str, ...] = ()) -> Snapshot:
                     progress_counts=(done, 83))
 
 
-def verdict(snap: Snapshot, eta: float | None = None, runs: int = 0) -> Verdict:
-    """The verdict of one node in ``snap`` (``eta``: the history's, from ``runs`` earlier launches)."""
-    return verdict_of([NodeView("host", snap, eta=eta, eta_runs=runs)])
+def verdict(snap: Snapshot, meter: RateMeter, eta: float | None = None, runs: int = 0) -> Board:
+    """The Board of one node in ``snap`` as a Session builds it (``eta``: the history's, from ``runs`` earlier
+    launches; the live rate from every snapshot ``meter`` was given, as the Session's meter measures it)."""
+    meter.feed(snap)
+    view = NodeView("host", snap, eta=eta, eta_runs=runs)
+    return boards.build(1, [NodeInput(view, live=live_eta(snap, meter))], snap.started_at + snap.elapsed)
 
 
 def test_the_eta_without_history_is_the_live_shard_rate() -> None:
@@ -82,13 +87,14 @@ async def test_the_gauge_shows_the_live_eta_without_history() -> None:
             yield ReadinessGauge(id="gauge")
 
     app = GaugeApp()
+    meter = RateMeter()
     async with app.run_test(size=(60, 20)) as pilot:
         gauge = app.query_one(ReadinessGauge)
         for t, done in ((2.0, 16), (6.0, 24), (12.0, 37)):
-            gauge.show(verdict(loading(done, t)))
+            gauge.show(verdict(loading(done, t), meter))
         await settle(pilot)
         shown = text(app)
         assert "37/83 shards 2.1/s" in shown and "ETA about 22 s" in shown and "no history" not in shown
-        gauge.show(verdict(loading(37, 12.5), eta=100.0, runs=3))  # history: its ETA, never below the live rest
+        gauge.show(verdict(loading(37, 12.5), meter, eta=100.0, runs=3))  # history: its ETA, never below the live rest
         await settle(pilot)
         assert "ETA 01:40 (from 3 earlier launches)" in text(app)

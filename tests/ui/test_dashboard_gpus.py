@@ -57,7 +57,7 @@ async def test_profile_server_gpus_feeds_the_dashboard_from_the_exporter(tmp_pat
     session = dashboard(str(cfg), None, None)
     try:
         assert isinstance(session.spec.gpus, ExporterSource)
-        app = SymmApp(session, tick=0)
+        app = SymmApp(session)
         async with app.run_test(size=(140, 40)) as pilot:
             table = app.query_one(GpuTable)
             await wait_for(pilot, lambda: table.snapshot is not None and len(table.snapshot.infos) > 0,

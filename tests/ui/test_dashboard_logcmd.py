@@ -36,7 +36,7 @@ async def test_dashboard_follows_a_log_command_and_says_when_it_exits(tmp_path: 
     said = toasts(app)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: app.verdict is not None and app.verdict.state is State.CRASHED,
+            await wait_for(pilot, lambda: app.board is not None and app.board.state is State.CRASHED,
                            "the crash printed by the log command")
             await wait_for(pilot, lambda: "press p to apply the SM120 patch" in text(app), "the diagnosis")
             await wait_for(pilot, lambda: "log command exited (code 1)" in str(app.log_view.border_subtitle),
@@ -62,7 +62,7 @@ async def test_a_log_command_that_cannot_start_is_shown_not_fatal(monkeypatch: p
             await wait_for(pilot, lambda: "not found on PATH" in str(app.log_view.border_subtitle),
                            "the reason in the log pane's title")
             assert any("'no-such-log-program-xyz' not found on PATH" in t for t in said)
-            assert app.verdict is not None and app.verdict.state is State.WAITING
+            assert app.board is not None and app.board.state is State.WAITING
     finally:
         session.close()
 

@@ -8,6 +8,7 @@ import pytest
 
 from symmtui.cli import main
 from symmtui.core.readiness import State
+from symmtui.session.intents import Stop
 from symmtui.ui.app import SymmApp
 from tests.ui.kit import CRASH_LOG, answer, dashboard, text, wait_for
 
@@ -45,7 +46,7 @@ async def test_dashboard_attaches_to_a_log(tmp_path: Path, monkeypatch: pytest.M
     app = SymmApp(session)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: app.verdict is not None and app.verdict.state is State.CRASHED,
+            await wait_for(pilot, lambda: app.board is not None and app.board.state is State.CRASHED,
                            "the crash in the attached log")
             await wait_for(pilot, lambda: " 7 RTX PRO 60" in text(app), "the GPU rows from the stand-in")
             await wait_for(pilot, lambda: "PIX" in text(app), "the topology")
@@ -93,15 +94,15 @@ async def test_dashboard_r_launches_a_profile_and_follows_it_to_ready(tmp_path: 
     app = SymmApp(session)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: app.verdict is not None, "a first verdict")
-            assert app.verdict is not None and app.verdict.state is State.WAITING
+            await wait_for(pilot, lambda: app.board is not None, "a first verdict")
+            assert app.board is not None and app.board.state is State.WAITING
             await pilot.press("r")
             assert isinstance(app.screen, ConfirmScreen)
             await answer(pilot)
-            await wait_for(pilot, lambda: app.verdict is not None and app.verdict.state is State.READY,
+            await wait_for(pilot, lambda: app.board is not None and app.board.state is State.READY,
                            "READY", timeout=90)
             record = state.load(load_profile(profile).key)
             assert record is not None and record.log_path.startswith(str(tmp_path / "logs"))
     finally:
-        session.stop(grace=2.0)
+        session.ask(Stop(grace=2.0))
         session.close()

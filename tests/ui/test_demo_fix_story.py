@@ -17,7 +17,7 @@ from tests.ui.kit import answer, current_launch, demo_session, text, wait_for
 
 
 def _state(app: SymmApp) -> State | None:
-    return app.verdict.state if app.verdict is not None else None
+    return app.board.state if app.board is not None else None
 
 
 def _title(app: SymmApp) -> str | None:
@@ -56,6 +56,9 @@ async def test_demo_fix_story_env_fix_in_profile_relaunch_ready() -> None:
             sup = session.head.supervisor
             assert sup is not None and sup.profile.env == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}  # the next launch's
             await answer(pilot)
+            # the key is handled later than it is sent (a loaded box): wait for the new launch, then its end
+            await wait_for(pilot, lambda: getattr(current_launch(demo), "launch_id", first.launch_id) != first.launch_id,
+                           "the relaunch's new launch")
             await wait_for(pilot, lambda: not app.relaunching, "the relaunch")
             await wait_for(pilot, lambda: not isinstance(app.screen, RelaunchScreen), "the relaunch steps to close")
             second = current_launch(demo)

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from symmtui.core import board as boards
+from symmtui.core.board import NodeInput
 from symmtui.core.readiness import State
-from symmtui.core.verdict import verdict_of
+from symmtui.core.verdict import NodeView
 from symmtui.session.messages import VerdictReached
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
@@ -24,7 +26,7 @@ from tests.ui.kit import FIXTURES, answer, dashboard, demo_session, send_keys, t
 
 
 def _aggregate(app: SymmApp) -> State | None:
-    return app.verdict.state if app.verdict is not None else None
+    return app.board.state if app.board is not None else None
 
 
 @pytest.mark.timeout(120)
@@ -34,8 +36,8 @@ async def test_demo_nodes_hang_on_node1_stalled_then_relaunch_ready() -> None:
         app = SymmApp(session)
         async with app.run_test(size=(140, 48)) as pilot:
             # 1. the verdict: STALLED, naming node1 and the rank on it that never left NCCL init
-            await wait_for(pilot, lambda: _aggregate(app) is State.STALLED and app.verdict is not None
-                           and app.verdict.node == "node1", "STALLED naming node1", timeout=60)
+            await wait_for(pilot, lambda: _aggregate(app) is State.STALLED and app.board is not None
+                           and app.board.node == "node1", "STALLED naming node1", timeout=60)
             await wait_for(pilot, lambda: "node1 is behind" in text(app), "the aggregate's line on screen")
             await wait_for(pilot, lambda: "TP3 still init distributed" in text(app), "the rank behind on node1")
             # the pane moves to the node behind (once the aggregate's message is handled)
@@ -87,7 +89,7 @@ async def test_dashboard_of_a_nodes_profile_shows_the_aggregate_and_each_node(tm
                    f'[[nodes]]\nname = "gpu-b"\nlog = "{logs["sglang-tp8-symm-mem-keyerror.log"]}"\n')
     session = dashboard(str(cfg), None, None)
     try:
-        app = SymmApp(session, tick=0)
+        app = SymmApp(session)
         async with app.run_test(size=(140, 48)) as pilot:
             await wait_for(pilot, lambda: "CRASHED on gpu-b: KeyError: 12" in text(app), "the aggregate's verdict")
             await wait_for(pilot, lambda: "✔ gpu-a" in text(app), "gpu-a READY in the gauge")  # each node's state
@@ -104,12 +106,13 @@ async def test_dashboard_of_a_nodes_profile_shows_the_aggregate_and_each_node(tm
             screen = text(app)
             assert "✖ gpu-b" in screen and "CRASHED on gpu-b" in screen
             # the user chose: a later verdict naming gpu-b no longer moves the pane
-            assert app.verdict is not None
-            views = [replace(v, snapshot=replace(v.snapshot, state=State.STALLED)) for v in app.verdict.nodes]
-            stalled = VerdictReached(verdict_of(views), 0, None, None)
-            assert stalled.verdict.node == "gpu-b" and "STALLED: gpu-b is behind" in stalled.verdict.headline
+            assert app.board is not None
+            views = [NodeInput(NodeView(v.name, replace(v.snapshot, state=State.STALLED), v.ranks))
+                     for v in app.board.nodes]
+            stalled = VerdictReached(boards.build(app.board.seq + 1, views, 0.0), 0, None, None)
+            assert stalled.board.node == "gpu-b" and "STALLED: gpu-b is behind" in stalled.board.headline
             session.send(stalled)  # as the Session posts it: the pane would move for it, had the user not chosen
-            app.show_verdict(stalled.verdict)
+            app.show_board(stalled.board)
             await wait_for(pilot, lambda: "STALLED: gpu-b is behind" in text(app), "the later verdict")
             assert app.shown == "gpu-a"
             await pilot.press("o")  # and o comes back round to gpu-b

@@ -17,7 +17,7 @@ from tests.ui.kit import answer, current_launch, demo_session, settle, text, wai
 
 
 def _state(app: SymmApp) -> State | None:
-    return app.verdict.state if app.verdict is not None else None
+    return app.board.state if app.board is not None else None
 
 
 def _alive(pid: int) -> bool:
@@ -53,7 +53,7 @@ async def test_demo_story_crash_patch_relaunch_ready() -> None:
             await wait_for(pilot, lambda: "12: {" in text(app), "the diff on screen")
             await answer(pilot)
             await wait_for(pilot, lambda: modal.result is not None, "the patch to apply")
-            await wait_for(pilot, lambda: app.verdict is not None and app.verdict.patched, "the patch in the verdict")
+            await wait_for(pilot, lambda: app.board is not None and app.board.patched, "the patch in the verdict")
             assert "r relaunches" in text(app)  # what the modal says next
             # 3. r (in the modal, as it says) asks, y relaunches: stop progress, then the new launch
             await pilot.press("r")
@@ -69,8 +69,8 @@ async def test_demo_story_crash_patch_relaunch_ready() -> None:
             pids.append(second.pid)
             # 4. the gauge walks through the phases to READY; GPU memory filled as weights loaded
             await wait_for(pilot, lambda: _state(app) is State.READY, "READY", timeout=120)
-            assert app.verdict is not None
-            walked = [span.name for span in app.verdict.snapshot.phases]
+            assert app.board is not None
+            walked = [span.name for span in app.board.snapshot.phases]
             for phase in ("init distributed", "loading weights", "capturing CUDA graphs", "warm-up"):
                 assert phase in walked, walked
             await wait_for(pilot, lambda: "READY" in text(app), "READY on screen")

@@ -25,7 +25,7 @@ async def test_exporter_gpus_in_the_panel_and_an_unreachable_node() -> None:
     events, snap = replay(lines)
     gpus = _snapshot()
     session = FixedSession(lines, events, snap, gpus, None, our_pids=frozenset())
-    app = SymmApp(session, tick=0)
+    app = SymmApp(session)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         screen = text(app)
@@ -36,7 +36,7 @@ async def test_exporter_gpus_in_the_panel_and_an_unreachable_node() -> None:
         assert "32°C" in l40s and " – " in l40s and "n/a" not in l40s
     lost = dataclasses.replace(gpus, samples=(dataclasses.replace(gpus.samples[0], lost=True),) + gpus.samples[1:])
     session = FixedSession(lines, events, snap, lost, None, our_pids=frozenset())
-    app = SymmApp(session, tick=0)
+    app = SymmApp(session)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         assert "gpu-node-1: exporter unreachable" in text(app)

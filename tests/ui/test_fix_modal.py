@@ -27,7 +27,7 @@ async def test_p_applies_the_flag_to_the_profile_and_offers_the_relaunch(tmp_pat
     prof.write_text('[server]\ncommand = ["python", "-m", "vllm.entrypoints.openai.api_server", "--max-model-len", '
                     f'"4096"]\nlog_dir = "{tmp_path / "logs"}"\n')
     session = open_session(dashboard_spec(str(prof), str(log), None, record_bundle=False))
-    app = SymmApp(session, tick=0)
+    app = SymmApp(session)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: "KV cache holds 3664 tokens" in text(app), "the diagnosis")
         await pilot.press("p")
@@ -41,7 +41,9 @@ async def test_p_applies_the_flag_to_the_profile_and_offers_the_relaunch(tmp_pat
         await wait_for(pilot, lambda: "3664" in prof.read_text(), "the profile written")
         argv = load_profile(prof).argv
         assert argv is not None and argv[-2:] == ("--max-model-len", "3664")
-        assert "--max-model-len 3664" in session.relaunch_plan().commands[0][1]  # the next launch uses it
+        await wait_for(pilot, lambda: app.board is not None and app.board.relaunch is not None
+                       and "--max-model-len 3664" in app.board.relaunch.commands[0][1],
+                       "the next launch's command on the Board")  # the next launch uses it
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen)
                        and app.screen.query_one("#confirm-dialog").border_title == "Relaunch?", "the relaunch offer")
         await pilot.press("n")

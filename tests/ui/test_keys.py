@@ -17,6 +17,7 @@ from symmtui.ui.screens.patch import PatchScreen
 from symmtui.ui.widgets.diagnosis import DiagnosisView
 from symmtui.ui.widgets.gpu_panel import GpuTable, ProcessList
 from symmtui.ui.widgets.log_view import LogView
+from tests.handclock import HandClock
 from tests.ui.kit import (
     FAKE_PID,
     answer,
@@ -38,7 +39,7 @@ async def test_crashed_dashboard_state_and_its_keys_in_one_app() -> None:
 
     from symmtui.ui.widgets.stacks import StacksView
 
-    app = SymmApp(crashed_session(), tick=0)
+    app = SymmApp(crashed_session(), clock=HandClock())  # a yes "at once" is at once whatever the load
     said = toasts(app)
     answers: list[bool | None] = []
     async with app.run_test(size=(120, 40)) as pilot:
@@ -49,7 +50,7 @@ async def test_crashed_dashboard_state_and_its_keys_in_one_app() -> None:
         assert "KeyError: 12 at torch_symm_mem.py:83" in screen
         assert "press p to apply the SM120 patch" in screen
         assert "SGLang lacks compute capability 12" in screen
-        assert app.verdict is not None and app.verdict.state is State.CRASHED
+        assert app.board is not None and app.board.state is State.CRASHED
 
         # t cycles the themes back to the start; the palette lists the actions
         assert app.theme == "symmtui-dark"
@@ -121,7 +122,7 @@ async def test_crashed_dashboard_state_and_its_keys_in_one_app() -> None:
 
 
 async def test_log_keys_follow_search_errors_next_previous() -> None:
-    app = SymmApp(crashed_session(), tick=0)
+    app = SymmApp(crashed_session())
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         log = app.query_one(LogView)
@@ -165,7 +166,7 @@ async def test_keys_typed_fast_after_slash_are_the_searchs_text_and_act_on_nothi
     sandbox = write_sandbox(tmp_path / "site")
     session = crashed_session(
         patcher=Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((12, 0), nvlink=False)))
-    app = SymmApp(session, tick=0)
+    app = SymmApp(session, clock=HandClock())  # the keys after / come within OPENING whatever the load
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await send_keys(pilot, "slash", "p", "r", "r")
@@ -181,7 +182,7 @@ async def test_keys_typed_fast_after_slash_are_the_searchs_text_and_act_on_nothi
 
 
 async def test_theme_option_starts_in_that_theme() -> None:
-    app = SymmApp(crashed_session(), theme="symmtui-contrast", tick=0)
+    app = SymmApp(crashed_session(), theme="symmtui-contrast")
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert app.theme == "symmtui-contrast"
@@ -189,7 +190,7 @@ async def test_theme_option_starts_in_that_theme() -> None:
 
 
 async def test_gpu_selection_shows_its_processes_ours_vs_strangers() -> None:
-    app = SymmApp(starting_session(), tick=0)
+    app = SymmApp(starting_session())
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         table = app.query_one(GpuTable)
@@ -208,7 +209,7 @@ async def test_gpu_selection_shows_its_processes_ours_vs_strangers() -> None:
 async def test_strangers_are_marked() -> None:
     session = starting_session()
     session.fixed_ours = frozenset()  # nothing is ours: the load's pid is a stranger
-    app = SymmApp(session, tick=0)
+    app = SymmApp(session)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         app.query_one(GpuTable).focus()
@@ -220,7 +221,7 @@ async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) 
     sandbox = write_sandbox(tmp_path / "site")
     session = crashed_session(
         patcher=Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((12, 0), nvlink=False)))
-    app = SymmApp(session, tick=0)
+    app = SymmApp(session)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("p")
@@ -260,10 +261,10 @@ async def test_patch_modal_shows_diff_applies_and_offers_revert(tmp_path: Path) 
                        "the re-check and its one close button")
         await pilot.press("enter")
         await wait_for(pilot, lambda: not isinstance(app.screen, PatchScreen), "the modal closed on enter")
-        assert session.patched and app.verdict is not None and app.verdict.patched
+        assert session.patched and app.board is not None and app.board.patched
         # the diagnosis now points at the next step (the app redraws it when it handles PatchChanged)
         view = app.query_one(DiagnosisView)
-        await wait_for(pilot, lambda: bool(view.items) and view.items[0][1].action == PATCHED_ACTION,
+        await wait_for(pilot, lambda: bool(view.items) and view.items[0].action == PATCHED_ACTION,
                        "the diagnosis to point at the relaunch")
         assert "press r to relaunch" in PATCHED_ACTION
 

@@ -25,7 +25,7 @@ def _footer(app: SymmApp) -> str:
 
 
 async def test_the_footer_shows_the_focused_widgets_keys_and_drops_the_palette_when_narrow() -> None:
-    app = SymmApp(starting_session(), tick=0)
+    app = SymmApp(starting_session())
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: "q Quit" in _footer(app), "the footer's keys")
         keys = _footer(app)
@@ -64,7 +64,7 @@ def _lines(first: int, count: int, text: str = "Decode batch. #running-req: 1") 
 
 
 async def test_log_lines_move_the_scrollbar_without_laying_the_screen_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    app = SymmApp(starting_session(), tick=0)
+    app = SymmApp(starting_session())
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         log = app.log_view
@@ -92,7 +92,7 @@ async def test_log_lines_move_the_scrollbar_without_laying_the_screen_out(monkey
 
 async def test_hidden_process_list_is_updated_without_a_layout_and_shown_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     session = starting_session()
-    app = SymmApp(session, tick=0)
+    app = SymmApp(session)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         procs = app.query_one(ProcessList)

@@ -26,11 +26,11 @@ LONG = "the demo's server was stopped and its GPU memory released; relaunching w
 
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 async def test_the_header_fits_and_says_where_it_cut(size: tuple[int, int]) -> None:
-    app = SymmApp(crashed_session(), tick=0)
+    app = SymmApp(crashed_session())
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         header = app.query_one(StatusHeader)
-        shown = app.verdict
+        shown = app.board
         assert shown is not None and shown.state is State.CRASHED
         header.show(replace(shown, headline="KeyError: 12 at torch_symm_mem.py:83 " + "x" * 200))
         await settle(pilot)
@@ -61,7 +61,7 @@ def _borders(app: SymmApp) -> list[Region]:
 
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 async def test_toasts_cover_no_border_no_status_line_and_no_dialog_button(size: tuple[int, int]) -> None:
-    app = SymmApp(crashed_session(), tick=0)
+    app = SymmApp(crashed_session())
     async with app.run_test(size=size, notifications=True) as pilot:  # run_test leaves toasts out by default
         await settle(pilot)
         app.notify(LONG, timeout=30)
@@ -87,7 +87,7 @@ async def test_toasts_cover_no_border_no_status_line_and_no_dialog_button(size: 
 
 
 async def test_no_stray_scrollbar_mark_in_the_log_pane_at_80_columns() -> None:
-    app = SymmApp(crashed_session(), tick=0)
+    app = SymmApp(crashed_session())
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         view = app.query_one(LogView)
@@ -113,7 +113,7 @@ def panel_text(app: SymmApp, widget: StacksView) -> str:
 
 
 async def test_a_stalls_stacks_say_nothing_of_the_hang_once_the_server_is_ready() -> None:
-    app = SymmApp(crashed_session(), tick=0)
+    app = SymmApp(crashed_session())
     async with app.run_test(size=(120, 40)) as pilot:
         view = app.query_one(StacksView)
         view.show(_dump(auto=True))

@@ -28,14 +28,14 @@ async def test_eta_from_launch_history_then_every_state_named_in_header_and_gaug
     session = starting_session()
     session.estimate = Estimate(samples=3, total=480.0,
                                phases={"init distributed": 20.0, "loading weights": 420.0, "warm-up": 40.0})
-    app = SymmApp(session, tick=0)
+    app = SymmApp(session)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         screen = text(app)
         assert "from 3 earlier launches" in screen
         assert "timeout in 14:29" in screen
-        view = session.verdict().about
-        assert view.eta_runs == 3 and view.eta is not None and 0 < view.eta < 480
+        eta = session.board().about.eta
+        assert eta.runs == 3 and eta.seconds is not None and 0 < eta.seconds < 480
 
         for state, words in STATES:
             session.post(dataclasses.replace(session.fixed_snapshot, state=state))
@@ -54,7 +54,7 @@ async def test_buttons_work_with_the_mouse(tmp_path: Path) -> None:
 
     sandbox = write_sandbox(tmp_path / "site")
     session = crashed_session(patcher=Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((12, 0))))
-    app = SymmApp(session, tick=0)
+    app = SymmApp(session)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.click("#btn-patch")
@@ -67,7 +67,7 @@ async def test_buttons_work_with_the_mouse(tmp_path: Path) -> None:
 
 async def test_patch_check_failure_is_shown_in_the_modal(tmp_path: Path) -> None:
     session = crashed_session(patcher=Patcher(site=tmp_path / "empty-site", package="sglang", facts=lambda: PatchFacts.given((12, 0))))
-    app = SymmApp(session, tick=0)
+    app = SymmApp(session)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("p")
@@ -92,7 +92,7 @@ async def test_patch_modal_on_a_pre_hopper_gpu_says_there_is_nothing_to_do(tmp_p
     sandbox = write_sandbox(tmp_path / "site")
     before = {p: p.read_bytes() for p in sandbox.site.rglob("*.py")}
     session = crashed_session(patcher=Patcher(site=sandbox.site, package="sglang", facts=lambda: PatchFacts.given((8, 9))))
-    app = SymmApp(session, tick=0)
+    app = SymmApp(session)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("p")
@@ -115,7 +115,7 @@ def test_demo_speed_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None
 
 async def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    app = SymmApp(crashed_session(), tick=0)
+    app = SymmApp(crashed_session())
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert app.no_color

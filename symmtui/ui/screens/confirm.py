@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
@@ -17,14 +18,16 @@ search box, a y meant for an earlier question) never confirm what the user has n
 
 
 class Guard:
-    """When a modal opened, and whether a confirming key may count yet (``KEY_GUARD`` later)."""
+    """When a modal opened, and whether a confirming key may count yet (``KEY_GUARD`` later), on the app's
+    clock (``SymmApp.clock``: the tests drive one)."""
 
-    def __init__(self) -> None:
-        self.opened = time.monotonic()
+    def __init__(self, app: App[object]) -> None:
+        self.clock: Callable[[], float] = getattr(app, "clock", time.monotonic)
+        self.opened = self.clock()
 
     @property
     def accepting(self) -> bool:
-        return time.monotonic() - self.opened >= KEY_GUARD
+        return self.clock() - self.opened >= KEY_GUARD
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -44,7 +47,7 @@ class ConfirmScreen(ModalScreen[bool]):
         self._no = no
 
     def on_mount(self) -> None:
-        self.guard = Guard()
+        self.guard = Guard(self.app)
 
     @property
     def accepting(self) -> bool:

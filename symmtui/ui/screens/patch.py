@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from symmtui.errors import UserError
+from symmtui.session.intents import ApplyPatch, CheckPatch, RevertPatch
 from symmtui.session.patching import PatchView
 from symmtui.session.protocol import SessionLike
 from symmtui.ui.screens.confirm import Guard
@@ -115,13 +116,13 @@ class PatchScreen(ModalScreen[bool]):
                 yield Button("Close (n)", id="patch-close", compact=True)
 
     def on_mount(self) -> None:
-        self.guard = Guard()
+        self.guard = Guard(self.app)
         self.run_check()
 
     @work(thread=True, exclusive=True, group="patch-check")
     def run_check(self) -> None:
         try:
-            view = self.session.check_patch()
+            view = self.session.ask(CheckPatch())
         except (UserError, OSError) as exc:
             self.post_message(self.Checked(None, str(exc)))
             return
@@ -182,7 +183,7 @@ class PatchScreen(ModalScreen[bool]):
     @work(thread=True, exclusive=True, group="patch-change")
     def run_change(self, view: PatchView) -> None:
         try:
-            state = self.session.apply_patch(view) if view.can_apply else self.session.revert_patch()
+            state = self.session.ask(ApplyPatch(view) if view.can_apply else RevertPatch())
         except (UserError, OSError) as exc:  # e.g. disk full, read-only: shown in the modal, not a crash
             self.post_message(self.Done(str(exc), True, False))
             return

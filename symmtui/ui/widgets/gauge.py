@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from textual.app import ComposeResult
@@ -11,12 +10,10 @@ from textual.content import Content
 from textual.widgets import Static
 
 from symmtui.clitext import mmss
+from symmtui.core.board import Board
 from symmtui.core.readiness import Snapshot, State
 from symmtui.core.verdict import WORDS as STATE_WORDS
-from symmtui.core.verdict import Verdict
 from symmtui.textsafe import visible
-from symmtui.ui import clock
-from symmtui.ui.eta import RateMeter, about, combined, live_eta
 from symmtui.ui.widgets.fmt import progress_bar, set_content
 
 STATE_ICONS: dict[State, str] = {
@@ -40,12 +37,6 @@ def state_var(state: State) -> str:
     return "$state-" + STATE_WORDS[state].lower().replace(" ", "-")
 
 
-def shown_elapsed(snapshot: Snapshot, times: clock.LogTimes | None = None) -> float:
-    """Elapsed time, frozen at the verdict once there is one (READY after 00:59 stays 00:59); on the log's own
-    clock where it holds more than was watched (a finished log opened, an attach: ``symmtui.ui.clock``)."""
-    return clock.elapsed(snapshot, times, time.monotonic())
-
-
 PROGRESS_UNITS = {"loading weights": "shards", "capturing CUDA graphs": "batches"}
 
 
@@ -64,8 +55,6 @@ class ReadinessGauge(Vertical):
         super().__init__(id=id)
         self.border_title = "Readiness"
         self.snapshot: Snapshot | None = None
-        self.meter = RateMeter()
-        """The live progress rate, for the ETA without history (``symmtui.ui.eta``)."""
 
     def compose(self) -> ComposeResult:
         yield Static("", id="state-banner")
@@ -92,12 +81,10 @@ class ReadinessGauge(Vertical):
             banner.add_class(wanted)
         return banner
 
-    def show(self, verdict: Verdict, node: str | None = None, *, log_times: clock.LogTimes | None = None) -> None:
-        """Render the verdict: its state and line in the banner; then node ``node``'s elapsed time (on the
-        log's own clock given the pane's stamps, ``log_times``), phase, progress bar, ETA (from its earlier
-        launches, and the live progress rate: the history's never below it) and ranks behind; once READY,
-        the phases that differ from earlier launches (``symmtui.launch.timings``); with several nodes, one
-        line per node."""
+    def show(self, verdict: Board, node: str | None = None) -> None:
+        """Lay the Board out: its state and line in the banner; then node ``node``'s elapsed time, phase,
+        progress bar, ETA and ranks behind; once READY, the phases that differ from earlier launches; with
+        several nodes, one line per node."""
         view = verdict.view(node)
         snapshot = view.snapshot
         self.snapshot = snapshot
@@ -112,39 +99,33 @@ class ReadinessGauge(Vertical):
         set_content(
             self.query_one("#gauge-phase", Static),
             Content.assemble(
-                ("elapsed ", "$muted"), (mmss(shown_elapsed(snapshot, log_times)), "bold"), ("   phase ", "$muted"),
-                (phase, "bold")
+                ("elapsed ", "$muted"), (mmss(view.elapsed), "bold"), ("   phase ", "$muted"), (phase, "bold")
             ),
         )
         bar = self.query_one("#gauge-bar", Static)
         live = snapshot.state in (State.STARTING, State.WAITING, State.STALLED)
-        self.meter.feed(snapshot)
-        rate = live_eta(snapshot, self.meter)
+        eta = view.eta
         if snapshot.progress_counts is not None and live:
             done, total = snapshot.progress_counts
             unit = PROGRESS_UNITS.get(snapshot.phase or "", "")
-            label = f" {done}/{total} {unit}".rstrip() + (f" {rate.rate:.1f}/s" if rate is not None else "")
+            label = f" {done}/{total} {unit}".rstrip() + (f" {eta.rate}" if eta.rate else "")
             width = max(8, (bar.size.width or 40) - len(label) - 1)
             set_content(bar, Content.assemble(progress_bar(done, total, width), label))
             bar.display = True
         else:
             bar.display = False
         eta_parts: list[Content | str | tuple[str, str]] = []
-        eta, eta_runs = view.eta, view.eta_runs
-        shown_eta = combined(eta if live else None, rate)  # the live rate shows on the bar's line
-        if live and shown_eta is not None:
-            runs = f" (from {eta_runs} earlier launch{'es' if eta_runs != 1 else ''})" if eta is not None and eta_runs else ""
-            eta_parts += [("ETA ", "$muted"), (about(shown_eta) if eta is None else mmss(shown_eta), "bold"),
+        if eta.text:
+            runs = f" (from {eta.runs} earlier launch{'es' if eta.runs != 1 else ''})" if eta.runs else ""
+            eta_parts += [("ETA ", "$muted"), (eta.text, "$muted" if eta.seconds is None else "bold"),
                           (runs, "$muted")]
-        elif live:
-            eta_parts += [("ETA ", "$muted"), ("no history yet", "$muted")]
         remaining = snapshot.remaining_timeout
         if live and remaining is not None:
             eta_parts += [("   timeout in ", "$muted"), (mmss(remaining), "bold $warning" if remaining < 60 else "bold")]
         eta_line = self.query_one("#gauge-eta", Static)
         set_content(eta_line, Content.assemble(*eta_parts))
         eta_line.display = bool(eta_parts)
-        shown = [t.removeprefix("timings: ") for t in verdict.timings] if state is State.READY else []
+        shown = [t.removeprefix("timings: ") for t in verdict.timings]
         timings_line = self.query_one("#gauge-timings", Static)
         set_content(timings_line, Content.styled("\n".join(shown), "$warning"))
         timings_line.display = bool(shown)
@@ -155,7 +136,7 @@ class ReadinessGauge(Vertical):
         ranks.display = bool(text)
         self._show_nodes(verdict)
 
-    def _show_nodes(self, verdict: Verdict) -> None:
+    def _show_nodes(self, verdict: Board) -> None:
         """With several nodes, one line per node: its state and phase, the node the verdict names in bold."""
         nodes = self.query_one("#gauge-nodes", Static)
         nodes.display = len(verdict.nodes) > 1

@@ -18,7 +18,6 @@ from textual.widgets import Static
 
 from symmtui.gpu.results import NA, GpuInfo, GpuProcess, GpuSample, is_na
 from symmtui.gpu.sampler import GpuSnapshot
-from symmtui.stacks.gpus import evidence, utilization_of
 from symmtui.ui.widgets.fmt import fit, gib, memory_bar, set_content, short_gpu_name, sparkline
 from symmtui.ui.widgets.plots import GpuHistory
 
@@ -247,7 +246,6 @@ class GpuPanel(Vertical):
         self.border_title = "GPUs"
         self._snapshot: GpuSnapshot | None = None
         self._ours: frozenset[int] = frozenset()
-        self._stalled = False
         self.history = GpuHistory()
         """The last 10 minutes of rounds, for the plots (G)."""
 
@@ -262,7 +260,6 @@ class GpuPanel(Vertical):
         table = self.query_one(GpuTable)
         table.show(snapshot, self._ours)
         self.query_one(ProcessList).show(snapshot, table.cursor, self._ours)
-        self._show_title()
         slow = snapshot.cost_seconds >= SLOW_ROUND
         subtitle = f"NVML slow: last round took {snapshot.cost_seconds:.1f} s" if slow else ""
         if subtitle != self.border_subtitle:
@@ -278,23 +275,16 @@ class GpuPanel(Vertical):
         """Our launch's pids, as of the latest round."""
         return self._ours
 
-    def show_stall(self, stalled: bool) -> None:
-        """While the bring-up is STALLED, the title carries what the GPUs say about it (symmtui.stacks.gpus)."""
-        if stalled != self._stalled:
-            self._stalled = stalled
-            self._show_title()
-
-    def _show_title(self) -> None:
-        ev = (evidence(utilization_of(self._snapshot.samples))
-              if self._stalled and self._snapshot is not None else None)
-        title = f"GPUs · stalled: {ev.short()}" if ev is not None else "GPUs"
+    def show_stall(self, evidence: str | None) -> None:
+        """While the bring-up is STALLED, the title carries what the GPUs say about it (the Board's words)."""
+        title = f"GPUs · stalled: {evidence}" if evidence else "GPUs"
         if title != self.border_title:
             self.border_title = title
 
-    def show_busy(self, seconds: float) -> None:
-        """Name a sampling round that is taking long (the table keeps the last sample meanwhile)."""
-        if seconds >= 1.0:
-            self.border_subtitle = f"NVML slow: waiting {seconds:.0f} s for a call"
+    def show_slow(self, text: str | None) -> None:
+        """Name a sampling round that is taking long (the Board's words; the table keeps the last sample)."""
+        if text:
+            self.border_subtitle = text
         elif (self.border_subtitle or "").startswith("NVML slow: waiting"):
             self.border_subtitle = ""
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widget import Widget
 
+from symmtui.core.board import Board
 from symmtui.core.readiness import State
 from symmtui.core.verdict import WORDS as STATE_WORDS
-from symmtui.core.verdict import Verdict
 from symmtui.textsafe import visible
 from symmtui.ui.widgets.gauge import STATE_ICONS, state_var
 
@@ -23,7 +23,7 @@ class StatusHeader(Widget):
         self.detail = ""
         self.note = ""
 
-    def show(self, verdict: Verdict) -> None:
+    def show(self, verdict: Board) -> None:
         """The verdict's state and line, and "patched" once the SM120 patch is applied."""
         shown = (verdict.state, verdict.headline, "patched" if verdict.patched else "")
         if shown != (self.state, self.detail, self.note):

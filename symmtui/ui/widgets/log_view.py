@@ -61,8 +61,8 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Input
 
+from symmtui.core.logclock import LogTimes
 from symmtui.textsafe import visible
-from symmtui.ui.clock import LogTimes
 from symmtui.ui.widgets import log_goto
 from symmtui.ui.widgets.log_filters import MAX_MATCHES, FilterRule, ViewFilter, build, count_matches, matches
 from symmtui.ui.widgets.log_index import (
