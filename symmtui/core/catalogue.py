@@ -33,7 +33,7 @@ TEMPLATE_FIELDS = frozenset({"summary", "port", "holder"})
 
 _ENTRY_KEYS = frozenset({
     "id", "kind", "engine", "versions", "patterns", "context", "summary", "cause", "action", "intent",
-    "source", "roles", "scope", "phase", "ends", "literals", "not_ready_on",
+    "source", "roles", "scope", "phase", "ends", "literals", "not_ready_on", "follow", "detail", "detail_after",
 })
 _ACTION_KEYS = frozenset({"type", "text", "flag", "value", "env", "package", "version", "patch", "path"})
 _ACTION_NEEDS: dict[str, tuple[str, ...]] = {
@@ -217,6 +217,18 @@ def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "", c
     not_ready_on = _str(where, "not_ready_on", raw.get("not_ready_on")) or None
     if not_ready_on is not None and not_ready_on not in engines()[1:]:
         raise _fail(where, "not_ready_on", f"{not_ready_on[:40]!r} is not one of {', '.join(engines()[1:])}")
+    follows = _strs(where, "follow", raw.get("follow"))
+    detail = _str(where, "detail", raw.get("detail")) or None
+    detail_after = _str(where, "detail_after", raw.get("detail_after")) or None
+    if check_patterns:
+        for i, pat in enumerate(follows):
+            _regex(where, f"follow[{i}]", pat, user=user)
+        if detail is not None and "detail" not in _regex(where, "detail", detail, user=user).groupindex:
+            raise _fail(where, "detail", "needs a group named detail: (?P<detail>...)")
+        if detail_after is not None:
+            _regex(where, "detail_after", detail_after, user=user)
+    if (detail or detail_after) and not follows:
+        raise _fail(where, "detail", "a death's detail is read from its block: give follow patterns too")
     sets_dialect = engine != "any" and (kind in (Kind.READY, Kind.PHASE, Kind.PROGRESS, Kind.INFO) or "announce" in roles)
     return Rule(
         id=rid, kind=kind, pattern=combined,
@@ -229,11 +241,13 @@ def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "", c
         user=user, engine=engine, versions=_str(where, "versions", raw.get("versions")),
         cause=cause, action=action, intent=intent, source=sources, context=context,
         roles=frozenset(roles), scope=scope, origin=origin,
+        follow=_combine(follows) if follows else None, detail=detail, detail_after=detail_after,
     )
 
 
 # Keys that only line entries have: a hang entry is keyed by its phase.
-_LINE_ONLY = ("patterns", "context", "literals", "ends", "roles", "scope", "not_ready_on", "intent")
+_LINE_ONLY = ("patterns", "context", "literals", "ends", "roles", "scope", "not_ready_on", "intent", "follow", "detail",
+              "detail_after")
 
 
 def _hang_entry(raw: dict[str, Any], where: str, rid: str, engine: str, *, user: bool, origin: str) -> Rule:

@@ -34,9 +34,9 @@ PREFIX_GROUPS = frozenset({"Y", "M", "D", "h", "m", "s", "frac", "tzsign", "tzh"
                            "proc", "ip", "level"})
 """The named groups a prefix shape may capture (docs/catalogue.md says what each means)."""
 _FILE_KEYS = frozenset({"engine", "prefix", "request", "entry"})
-_ENGINE_KEYS = frozenset({"name", "title", "package", "programs", "code", "source", "warmup_answer",
+_ENGINE_KEYS = frozenset({"name", "title", "package", "programs", "code", "source", "ready", "warmup_answer",
                           "warmup_entries", "front", "not_ranks"})
-_ENGINE_NEEDS = ("name", "title", "package", "programs", "code", "source")
+_ENGINE_NEEDS = ("name", "title", "package", "programs", "code", "source", "ready")
 _PREFIX_KEYS = frozenset({"layer", "pattern", "example", "message", "tells", "joins", "levels", "suffix"})
 _REQUEST_KEYS = frozenset({"pattern", "example", "anywhere", "continues", "literals"})
 _SOURCE = re.compile(r"[\w.-]+/[\w.-]+#\d+")
@@ -60,6 +60,8 @@ class Engine:
     code: tuple[str, ...]
     """Folder names of its code: a stack frame in ``.../NAME/...`` is this engine's."""
     source: tuple[str, ...]
+    ready: tuple[str, ...] = ()
+    """The catalogue entries (its own or shared ones, e.g. uvicorn's) whose lines say the server is ready."""
     warmup_answer: str | None = None
     """The catalogue entry whose first line answers the engine's own warm-up request (None: it sends none)."""
     warmup_entries: frozenset[str] = frozenset()
@@ -232,9 +234,8 @@ def parse_file(name: str, text: str) -> dict[str, Any]:
         _str(where, "engine.warmup_answer", eng.get("warmup_answer"))
         for k in ("warmup_entries", "front", "not_ranks"):
             _strs(where, f"engine.{k}", eng.get(k))
-        entries = data["entry"]
-        if not isinstance(entries, list) or not any(isinstance(e, dict) and e.get("kind") == "ready" for e in entries):
-            raise _fail(where, "entry", "needs at least one ready marker (an [[entry]] of kind \"ready\")")
+        if not _strs(where, "engine.ready", eng["ready"], required=True):
+            raise _fail(where, "engine.ready", "needs the ids of the entries that say it is ready (its own, or uvicorn's)")
     prefixes = data.get("prefix", [])
     if not isinstance(prefixes, list):
         raise _fail(where, "prefix", "must be an array of tables ([[prefix]])")
@@ -331,7 +332,7 @@ def build(data: list[tuple[str, dict[str, Any]]]) -> Table:
         if name != SHARED:
             engines.append(Engine(
                 name=name, title=e["title"], package=e["package"], programs=tuple(e["programs"]),
-                code=tuple(e["code"]), source=tuple(e["source"]), warmup_answer=e.get("warmup_answer") or None,
+                code=tuple(e["code"]), source=tuple(e["source"]), ready=tuple(e["ready"]), warmup_answer=e.get("warmup_answer") or None,
                 warmup_entries=frozenset(e.get("warmup_entries", ())), front=frozenset(e.get("front", ())),
                 not_ranks=tuple(e.get("not_ranks", ()))))
         for p in d["prefix"]:

@@ -13,6 +13,7 @@ exception of a chain over its wrappers).
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -192,6 +193,32 @@ class _Block:
         self.last_fed = fed
 
 
+@dataclass
+class _Death:
+    """A death's block (core/catalogue entries with ``follow``): its line, the lines after it that belong to it."""
+
+    rule: Rule
+    match: RuleMatch
+    no: int
+    off: int
+    text: str
+    message: str
+    pre: Prefix
+    serial: int
+    key: str
+    lines: list[str]
+    follows: list[re.Pattern[str]]
+    end_no: int
+    end_off: int
+    detail: str | None = None
+    expect_detail: bool = False
+    blanks: int = 0
+    dirty: bool = False  # lines joined since its event was last emitted
+
+
+MAX_DEATH_BLANKS = 3  # blank lines in a row that a death's report may hold (a Go dump's goroutines are apart)
+
+
 class EventBuilder:
     """Feed lines in order, get events. Tracebacks are assembled per source and merged across ranks.
 
@@ -219,6 +246,7 @@ class EventBuilder:
         self._warmed = False  # the engine's own warm-up request was answered (core.dialects)
         self._serving_run = False  # a serving line was judged, nothing else matched since, and another can change nothing
         self._request_open = False  # a request record whose content goes on over the next unprefixed lines
+        self._death: _Death | None = None  # a death's report being read (its what(), its stack, its dump)
         serving = RuleSet(r for r in self.ruleset.rules if "serving" in r.roles) if thin_serving else None
         # Serving lines are found by their literals in feed_many; a serving rule without one: judged one by one.
         self._serving_lits: tuple[str, ...] = ()
@@ -230,8 +258,9 @@ class EventBuilder:
     # ------------------------------------------------------------------ public
     @property
     def in_block(self) -> bool:
-        """True while a traceback is open (or announced): every following line matters (scan stops skipping)."""
-        return bool(self._open) or self._pending is not None or self._request_open
+        """True while a traceback is open (or announced), a death's report or a request's content goes on: every
+        following line matters (scan stops skipping)."""
+        return bool(self._open) or self._pending is not None or self._request_open or self._death is not None
 
     def reset(self) -> None:
         """Forget everything (a relaunch)."""
@@ -247,6 +276,7 @@ class EventBuilder:
         self._warmed = False
         self._serving_run = False
         self._request_open = False
+        self._death = None
 
     def feed(self, line: LineLike) -> list[Event]:
         """Events completed or updated by this line (usually none)."""
@@ -351,7 +381,7 @@ class EventBuilder:
 
     def flush(self) -> list[Event]:
         """Close every open traceback (end of file, or the process is gone)."""
-        out: list[Event] = []
+        out: list[Event] = self._end_death()
         if self._pending is not None:
             no, off, plain, text, m = self._pending
             self._pending = None
@@ -363,6 +393,15 @@ class EventBuilder:
     # ------------------------------------------------------------------ one record
     def _feed_record(self, no: int, off: int, plain: str, text: str) -> list[Event]:
         self._fed += 1
+        if self._death is not None:
+            joined = self._death_line(no, off, plain, text)
+            if joined is not None:
+                return joined
+            ended = self._end_death()
+            return ended + self._feed_record_after(no, off, plain, text)
+        return self._feed_record_after(no, off, plain, text)
+
+    def _feed_record_after(self, no: int, off: int, plain: str, text: str) -> list[Event]:
         if not self._open and self._pending is None and _TB_HEAD not in plain and 'File "' not in plain:
             m = self.ruleset.match(plain)
             if m is None:
@@ -511,7 +550,7 @@ class EventBuilder:
             return out
         after_frame = bool(block.lines) and tb.is_frame(_body_of(block.lines[-1], block))
         if tb.is_continuation(body) or tb.is_frame(body) or tb.is_elision(body) or (
-                after_frame and not tb.is_exception_line(stripped)):
+                after_frame and not tb.is_exception_line(stripped) and not self._own_record(plain)):
             # a frame, its source line (indented, or not: a pasted excerpt loses indentation), carets, "..."
             block.add(no, off, text, self._fed)
             loc = tb.frame_location(body) if tb.is_frame(body) else None
@@ -543,9 +582,10 @@ class EventBuilder:
         return out
 
     def _own_record(self, plain: str) -> bool:
-        """A line the catalogue names as a record of its own (a wrapper's "Killed", a phase): no detail line."""
+        """A line the catalogue names as a record of its own (a wrapper's "Killed", a phase, a death): no detail line,
+        no frame's source line."""
         m = self.ruleset.match(plain)
-        return m is not None and (m.rule.kind is not Kind.CRASH or bool(m.rule.roles & {"wrapper", "new_run"}))
+        return m is not None and (m.rule.kind is not Kind.CRASH or bool(m.rule.roles & {"wrapper", "new_run", "fatal"}))
 
     def _judge(self, no: int, off: int, plain: str, text: str) -> list[Event]:
         """A record outside every traceback, judged by the rules."""
@@ -741,6 +781,10 @@ class EventBuilder:
         if kind is Kind.PHASE and (phase in _BEFORE_HTTP or rule.ends in _BEFORE_HTTP):
             self._started = True
         ranks = _ranks(pre)
+        if kind is Kind.CRASH:
+            dm = m if rule.follow is not None else self.ruleset.death_match(plain)
+            if dm is not None:
+                return self._open_death(no, off, plain, text, dm, pre)
         if kind in (Kind.CRASH, Kind.WARNING):
             body = _clip(pre.body)
             cm = self.ruleset.classify(pre.body, plain) if kind is Kind.CRASH or not rule.diagnoses else None
@@ -760,6 +804,81 @@ class EventBuilder:
                       roles=rule.roles, facts=_facts(m) if rule.diagnoses else (),
                       entry=rule if rule.diagnoses else None, source=pre.key, spans=((no, no),), offset=off,
                       offsets=((off, off),))]
+
+
+    # ------------------------------------------------------------------ deaths
+    def _open_death(self, no: int, off: int, plain: str, text: str, m: RuleMatch, pre: Prefix) -> list[Event]:
+        """A death line (a catalogue entry with ``follow``): its event now, its report's lines joined to it."""
+        rule = m.rule
+        body = pre.body.strip()
+        death = _Death(rule, m, no, off, text, body, pre, self._next_serial(), f"{rule.id}:{_clip(body)}", [text],
+                       [re.compile(rule.follow or "$^")], no, off)
+        if rule.detail is not None:
+            d = re.search(rule.detail, body)
+            death.detail = d.group("detail") if d is not None else None
+        death.expect_detail = rule.detail_after is not None and re.search(rule.detail_after, body) is not None
+        self._death = death
+        return [self._death_event(death)]
+
+    def _death_line(self, no: int, off: int, plain: str, text: str) -> list[Event] | None:
+        """The open death's next line: joined (its events, usually none) or None (the death's report ended)."""
+        death = self._death
+        assert death is not None
+        body = split_prefix(plain).body
+        stripped = body.strip()
+        if not stripped:
+            death.blanks += 1
+            if death.blanks > MAX_DEATH_BLANKS:
+                return None
+            self._join_death(death, no, off, text)
+            return []
+        death.blanks = 0
+        if death.expect_detail:
+            death.expect_detail = False
+            death.detail = stripped
+            self._join_death(death, no, off, text)
+            return [self._death_event(death)]
+        if not any(rx.search(body) for rx in death.follows):
+            m = self.ruleset.match(plain)
+            if m is None or m.rule.kind is not Kind.CRASH or not (m.rule.follow is not None or {"fatal", "wrapper"} <= m.rule.roles):
+                return None
+            if m.rule.follow is not None:  # another death report of the same end (a native stack, then Python's)
+                death.follows.append(re.compile(m.rule.follow))
+        self._join_death(death, no, off, text)
+        if death.detail is None and death.rule.detail is not None:
+            d = re.search(death.rule.detail, body)
+            if d is not None:
+                death.detail = d.group("detail")
+                return [self._death_event(death)]
+        return []
+
+    def _join_death(self, death: _Death, no: int, off: int, text: str) -> None:
+        if len(death.lines) < MAX_BLOCK_LINES:
+            death.lines.append(text)
+        death.end_no, death.end_off = no, off
+        death.dirty = True
+
+    def _end_death(self) -> list[Event]:
+        """Close the open death: its last version when lines joined it since it was emitted."""
+        death, self._death = self._death, None
+        if death is None or not death.dirty:
+            return []
+        return [self._death_event(death)]
+
+    def _death_event(self, death: _Death) -> Event:
+        death.dirty = False
+        message = death.detail or death.message
+        text_all = "\n".join(death.lines)
+        cm = self.ruleset.classify(message, text_all)
+        if cm is None or "generic" in cm.rule.roles or cm.rule.id == TRACEBACK:
+            cm = death.match  # its text names nothing more specific: the death's own entry
+        roles = death.rule.roles | (cm.rule.roles - {"wrapper"}) | {"fatal"}
+        pre = death.pre
+        ev = Event(Kind.CRASH, death.rule.id, _clip(message), death.no, death.text, ranks=_ranks(pre), count=1,
+                   block=tuple(death.lines), diagnosis=cm.rule.id if cm.rule.diagnoses else None, key=death.key,
+                   ts=pre.ts, roles=roles, facts=_facts(cm), entry=cm.rule if cm.rule.diagnoses else None,
+                   source=pre.key, offset=death.off)
+        return self._merge(ev, death.serial, (death.no, death.end_no), (death.off, death.end_off))
 
 
 def _specificity(cm: RuleMatch | None) -> int:

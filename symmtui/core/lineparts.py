@@ -170,6 +170,12 @@ def _get() -> _Parser:
     return _parser
 
 
+def goes_on_literals() -> tuple[str, ...]:
+    """The literals of the request shapes whose content goes on over the next lines: a line holding one is always
+    judged (scan and the live engine read only candidate lines), so the lines after it are known as content."""
+    return tuple(sorted({lit for r, _, lits in _get().requests if r.continues for lit in lits}))
+
+
 def container_body(plain: str) -> str:
     """``plain`` without the prefixes a container runtime or log collector adds (compose service names,
     `docker logs -t` / `kubectl logs --timestamps` stamps, journald's "Mon DD HH:MM:SS host unit[pid]: "):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from symmtui.core.lineparts import goes_on_literals
 from symmtui.core.rules import ByteScanner, RuleSet
 
 _hs: Any
@@ -29,9 +30,9 @@ class HyperscanFinder:
     """Every literal of the rule set (and NUL, ESC) in one Hyperscan block scan; rules without a
     literal are searched with their regex, as ByteScanner does."""
 
-    def __init__(self, ruleset: RuleSet, sample: bytes = b"") -> None:
+    def __init__(self, ruleset: RuleSet, sample: bytes = b"", extra: tuple[str, ...] = ()) -> None:
         assert _hs is not None
-        lits = [lit.encode("utf-8") for lit in (*ruleset.literals, *ALWAYS)]
+        lits = [lit.encode("utf-8") for lit in (*ruleset.literals, *extra, *ALWAYS)]
         self._lens = [len(x) for x in lits]
         self._db: Any = _hs.Database(mode=_hs.HS_MODE_BLOCK)
         # Hex escapes: every byte is a literal, and a NUL cannot end the pattern early.
@@ -62,10 +63,12 @@ def available() -> bool:
 
 
 def finder(ruleset: RuleSet, sample: bytes, *, fast: bool = True) -> LineFinder:
-    """The fastest finder this host has for ``ruleset`` (``fast=False``: the pure-Python one)."""
+    """The fastest finder this host has for ``ruleset`` (``fast=False``: the pure-Python one). A request line whose
+    content goes on over the next lines (core.lineparts) is a candidate too: its content must not be judged."""
+    extra = goes_on_literals()
     if fast and _hs is not None:
         try:
-            return HyperscanFinder(ruleset, sample)
+            return HyperscanFinder(ruleset, sample, extra)
         except _hs.error:  # a CPU Hyperscan does not support (it needs SSSE3): the same lines, slower
-            return ByteScanner(ruleset, sample)
-    return ByteScanner(ruleset, sample)
+            return ByteScanner(ruleset, sample, extra)
+    return ByteScanner(ruleset, sample, extra)

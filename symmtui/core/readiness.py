@@ -9,7 +9,7 @@
 | WAITING, STARTING, STALLED | a crash event, or the watched process gone | CRASHED |
 | WAITING, STARTING, STALLED | ``timeout`` s since the start | TIMED OUT |
 | any but a verdict | the user stops watching | STOPPED |
-| READY | a crash event of a worker process (a rank's, an engine core's, an announced scheduler's traceback) or a "fatal" catalogue entry (a wrapper that says the server is going down), or the watched process gone with a non-stop code | CRASHED (``ready_after``: how long after READY) |
+| READY | a crash event of a worker process (a rank's, an engine core's, an announced scheduler's traceback), a death any process can print (catalogue/25-deaths.toml: C++ ``terminate called``, a Go or Rust panic, a fatal signal's report, ``Fatal Python error``, a native CUDA error, ggml's and glog's aborts, the shell's ``Segmentation fault`` / ``Killed``), another "fatal" catalogue entry (a wrapper that says the server is going down), or the watched process gone with a non-stop code | CRASHED (``ready_after``: how long after READY) |
 | READY | the watched process ended by SIGTERM/SIGINT/exit 0, or by a stop we asked for | STOPPED |
 | CRASHED, TIMED OUT, STOPPED | (nothing but a new launch in the same log) | (the same) |
 | any | a new launch appended to the same log (``new_run``) | WAITING, as run N+1 |

@@ -169,6 +169,9 @@ class RuleSet:
         self._keyless = keyless
         self._asked = 0  # lines _selected has judged; after MASK_AFTER of them it asks a LiteralMask
         self._mask: LiteralMask | None = None
+        # Deaths (entries with ``follow``) name a line before any other entry that also matches it: a CUDA error
+        # ggml reports from native code is the process's death, whatever entry names the error.
+        self._deaths = tuple((rule, rx, keys) for rule, rx, keys, _ in self._compiled if rule.follow is not None)
 
     def compile_all(self) -> RuleSet:
         """Compile every regex now (they otherwise compile at their first search); returns the set."""
@@ -286,6 +289,19 @@ class RuleSet:
             if m is not None and (ctx is None or ctx.search(plain) is not None):
                 yield RuleMatch(rule, m)
 
+    def death_match(self, plain: str) -> RuleMatch | None:
+        """The first death entry (one with ``follow``) whose pattern matches the message part of ``plain``."""
+        message: str | None = None
+        for rule, rx, keys in self._deaths:
+            if keys and not any(k in plain for k in keys):
+                continue
+            if message is None:
+                message = message_part(plain)
+            m = rx.search(message)
+            if m is not None:
+                return RuleMatch(rule, m)
+        return None
+
     def classify(self, message: str, text: str = "") -> RuleMatch | None:
         """The first entry with a cause whose pattern matches ``message`` (an exception line or a
         crash line's message) and whose context, if any, matches ``text`` (the whole event)."""
@@ -316,6 +332,8 @@ class ByteScanner:
 
     ruleset: RuleSet
     sample: bytes = b""
+    extra: tuple[str, ...] = ()
+    """Literals that make a line a candidate besides the rules' (a request line whose content goes on)."""
     anchors: dict[int, list[tuple[bytes, int]]] = field(default_factory=dict)
     whole: list[bytes] = field(default_factory=list)
     regexes: list[re.Pattern[str]] = field(default_factory=list)
@@ -341,7 +359,7 @@ class ByteScanner:
         chosen_whole: list[bytes] = []
         # A NUL or an escape byte inside a marker is dropped by the decoder: such lines are always
         # candidates, so `scan` judges the same text as the follower does.
-        for lit in (*self.ruleset.literals, "\x00", "\x1b"):
+        for lit in (*self.ruleset.literals, *self.extra, "\x00", "\x1b"):
             data = lit.encode("utf-8")
             best_i = min(range(len(data)), key=lambda i: counts[data[i]])
             anchor_cost = 0.05 + counts[data[best_i]] / size * 250.0

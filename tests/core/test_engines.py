@@ -41,7 +41,7 @@ def test_every_shipped_file_loads_checked_and_the_cache_gives_the_same() -> None
 
 @pytest.mark.parametrize("path", ENGINE_FILES, ids=[f.stem for f in ENGINE_FILES])
 @pytest.mark.parametrize("key", ["engine.name", "engine.title", "engine.package", "engine.programs", "engine.code",
-                                 "engine.source", "prefix", "request", "entry"])
+                                 "engine.source", "engine.ready", "prefix", "request", "entry"])
 def test_an_engine_file_missing_a_field_is_refused_naming_it(path: Path, key: str) -> None:
     data = tomllib.loads(path.read_text())
     table_key, _, field = key.partition(".")
@@ -53,12 +53,14 @@ def test_an_engine_file_missing_a_field_is_refused_naming_it(path: Path, key: st
         parse_file(path.stem, _dumps(data))
 
 
-@pytest.mark.parametrize("path", ENGINE_FILES, ids=[f.stem for f in ENGINE_FILES])
-def test_an_engine_without_a_ready_marker_is_refused(path: Path) -> None:
-    data = tomllib.loads(path.read_text())
-    data["entry"] = [e for e in data["entry"] if e.get("kind") != "ready"]
-    with pytest.raises(EngineTableError, match="needs at least one ready marker"):
-        parse_file(path.stem, _dumps(data))
+def test_every_engines_ready_markers_are_ready_entries_of_the_catalogue() -> None:
+    ready = {r.id for r in builtin_entries() if r.kind.value == "ready"}
+    for e in table().engines:
+        assert e.ready and set(e.ready) <= ready, (e.name, set(e.ready) - ready)
+    data = tomllib.loads((enginetable.FOLDER / "sglang.toml").read_text())
+    data["engine"]["ready"] = []
+    with pytest.raises(EngineTableError, match="needs the ids of the entries that say it is ready"):
+        parse_file("sglang", _dumps(data))
 
 
 @pytest.mark.parametrize(("change", "problem"), [
@@ -131,8 +133,8 @@ def test_an_engine_files_entries_are_its_engines_and_come_before_the_generic_one
     rules = builtin_entries()
     ids = [r.id for r in rules]
     assert next(r for r in rules if r.id == "sglang-ready").engine == "sglang"
-    assert next(r for r in rules if r.id == "engine-core-init-failed").engine == "vllm"
-    assert ids.index("engine-core-init-failed") < ids.index("runtime-error")  # its wrapper, not any RuntimeError
+    assert {r.engine for r in rules if r.id == "engine-core-init-failed"} == {"vllm", "trtllm"}
+    assert ids.index("engine-core-init-failed") < ids.index("python-exception")  # its wrapper, not any RuntimeError
     generic = [i for i, r in enumerate(rules) if "generic" in r.roles]
     assert generic == list(range(len(rules) - len(generic), len(rules)))
 
@@ -181,13 +183,14 @@ def _dumps(data: dict[str, object]) -> str:
         if isinstance(v, bool):
             return "true" if v else "false"
         if isinstance(v, str):
-            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
         if isinstance(v, list):
             return "[" + ", ".join(value(x) for x in v) + "]"
         if isinstance(v, dict):
             return "{" + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + "}"
         return str(v)
 
+    out.extend(f"{key} = []" for key, val in data.items() if val == [])  # before any table
     for key, val in data.items():
         if isinstance(val, dict):
             out.append(f"[{key}]")
