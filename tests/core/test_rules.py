@@ -123,6 +123,7 @@ EXAMPLES: list[tuple[str, str]] = [
     ("triton-service-started", "I0122 09:48:46.347909 1180 grpc_server.cc:2495] Started GRPCInferenceService at 0.0.0.0:8001"),  # triton-inference-server/server#6821
     ("triton-model-load-failed", "| inception_graphdef | 1       | UNAVAILABLE: Not found: model configuration is not provided for model 'inception_graphdef'                   |"),  # triton-inference-server/server#5197
     ("backend-library-missing", 'E0120 08:28:09.425599 2049 model_lifecycle.cc:654] "failed to load \'tensorrt_llm\' version 1: Invalid argument: unable to find backend library for backend \'tensorrtllm\', try specifying runtime on the model configuration."'),  # triton-inference-server/server#7950
+    ("kv-cache-no-memory", "RuntimeError: Trying to create tensor with negative dimension -56: [-56, 8, 20, 128]"),  # InternLM/lmdeploy#1362
     ("cache-dir-not-writable", "RuntimeError: Unable to write to NIM_CACHE_PATH (/mnt/models/cache)"),  # NVIDIA/nim-deploy#16
     ("gpu-memory-busy", "(EngineCore_DP0 pid=17374) ERROR 09-28 15:47:24 [core.py:718] ValueError: Free memory on device (3.22/4.0 GiB) on startup is less than desired GPU memory utilization (0.9, 3.6 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."),  # vllm-project/vllm#25837
     ("trtllm-version", "[TensorRT-LLM] TensorRT LLM version: 1.2.0rc2"),  # NVIDIA/TensorRT-LLM#9680
