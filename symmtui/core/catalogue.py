@@ -34,6 +34,7 @@ TEMPLATE_FIELDS = frozenset({"summary", "port", "holder"})
 _ENTRY_KEYS = frozenset({
     "id", "kind", "engine", "versions", "patterns", "context", "summary", "cause", "action", "intent",
     "source", "roles", "scope", "phase", "ends", "literals", "not_ready_on", "follow", "detail", "detail_after",
+    "example",
 })
 _ACTION_KEYS = frozenset({"type", "text", "flag", "value", "env", "package", "version", "patch", "path"})
 _ACTION_NEEDS: dict[str, tuple[str, ...]] = {
@@ -242,12 +243,13 @@ def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "", c
         cause=cause, action=action, intent=intent, source=sources, context=context,
         roles=frozenset(roles), scope=scope, origin=origin,
         follow=_combine(follows) if follows else None, detail=detail, detail_after=detail_after,
+        example=_str(where, "example", raw.get("example")),
     )
 
 
 # Keys that only line entries have: a hang entry is keyed by its phase.
 _LINE_ONLY = ("patterns", "context", "literals", "ends", "roles", "scope", "not_ready_on", "intent", "follow", "detail",
-              "detail_after")
+              "detail_after", "example")
 
 
 def _hang_entry(raw: dict[str, Any], where: str, rid: str, engine: str, *, user: bool, origin: str) -> Rule:

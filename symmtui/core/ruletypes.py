@@ -105,6 +105,8 @@ class Rule:
     """A regex with a group ``detail``, searched in the block's lines: the first match names the event (what())."""
     detail_after: str | None = None
     """When the death line matches this, the line right after it is its detail (Rust's "panicked at FILE:L:C:")."""
+    example: str = ""
+    """A line it names, quoted from its source (tests/core/test_rules.py checks that the entry names it)."""
 
     @property
     def diagnoses(self) -> bool:

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from symmtui.core.catalogue import builtin_entries
 from symmtui.core.rules import ByteScanner, Kind, RuleSet, message_part, required_literal, strip_ansi
 from symmtui.errors import UserError
 
@@ -142,6 +143,8 @@ EXAMPLES: list[tuple[str, str]] = [
     ("tgi-webserver-starting", "2024-04-29T11:12:40.100000Z  INFO text_generation_launcher: Starting Webserver"),
     ("tgi-warmup", "2024-04-29T11:12:41.200000Z  INFO text_generation_router::server: router/src/server.rs:1700: Warming up model"),
 ]
+# An entry may carry its own example (an engine file's entries do: a new engine is one data file).
+EXAMPLES += [(r.id, r.example) for r in builtin_entries() if r.example]
 # Entries matched only with their context (a traceback's frames), and the line that names them without it.
 NEEDS_CONTEXT = {"sm120-symm-mem-keyerror": "python-exception", "vllm-symm-mem-sm120": "python-exception", "cuda-oom-kv-cache": "cuda-oom",
                  "cuda-oom-load": "cuda-oom", "weight-name-mismatch": "python-exception"}
