@@ -33,6 +33,14 @@ COMMANDS = {
 }
 
 
+def test_every_engine_the_corpus_labels_has_its_data_file() -> None:
+    """The engines the issue names (and the corpus labels use) are each one file of the table."""
+    names = set(table().names())
+    assert {"sglang", "vllm", "tgi", "lmdeploy", "trtllm", "triton", "llamacpp", "ollama", "nim", "rayserve"} <= names
+    corpus = {tomllib.loads(p.read_text())["engine"] for p in (ROOT / "tests" / "corpus" / "cases").glob("*.toml")}
+    assert corpus - {"torch"} <= names, corpus - {"torch"} - names  # "torch": a torchrun job, no server
+
+
 def test_every_shipped_file_loads_checked_and_the_cache_gives_the_same() -> None:
     parsed = enginetable.build(enginetable.parse_all())
     assert parsed == table()
