@@ -58,13 +58,14 @@ def _seconds(stamp: tuple[str, ...]) -> int | None:
 
 # What a shape's match derives, cached by the matched text: (ts, key, rank, label, pid, proc, level, dialect)
 _Derived = tuple[float | None, str | None, int | None, str | None, int | None, str | None, str | None, str | None]
+_Rest = tuple[str | None, int | None, str | None, int | None, str | None, str | None, str | None]
 _MAX_DERIVED = 4096
 
 
 class _Shape:
     """One prefix shape of the table, compiled: ``derive(m)`` reads its match (cached by the matched text)."""
 
-    __slots__ = ("cache", "dialect", "layer", "levels", "match", "not_ranks", "rx", "stamp", "suffix")
+    __slots__ = ("cache", "dialect", "frac", "layer", "levels", "match", "not_ranks", "rx", "stamp", "suffix", "tz")
 
     def __init__(self, shape: enginetable.PrefixShape, not_ranks: tuple[str, ...]) -> None:
         self.rx = re.compile(shape.pattern)
@@ -74,16 +75,32 @@ class _Shape:
         self.levels = dict(shape.levels)
         self.not_ranks = not_ranks
         self.suffix = re.compile(shape.suffix) if shape.suffix else None
-        self.stamp = "Y" in self.rx.groupindex and "s" in self.rx.groupindex
-        self.cache: dict[str, _Derived] = {}
+        groups = self.rx.groupindex
+        self.stamp = all(k in groups for k in ("Y", "M", "D", "h", "m", "s"))
+        self.frac = "frac" in groups
+        self.tz = "tzsign" in groups
+        self.cache: dict[str, _Rest] = {}
 
     def derive(self, m: re.Match[str]) -> _Derived:
+        """(ts, key, rank, label, pid, proc, level, dialect) of a match: the stamp read each time (its seconds
+        cached), the rest cached by the matched text without its stamp (a flood repeats each rank's prefix)."""
         text = m.group(0)
+        ts: float | None = None
+        if self.stamp:
+            whole = _seconds(m.group("Y", "M", "D", "h", "m", "s"))
+            if whole is not None:
+                frac = m.group("frac") if self.frac else None
+                ts = whole + float("0." + frac) if frac else float(whole)
+                if self.tz and m.group("tzsign"):
+                    sign = 1 if m.group("tzsign") == "+" else -1
+                    ts -= sign * (int(m.group("tzh") or 0) * 3600 + int(m.group("tzm") or 0) * 60)
+            at = m.start()  # the match's offsets are the line's
+            a, b = m.start("Y") - at, max(m.end("s"), m.end("frac") if self.frac else -1) - at
+            text = text[:a] + text[b:] if 0 <= a <= b else text
         got = self.cache.get(text)
         if got is not None:
-            return got
+            return (ts, *got)
         g = m.groupdict()
-        ts = _stamp(g) if self.stamp else None
         tags = (g.get("tags") or "").strip()
         proc = g.get("proc")
         nrank = g.get("rank")
@@ -104,23 +121,12 @@ class _Shape:
             proc = proc + (g.get("tags") or "").replace(" ", "_")
         if len(self.cache) >= _MAX_DERIVED:
             self.cache.clear()
-        got = self.cache[text] = (ts, key, rank, label, pid, proc, level, self.dialect)
-        return got
+        rest = self.cache[text] = (key, rank, label, pid, proc, level, self.dialect)
+        return (ts, *rest)
 
 
 def _named(proc: str, names: tuple[str, ...]) -> bool:
     return any(proc.startswith(n[:-1]) if n.endswith("*") else proc == n for n in names)
-
-
-def _stamp(g: dict[str, str | None]) -> float | None:
-    whole = _seconds(tuple(g[k] or "0" for k in ("Y", "M", "D", "h", "m", "s")))
-    if whole is None:
-        return None
-    if g.get("tzsign"):  # an RFC 3339 offset: "+02:00" is 2 h ahead of UTC
-        sign = 1 if g["tzsign"] == "+" else -1
-        whole -= sign * (int(g["tzh"] or 0) * 3600 + int(g["tzm"] or 0) * 60)
-    frac = g.get("frac")
-    return whole + (float("0." + frac) if frac else 0.0)
 
 
 class _Parser:
@@ -141,9 +147,6 @@ class _Parser:
         self.other = tuple(anywhere)
         joins = [p.joins for p in table.prefixes if p.joins]
         self.joins = re.compile("|".join(f"(?:{_unnamed(j)})" for j in joins)) if joins else None
-        join_firsts = [enginetable.first_chars(j) for j in joins]
-        self.join_chars: frozenset[str] | None = None if any(f is None for f in join_firsts) \
-            else frozenset().union(*join_firsts)  # type: ignore[arg-type]
         # A record prefix that names its source (a rank, a pid) starts with one of these, or after an outer layer:
         keyed = [f for (s, f), p in zip(firsts, table.prefixes, strict=True) if s.layer == "record" and
                  {"tags", "rank", "pid", "proc"} & set(s.rx.groupindex)]
@@ -193,7 +196,7 @@ def container_body(plain: str) -> str:
 def may_name_a_source(plain: str) -> bool:
     """Whether ``plain`` may start with a prefix that names its writing process (a rank, a pid): cheap, for the
     rank board, which asks it of every line."""
-    p = _get()
+    p = _parser if _parser is not None else _get()
     c = plain[:1]
     if p.keyed_chars is None or c in p.keyed_chars:
         return True
@@ -318,28 +321,30 @@ def split_records(plain: str) -> list[str]:
 
     A second record starts where a record prefix of a joining shape (the table's ``joins``: SGLang's, torchrun's,
     vLLM's) begins inside a line that itself starts with one; everything before it belongs to the first record."""
-    return records(plain)[0]
+    return records(plain, mask=False)[0]
 
 
-def records(plain: str) -> tuple[list[str], bool]:
+def records(plain: str, *, mask: bool = True) -> tuple[list[str], bool]:
     """``split_records(plain)``, and whether its last record is a request whose content goes on over the next
-    lines (CONTENT_GOES_ON: they are the client's until a line that starts with a record prefix)."""
+    lines (CONTENT_GOES_ON: they are the client's until a line that starts with a record prefix). ``mask=False``:
+    a line that is one record comes back as it is (the rank board reads only its prefix)."""
     p = _parser if _parser is not None else _get()
-    if not _may_join(plain, p):
-        for lit in p.request_lits:
-            if lit in plain:
-                break
-        else:
+    m = p.joins.search(plain, 1) if p.joins is not None else None
+    if m is None:
+        if not mask:
             return [plain], False
+        first = split_prefix(plain)
+        text, found = request_mask(plain, len(plain) - len(first.body))
+        return [text], found == CONTENT_GOES_ON
     first = split_prefix(plain)
     body_at = len(plain) - len(first.body)
     text, found = request_mask(plain, body_at)
-    if found >= CONTENT_TO_END or p.joins is None or (first.key is None and first.ts is None):
+    if found >= CONTENT_TO_END or (first.key is None and first.ts is None):
         return [text], found == CONTENT_GOES_ON  # the rest is the client's (no record starts in it), or no prefix
     out: list[str] = []
     at = 0
-    search = p.joins.search
-    m = search(text, body_at + 1)
+    search = m.re.search
+    m = search(text, body_at + 1) if found or m.start() <= body_at else m
     while m is not None:
         out.append(text[at : m.start()])
         at = m.start()
@@ -356,15 +361,6 @@ def has_prefix(plain: str) -> bool:
     """Whether ``plain`` starts with a record prefix the table knows (a continued request's content ends there)."""
     pre = split_prefix(plain)
     return len(pre.body) != len(plain) or pre.ts is not None or pre.key is not None
-
-
-def _may_join(plain: str, p: _Parser) -> bool:
-    """Whether a second record prefix may begin inside ``plain`` (cheap: a joining shape's first character after
-    the line's start); the regex then runs on the few lines that may."""
-    chars = p.join_chars
-    if chars is None:
-        return p.joins is not None
-    return any(plain.find(c, 1) >= 0 for c in chars)
 
 
 _SOURCES: dict[str, tuple[str | None, str | None, int | None]] = {}

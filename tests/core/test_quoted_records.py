@@ -14,7 +14,7 @@ from pathlib import Path
 
 from symmtui.bundle.format import SUFFIX, read_bundle
 from symmtui.core.events import EventBuilder
-from symmtui.core.lineparts import split_prefix, split_records
+from symmtui.core.lineparts import records, split_prefix, split_records
 from symmtui.core.ranks import RankBoard
 from symmtui.core.readiness import Readiness, ReadinessConfig
 from symmtui.core.rules import Kind
@@ -25,7 +25,8 @@ from tests.notify.kit import receiver
 
 def test_a_request_line_is_one_record_whatever_it_quotes() -> None:
     for line in QUOTING_REQUESTS:
-        recs = split_records(line)
+        assert len(split_records(line)) == 1  # one record: the rank board reads no rank from its content
+        recs, _ = records(line)  # what the rules read: its content blanked
         assert len(recs) == 1 and len(recs[0]) == len(line), line
         for word in ("TP3", "TP12", "Worker_TP3", "[rank3]", "OutOfMemoryError", "SIGSEGV", "Traceback"):
             assert word not in recs[0], (word, line)
