@@ -349,19 +349,24 @@ def builtin_files() -> list[tuple[str, str]]:
 
 
 def parse_builtin(check_patterns: bool = False) -> tuple[Rule, ...]:
-    """The shipped catalogue parsed from its files: symmtui/catalogue/*.toml in name order, then the engine files'
-    entries (symmtui/engines/*.toml, their markers and wrappers), the generic entries last (see ``ordered``). Its
+    """The shipped catalogue parsed from its files: the engine files' own diagnoses (symmtui/engines/*.toml),
+    symmtui/catalogue/*.toml in name order, then the engine files' markers and wrappers, the generic entries last
+    (see ``ordered``). Its
     patterns are not compiled here (tests check every shipped entry in full: tests/core/test_lazy_rules.py)."""
     from symmtui.core.enginetable import SHARED, engine_files
 
-    out: list[Rule] = []
+    shipped: list[Rule] = []
     for name, text in builtin_files():
-        out.extend(parse_text(text, f"symmtui/catalogue/{name}", check_patterns=check_patterns))
+        shipped.extend(parse_text(text, f"symmtui/catalogue/{name}", check_patterns=check_patterns))
+    engines: list[Rule] = []
     for name, text in engine_files():
         if name != SHARED:
-            out.extend(parse_text(text, f"symmtui/engines/{name}.toml", check_patterns=check_patterns,
-                                  engine_file=name))
-    return ordered(out)
+            engines.extend(parse_text(text, f"symmtui/engines/{name}.toml", check_patterns=check_patterns,
+                                      engine_file=name))
+    # An engine's own diagnosis of its own line (SGLang's retraction is a warning, not the catalogue's CUDA OOM)
+    # comes before the catalogue's shared entries; its markers and wrappers after them.
+    own = [r for r in engines if r.diagnoses and not r.roles & {"wrapper", "generic"}]
+    return ordered([*own, *shipped, *(r for r in engines if r not in own)])
 
 
 def ordered(rules: Sequence[Rule]) -> tuple[Rule, ...]:

@@ -334,6 +334,8 @@ class ByteScanner:
     sample: bytes = b""
     extra: tuple[str, ...] = ()
     """Literals that make a line a candidate besides the rules' (a request line whose content goes on)."""
+    marked: frozenset[str] = frozenset()
+    """Literals whose lines ``marked_starts`` names."""
     anchors: dict[int, list[tuple[bytes, int]]] = field(default_factory=dict)
     whole: list[bytes] = field(default_factory=list)
     regexes: list[re.Pattern[str]] = field(default_factory=list)
@@ -398,6 +400,13 @@ class ByteScanner:
         if self.regexes:
             starts.update(self.regex_starts(buf, end))
         return sorted(starts)
+
+    def marked_starts(self, buf: bytes | bytearray, end: int) -> tuple[list[int], set[int]]:
+        """``candidate_starts``, and the starts of the lines that hold one of the ``marked`` literals."""
+        starts = self.candidate_starts(buf, end)
+        if not self.marked:
+            return starts, set()
+        return starts, set(ByteScanner(RuleSet(()), b"", tuple(self.marked)).candidate_starts(buf, end))
 
     def regex_starts(self, buf: bytes | bytearray, end: int) -> set[int]:
         """Line starts where a literal-free rule matches (decoded text: same newlines as the bytes)."""
