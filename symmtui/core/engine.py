@@ -150,6 +150,7 @@ class Bringup:
         self._gen_stop = threading.Event()  # the current generation's watchers
         self._started = False
         self._last_line_at: float | None = None
+        self._tail: LogLine | None = None  # the unfinished line the log ended in when opened (see _dispatch_loop)
         self._ranks = RankBoard()
         self._replay: list[Event] = []
         self._probe: HttpProbe | None = None
@@ -225,6 +226,7 @@ class Bringup:
             self._caught_up = not isinstance(self.source, Path)
             self._replay = []
             self._last_line_at = None
+            self._tail = None
             self._crash_at, self._settled, self._times = None, True, LogTimes(None, None, None)
             self._generation += 1
             self._urgent = True
@@ -379,7 +381,8 @@ class Bringup:
         with self._lock:
             if gen != self._generation:
                 return
-            if caught_up and not self._caught_up:
+            first_catch_up = caught_up and not self._caught_up
+            if first_catch_up:
                 self._urgent = True  # a verdict held back until the backlog was judged may go out now
             self._caught_up = caught_up
             now = self._clock()
@@ -389,12 +392,14 @@ class Bringup:
             texts: list[str] = []  # finished lines
             plains: list[str] = []
             live: str | None = None  # the unfinished last line's latest update, if it came after them
+            last: LogLine | None = None
             for item in items:
                 if isinstance(item, FileNotice):
                     self._feed_run(run, now)
                     pend.notices.append(item)
                     continue
                 pend.lines.append(item)
+                last = item
                 if item.progress:
                     live = item.text
                     self._feed_run(run, now)
@@ -406,6 +411,10 @@ class Bringup:
                     live = None
                     run.append(item)
             self._feed_run(run, now)
+            if first_catch_up and last is not None and last.progress:
+                self._tail = last  # what the log held ends in an unfinished line: judged when the log stays quiet
+            elif texts:
+                self._tail = None
             if texts or live is not None:
                 self._last_line_at = now
                 self._stamp(plains, now)
@@ -573,7 +582,14 @@ class Bringup:
                 now = self._clock()
                 before = self._last_state
                 state = self._readiness.tick(now)
-                if self._builder.in_block and self._last_line_at is not None and now - self._last_line_at > QUIET_FLUSH:
+                quiet = self._last_line_at is not None and now - self._last_line_at > QUIET_FLUSH
+                if quiet and self._tail is not None:
+                    # The log ended (as it was when opened) in a line without its newline: judge it as scan does
+                    # (a file of bare CR line ends is such a line, its last segment the visible one)
+                    tail, self._tail = self._tail, None
+                    self._feed_run([tail._replace(progress=False)], now)
+                    state = self._readiness.tick(now)
+                if self._builder.in_block and quiet:
                     for ev in self._builder.flush():
                         self._feed_event(ev, now)
                     state = self._readiness.tick(now)

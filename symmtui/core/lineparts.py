@@ -35,6 +35,9 @@ class Prefix(NamedTuple):
 
 _TP_TAG = re.compile(r"\bTP(\d+)\b")
 _RANK_TAG = re.compile(r"(?<![A-Za-z])((?:DP|PP|TP|EP|CP|NP)\d+)")
+STAMP_RANGE = (946684800, 4102444800)
+"""The stamps read as times: 2000-01-01 to 2100-01-01 (UTC); another (a zeroed clock, a typo) is no time: it makes no
+absurd duration."""
 MASK = "_"
 """What a request line's client content is blanked with (the same length: offsets stay)."""
 
@@ -88,7 +91,7 @@ class _Shape:
         ts: float | None = None
         if self.stamp:
             whole = _seconds(m.group("Y", "M", "D", "h", "m", "s"))
-            if whole is not None:
+            if whole is not None and STAMP_RANGE[0] <= whole < STAMP_RANGE[1]:
                 frac = m.group("frac") if self.frac else None
                 ts = whole + float("0." + frac) if frac else float(whole)
                 if self.tz and m.group("tzsign"):

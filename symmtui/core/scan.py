@@ -97,11 +97,11 @@ class _Scan:
                 self.event(ev)
 
     def event(self, ev: Event) -> None:
-        if ev.ts is not None:
+        if ev.ts is not None:  # the log's clock never goes back (a stamp earlier than the latest is the latest)
             if self.first_ts is None:
                 self.first_ts = ev.ts
             self.last_ts = ev.ts if self.last_ts is None else max(self.last_ts, ev.ts)
-            self.t = max(self.t, ev.ts - self.first_ts)
+            self.t = max(self.t, self.last_ts - self.first_ts)
         self.readiness.feed(ev, self.t)
 
 
@@ -669,7 +669,7 @@ def report_text(rep: ScanReport) -> list[str]:
         ready = rep.phases[-1] if rep.phases else None
         took = ""
         if ready is not None and ready.log_start is not None and rep.first_ts is not None:
-            took = f" {fmt_duration(ready.log_start - rep.first_ts)} after the first line"
+            took = f" {fmt_duration(max(0.0, ready.log_start - rep.first_ts))} after the first line"
         out.append(f"verdict: READY{took}")
     elif rep.verdict == "crashed":
         head = rep.cause.headline() if rep.cause is not None else "crashed"
