@@ -368,7 +368,7 @@ def open_session(spec: SessionSpec) -> Session:
         raise
     try:  # each plug-in's modules load only when the spec names it (the recorder's, httpx, prometheus_client)
         if spec.metrics is not None:
-            from symmtui.session.metrics import plug_in as metrics_plug_in
+            from symmtui.metrics import plug_in as metrics_plug_in
 
             metrics_plug_in(session, spec.metrics)
         if spec.record is not None:

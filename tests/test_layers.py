@@ -21,7 +21,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in
     "stacks launch",  # py-spy dumps; profiles, the supervisor, the history
     "demo",  # the simulated server and its profiles
     "session",  # the Session of 1..N nodes, its spec, mailbox, printer, metrics
-    "bundle notify",  # plug-ins and the replay, above the Session they observe
+    "bundle notify metrics",  # the plug-ins (and the replay), side by side above the Session they observe
     "build",  # the one builder: options -> spec -> Session with its plug-ins
     "ui",  # the dashboard (Textual)
     "verbs cli __main__",  # the command line

@@ -30,6 +30,7 @@ from symmtui.bundle import format as fmt
 from symmtui.bundle import store
 from symmtui.bundle.codec import encode
 from symmtui.core.diagnose import event_json
+from symmtui.core.readiness import State
 from symmtui.errors import UserError
 from symmtui.launch.envinfo import EnvInfo, ServerCommand, capture
 from symmtui.redact import redact
@@ -125,7 +126,8 @@ def _steady(board: Board) -> tuple[Any, ...]:
     return (board.state, board.node, board.headline, board.summary, board.decided, board.patched, board.timings,
             board.changes, board.gpu_stall,
             tuple((n.name, n.snapshot.state, n.phase_text, n.snapshot.progress_counts, n.cause, n.errors, n.warnings,
-                   n.ranks.text if n.ranks is not None else None, n.caught_up, n.settled) for n in board.nodes))
+                   None if n.ranks is None else (n.ranks.total, n.ranks.ahead_phase, tuple(r.label for r in n.ranks.behind)),
+                   n.caught_up, n.settled) for n in board.nodes))
 
 
 def _thinned(rows: list[list[Any]], thinned: int) -> tuple[list[list[Any]], int]:
@@ -220,6 +222,7 @@ class Recorder:
         self._topology_reason: str | None = None
         self._verdicts: list[dict[str, Any]] = []
         self._verdict_key: tuple[int, str] | None = None  # (generation, state) recorded last
+        self._verdict_open = False  # the last one kept is a crash that has not settled yet
         self._notices: list[list[Any]] = []
         self._paths: dict[str, Path] = {}  # log path -> the bundle written for it
 
@@ -301,16 +304,20 @@ class Recorder:
 
     def _verdict(self, t: float, batch: EngineBatch) -> bool:
         """The node's state entered a verdict (once per change of its generation and state): keep it, as its
-        Board said it."""
+        Board said it. A crash is kept again, in its place, until it has settled (the other ranks' copies in),
+        so the bundle's cause is the one `wait` printed and the webhook said."""
         snap = batch.snapshot
         view = batch.board.view(batch.node)
         key = (batch.generation, snap.state.value)
         if snap.state not in VERDICTS:
-            self._verdict_key = None
+            self._verdict_key, self._verdict_open = None, False
+            return False
+        if key == self._verdict_key and not self._verdict_open:
             return False
         if key == self._verdict_key:
-            return False
+            self._verdicts.pop()  # the unsettled crash this one completes
         self._verdict_key = key
+        self._verdict_open = snap.state is State.CRASHED and not view.settled
         self._verdicts.append({
             "t": t, "generation": batch.generation, "state": snap.state.value,
             "launch_id": batch.launch_id, "log_path": batch.log_path,

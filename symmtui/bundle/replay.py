@@ -24,7 +24,7 @@ from symmtui.bundle.codec import decode
 from symmtui.bundle.format import Bundle, BundleError
 from symmtui.bundle.recorder import GPU_FIELDS
 from symmtui.core import board as boards
-from symmtui.core.board import Board, NodeBoard, NodeInput
+from symmtui.core.board import Board, NodeBoard, NodeInput, Said
 from symmtui.core.decode import LogLine
 from symmtui.core.engine import EngineUpdate
 from symmtui.core.events import Event
@@ -90,6 +90,27 @@ def _judged_again(host: str, snap: Snapshot, ranks: RankSummary | None, seq: int
     return boards.build(seq, [NodeInput(view)], snap.started_at + snap.elapsed)
 
 
+def _checked(board: object) -> Board:
+    """A decoded Board whose every part has the shape a front end lays out (a hand-edited bundle: ValueError,
+    which the Recording says in one line)."""
+    if not isinstance(board, Board) or not isinstance(board.state, State) or not isinstance(board.nodes, tuple) \
+            or not board.nodes:
+        raise ValueError("a board that is not one")
+    for n in board.nodes:
+        if not isinstance(n, NodeBoard) or not isinstance(n.snapshot, Snapshot) \
+                or not isinstance(n.snapshot.state, State) or not isinstance(n.name, str):
+            raise ValueError("a board's node that is not one")
+        for said in (n.cause, *n.errors, *n.warnings):
+            if said is not None and not isinstance(said, Said):
+                raise ValueError("a board's error that is not one")
+            if said is not None and not isinstance(said.event, Event):
+                raise ValueError("a board's error without its event")
+    if board.node not in {n.name for n in board.nodes}:
+        raise ValueError("a board about a node it does not hold")
+    _ = (board.snapshot, board.label, board.about.shown)  # what every front end reads first
+    return board
+
+
 def _moved(board: Board, moved: float) -> Board:
     """A live Board ``moved`` seconds later: the elapsed time and the time left go on."""
     def node(n: NodeBoard) -> NodeBoard:
@@ -128,11 +149,10 @@ class Recording:
                 launch.events.append(event)
                 launch.event_t.append(float(t))
         for t, g, enc in data.get("boards") or []:
-            board = decode(enc)
-            if isinstance(board, Board):
-                launch = self._launch(int(g))
-                launch.boards.append(board)
-                launch.board_t.append(float(t))
+            board = _checked(decode(enc))
+            launch = self._launch(int(g))
+            launch.boards.append(board)
+            launch.board_t.append(float(t))
         for t, g, enc, ranks in data.get("snapshots") or []:
             snap = decode(enc)
             if isinstance(snap, Snapshot):

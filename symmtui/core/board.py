@@ -8,7 +8,7 @@ A reader only lays a Board out: the verdict, the cause and its next step, the ot
 (each a :class:`Said`, worded once), the ETA, the elapsed time on the log's own clock, the GPUs' evidence
 of a stall and what each key can do now are all decided here.
 
-``build`` is pure: the Session (and `scan`, and the tests) give it the nodes' views and what only they
+``build`` is pure: the Session (and a replay, and the tests) give it the nodes' views and what only they
 know (the numbering of lines, the log's clock, the GPUs, the profile), and get the Board.
 """
 
@@ -92,9 +92,6 @@ class NodeBoard:
     errors: tuple[Said, ...] = ()
     """The other errors (the cause left out), in order."""
     warnings: tuple[Said, ...] = ()
-    shown: tuple[Said, ...] = ()
-    """What the diagnosis panel lists: the cause (or, without one, every error), then the warnings; one per
-    distinct diagnosis, at most MAX_SHOWN."""
     eta: Eta = field(default_factory=Eta)
     log_path: str | None = None
     """The file its log can be read back from (the log, or a log command's spool)."""
@@ -108,6 +105,12 @@ class NodeBoard:
     @property
     def state(self) -> State:
         return self.snapshot.state
+
+    @property
+    def shown(self) -> tuple[Said, ...]:
+        """What the diagnosis panel lists: the cause (or, without one, every error), then the warnings; one
+        per distinct diagnosis, at most MAX_SHOWN."""
+        return _panel(self.cause, self.errors, self.warnings)
 
 
 @dataclass(frozen=True)
@@ -265,7 +268,7 @@ def node_board(node: NodeInput, now: float) -> NodeBoard:
                    if cause_ev is None or e.key != cause_ev.key)
     warnings = tuple(say(w, view.finding(w), node.label) for w in snap.warnings)
     return NodeBoard(view.name, snap, view.phase_text, elapsed(snap, node.times, now), view.ranks, cause, errors,
-                     warnings, _panel(cause, errors, warnings), _eta(view, node.live), node.log_path,
+                     warnings, _eta(view, node.live), node.log_path,
                      node.launch_id, node.generation, node.caught_up, node.settled)
 
 
@@ -285,13 +288,15 @@ def _decided(verdict: Verdict, nodes: Sequence[NodeInput], stacks_pending: bool)
     return True
 
 
-def build(seq: int, nodes: Sequence[NodeInput], now: float, *, patched: bool = False,
+def build(seq: int, nodes: Sequence[NodeInput], now: float, *, verdict: Verdict | None = None, patched: bool = False,
           timings: tuple[str, ...] = (), changes: Changes | None = None,
           gpu_stall: str | None = None, gpu_slow: str | None = None,
           why_not: Mapping[str, str | None] | None = None, relaunch: Relaunch | None = None,
           stacks_pending: bool = False) -> Board:
-    """The Board of ``nodes`` (the head first) at ``now`` (the engines' clock)."""
-    verdict = verdict_of([n.view for n in nodes], patched=patched)
+    """The Board of ``nodes`` (the head first) at ``now`` (the engines' clock); ``verdict``: their
+    ``verdict_of``, when the caller has it already."""
+    if verdict is None:
+        verdict = verdict_of([n.view for n in nodes], patched=patched)
     state = verdict.state
     boards = tuple(node_board(n, now) for n in nodes)
     if len(boards) > 1:  # a quiet worker of a READY server shows as ready (verdict_of's views say so)
@@ -314,5 +319,5 @@ def _with_snapshot(board: NodeBoard, view: NodeView) -> NodeBoard:
 
 
 def board_of(views: Sequence[NodeView], *, seq: int = 1, now: float = 0.0, **kw: object) -> Board:
-    """The Board of ``views`` alone (no numbering, log clock or live rate): `scan`'s, a recording's, a test's."""
+    """The Board of ``views`` alone (no numbering, log clock or live rate): a recording's, a test's."""
     return build(seq, [NodeInput(v) for v in views], now, **kw)  # type: ignore[arg-type]

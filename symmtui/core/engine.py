@@ -44,7 +44,8 @@ MAX_REPLAY_EVENTS = 50_000
 PID_SETTLE = 0.5  # after the process is gone, wait this long at most for its last log lines
 HEARTBEAT = 1.0  # with nothing new, an update this often all the same: readers show the time passing
 SETTLE_QUIET = 0.2  # after a crash, the log quiet this long (other ranks' copies arrive within ms) ...
-SETTLE_MAX = 1.0  # ... or this long since the crash: the crash is settled (a headless front end may print it)
+SETTLE_MAX = 1.0  # ... or this long since its cause last gained a copy: the crash is settled (printed, notified)
+SETTLE_CAP = 3.0  # ... and at the latest this long after the crash, whatever still arrives
 STAMP_LOOK = 8  # lines looked at, from a batch's end, for the log's latest timestamp
 
 
@@ -66,7 +67,7 @@ class EngineUpdate:
     settled: bool = True
     """Not CRASHED, or CRASHED and the other ranks' copies of the error had their moment to arrive: the log
     read to its end and quiet for SETTLE_QUIET (a file nobody writes to any more: at once), or SETTLE_MAX
-    since the crash."""
+    since the cause last gained a copy (another rank's), or SETTLE_CAP since the crash."""
     settle_waited: float = 0.0
     """Seconds since the crash (0 when not CRASHED)."""
     times: LogTimes | None = None
@@ -162,6 +163,8 @@ class Bringup:
         self._dispatcher: threading.Thread | None = None
         self._caught_up = not isinstance(self.source, Path)  # a log command streams: always caught up (see EngineUpdate)
         self._crash_at: float | None = None  # when the state became CRASHED (the settle's start)
+        self._copy: tuple[str, int] | None = None  # the cause's key and copies when last looked at ...
+        self._copy_at = 0.0  # ... and when it last gained one
         self._settled = True
         self._times = LogTimes(None, None, None)
 
@@ -227,7 +230,7 @@ class Bringup:
             self._replay = []
             self._last_line_at = None
             self._tail = None
-            self._crash_at, self._settled, self._times = None, True, LogTimes(None, None, None)
+            self._crash_at, self._settled, self._times, self._copy = None, True, LogTimes(None, None, None), None
             self._generation += 1
             self._urgent = True
             self._wake.notify_all()
@@ -238,16 +241,6 @@ class Bringup:
         """The state now."""
         with self._lock:
             return self._readiness.snapshot(self._clock())
-
-    def snapshot_if_free(self) -> Snapshot | None:
-        """The state now, or None while the engine thread holds it (judging a batch of lines, which
-        brings its own snapshot when done): a UI loop never waits on a burst."""
-        if not self._lock.acquire(blocking=False):
-            return None
-        try:
-            return self._readiness.snapshot(self._clock())
-        finally:
-            self._lock.release()
 
     def wait_final(self, timeout: float | None = None) -> Snapshot:
         """Block until the state is final (READY/CRASHED/TIMED_OUT/STOPPED) or ``timeout``; the snapshot."""
@@ -455,13 +448,18 @@ class Bringup:
             self._crash_at, self._settled = None, True
             return None
         if self._crash_at is None:
-            self._crash_at, self._settled = now, False
+            self._crash_at, self._settled, self._copy = now, False, None
         if self._settled:
             return None
+        cause = self._readiness.snapshot(now).cause
+        copy = (cause.key, cause.count) if cause is not None else None
+        if copy != self._copy:  # another rank's copy of the cause (or a first one): the wait starts over
+            self._copy, self._copy_at = copy, now
         waited = now - self._crash_at
+        since_copy = now - self._copy_at
         last = max(self._crash_at, self._last_line_at or self._crash_at)
         quiet = now - last
-        if waited >= SETTLE_MAX:
+        if since_copy >= SETTLE_MAX or waited >= SETTLE_CAP:
             self._settled = True
         else:
             at_end, idle = self._at_end()
@@ -469,7 +467,8 @@ class Bringup:
         if self._settled:
             self._urgent = True
             return None
-        return max(MIN_TICK, min(SETTLE_MAX - waited, SETTLE_QUIET - quiet if quiet < SETTLE_QUIET else SETTLE_QUIET))
+        due = min(SETTLE_MAX - since_copy, SETTLE_CAP - waited, SETTLE_QUIET - quiet if quiet < SETTLE_QUIET else SETTLE_QUIET)
+        return max(MIN_TICK, due)
 
     def _feed_run(self, run: list[LogLine], now: float) -> None:
         if run:

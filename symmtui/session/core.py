@@ -324,7 +324,7 @@ class Session:
         slow = f"NVML slow: waiting {busy:.0f} s for a call" if busy is not None and busy >= SLOW_CALL else None
         why = {i: self.why_not(i) for i in boards.INTENTS}
         return boards.build(
-            self._seq, inputs, self.clock(), patched=self._patched,
+            self._seq, inputs, self.clock(), verdict=verdict, patched=self._patched,
             timings=self._ready_timings(verdict.state, self._node(verdict.node)), changes=self._changed(verdict),
             gpu_stall=stall.short() if stall is not None else None, gpu_slow=slow, why_not=why,
             relaunch=self._relaunch_plan() if why["relaunch"] is None else None,
@@ -369,10 +369,13 @@ class Session:
             self._request_stacks(stacks_of, auto=True)
 
     def _reached(self, board: Board) -> VerdictReached | None:
-        """A VerdictReached when the verdict is one the last was not (once per change; a relaunch is news)."""
+        """A VerdictReached when the verdict is one the last was not (once per change; a relaunch is news). A
+        crash is news once it has settled (the other ranks' copies in): the notifier says the cause `wait` prints."""
         about = self._node(board.node)
         if board.state not in VERDICTS:
             self._reached_key = None  # moved on (a STALLED that resumed): the next verdict is news
+            return None
+        if board.state is State.CRASHED and not board.about.settled:
             return None
         key = (board.state, about.generation)
         if key == self._reached_key:

@@ -6,9 +6,7 @@ Where the engine follows is kept once (``source``); the file its batches read ba
 
 from __future__ import annotations
 
-import os
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -144,21 +142,6 @@ class Node:
     def stop(self) -> None:
         if self.engine is not None:
             self.engine.stop()
-
-    def read_through(self, quiet: float) -> bool | None:
-        """Whether the log file, which nobody has written to for ``quiet`` s, has been read to its end; None
-        when it is not such a file (a log command, one written to just now, none)."""
-        path, engine = self.log_file, self.engine
-        if path is None or engine is None:
-            return None
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None
-        if time.time() - st.st_mtime < quiet:
-            return None
-        read = engine.numbering()
-        return read.skipped + read.read_bytes >= st.st_size
 
     # ---- the history (one writer, whatever the front end) ------------------------------------
 

@@ -323,36 +323,6 @@ def test_stop_from_inside_on_update(tmp_path: Path) -> None:
     assert wait_until(_no_engine_threads)
 
 
-def test_snapshot_if_free_never_waits_on_a_batch() -> None:
-    """The UI's once-a-second redraw asks without waiting: None while a batch holds the state."""
-    b = Bringup(READY_LOG)
-    b.start()
-    try:
-        assert b.wait_final(30).state is State.READY
-        held, release = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            with b._lock:  # what _on_items does while it judges a batch of lines
-                held.set()
-                release.wait(10)
-
-        t = threading.Thread(target=hold)
-        t.start()
-        assert held.wait(10)
-        t0 = time.monotonic()
-        assert b.snapshot_if_free() is None and time.monotonic() - t0 < 1.0
-        release.set()
-        t.join(10)
-        # the engine's own thread (a tick, a batch) may hold the lock at any moment: ask until it is free
-        deadline = time.monotonic() + 30
-        while (snap := b.snapshot_if_free()) is None:
-            assert time.monotonic() < deadline, "the engine's lock was never free"
-            time.sleep(0.01)
-        assert snap.state is State.READY
-    finally:
-        b.stop()
-
-
 def test_burst_loses_no_event(tmp_path: Path) -> None:
     """40k lines (3 MB, past the follower's 1 MiB reads) in 20 bursts, 200 of them the same warning from
     8 ranks: the merged count is exact."""
@@ -422,3 +392,50 @@ def test_live_progress_bar_is_one_last_line(tmp_path: Path) -> None:
         finally:
             b.stop()
     assert snap.last_lines == (first, bar.format(60, 24), "[2026-11-29 09:47:23 TP0] Load weight end.")
+
+
+def _rank_crash(rank: int) -> str:
+    """One rank's copy of the SM120 crash, as SGLang prints it (the fixture's shape)."""
+    return (f"[2026-12-01 10:00:01 TP{rank}] Scheduler hit an exception: Traceback (most recent call last):\n"
+            '  File "/x/torch_symm_mem.py", line 83, in __init__\n    x\nKeyError: 12\n')
+
+
+def test_a_crash_settles_a_moment_after_its_last_copy_not_its_first(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """While other ranks' copies of the cause still arrive (a log that never goes quiet), the crash is not
+    settled: SETTLE_MAX runs from the latest copy; SETTLE_CAP bounds it from the crash. A hand clock moves time;
+    the quiet rule is taken out of the way (the log keeps talking)."""
+    from symmtui.core import engine
+
+    monkeypatch.setattr(engine, "SETTLE_QUIET", 1e6)
+    log = tmp_path / "server.log"
+    clock = HandClock(0.0)
+    with Writer(log) as w:
+        b, col = _start(log, config=ReadinessConfig(timeout=None, stall=0), clock=clock)
+
+        def last() -> EngineUpdate:
+            with col.lock:
+                return col.updates[-1][1]
+
+        def after(text: str) -> EngineUpdate:
+            """Write ``text``; the first update that carries it (judged at the clock as it is now)."""
+            n = len(col.updates)
+            w.write(text)
+            assert wait_until(lambda: any(ln.text in text for _, u in col.updates[n:] for ln in u.lines), timeout=30)
+            return last()
+
+        try:
+            after(_rank_crash(0))
+            assert wait_until(lambda: last().snapshot.state is State.CRASHED, timeout=30)
+            assert not last().settled
+            clock.advance(0.6)
+            after(_rank_crash(1))
+            assert wait_until(lambda: last().snapshot.cause is not None and last().snapshot.cause.count == 2, timeout=30)
+            clock.advance(0.6)  # 1.2 s after the crash, 0.6 s after its last copy
+            up = after("[2026-12-01 10:00:02] still talking\n")
+            assert not up.settled
+            clock.advance(0.5)  # 1.1 s after the last copy
+            assert wait_until(lambda: last().settled, timeout=30)
+            assert last().snapshot.cause is not None and last().snapshot.cause.count == 2
+        finally:
+            b.stop()

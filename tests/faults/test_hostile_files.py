@@ -336,3 +336,35 @@ def test_replay_of_a_bundle_with_a_field_of_the_wrong_shape_is_one_line(recorded
         assert code == 2 and len(lines) == 1 and "damaged bundle" in lines[0], err.getvalue()
         return
     assert field == "topology" and recording.topology is None
+
+
+@pytest.mark.parametrize("damage", ["node", "no-nodes", "int-node", "cause", "snapshot", "plain-state"])
+def test_replay_of_a_hand_edited_board_is_one_line(recorded: dict[str, Any], tmp_path: Path, damage: str) -> None:
+    """A recorded Board edited by hand (a node renamed, no nodes, a node that is a number, a cause or a snapshot
+    that is text, a state as a plain word): `replay` refuses the bundle in one line before any screen (they
+    raised StopIteration / AttributeError on the screen, or left the player thread dead at WAITING)."""
+    from symmtui.bundle.format import BundleError, read_bundle
+    from symmtui.bundle.replay import Recording
+
+    doc = json.loads(json.dumps(recorded))
+    board = doc["boards"][-1][2]
+    node = board["nodes"][0]
+    if damage == "node":
+        board["node"] = "elsewhere"
+    elif damage == "no-nodes":
+        board["nodes"] = []
+    elif damage == "int-node":
+        board["nodes"] = [1]
+    elif damage == "cause":
+        node["cause"] = "boom"
+    elif damage == "snapshot":
+        node["snapshot"] = "x"
+    else:
+        board["state"] = "crashed"
+    path = tmp_path / "x.symmtui-bundle.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    with pytest.raises(BundleError, match="damaged bundle"):
+        Recording(read_bundle(path))
+    with _captured() as (_out, err):
+        code = main(["replay", str(path)])
+    assert code == 2 and len(err.getvalue().strip().splitlines()) == 1, err.getvalue()

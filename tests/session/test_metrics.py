@@ -17,8 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from symmtui.build import Limits, watch_spec
 from symmtui.cli import main
+from symmtui.metrics import BringupMetrics, MetricsServer
 from symmtui.session.core import Session
-from symmtui.session.metrics import BringupMetrics, MetricsServer
 from symmtui.verbs.printer import Printer
 from tests.core.engine_kit import KEYERROR_LOG, READY_LOG, ROOT, Writer, free_port
 

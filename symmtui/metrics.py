@@ -1,4 +1,4 @@
-"""The metrics plug-in: symmtui as a Prometheus exporter, a Session observer feeding its own registry, served with /ready.
+"""The metrics plug-in: symmtui as a Prometheus exporter (a Session observer, beside the bundle recorder and the notifier).
 
 ``BringupMetrics`` follows every message a Session posts (``Session.observe``) and keeps each node's
 state, phase and elapsed time, the time to READY of every launch (a histogram seeded from the launch
