@@ -141,7 +141,7 @@ def test_an_engine_files_entries_are_its_engines_and_come_before_the_generic_one
     rules = builtin_entries()
     ids = [r.id for r in rules]
     assert next(r for r in rules if r.id == "sglang-ready").engine == "sglang"
-    assert {r.engine for r in rules if r.id == "engine-core-init-failed"} == {"vllm", "trtllm"}
+    assert {r.engine for r in rules if r.id == "engine-core-init-failed"} == {"vllm", "trtllm", "rayserve"}
     assert ids.index("engine-core-init-failed") < ids.index("python-exception")  # its wrapper, not any RuntimeError
     generic = [i for i, r in enumerate(rules) if "generic" in r.roles]
     assert generic == list(range(len(rules) - len(generic), len(rules)))

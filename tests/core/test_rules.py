@@ -125,6 +125,7 @@ EXAMPLES: list[tuple[str, str]] = [
     ("triton-model-load-failed", "| inception_graphdef | 1       | UNAVAILABLE: Not found: model configuration is not provided for model 'inception_graphdef'                   |"),  # triton-inference-server/server#5197
     ("backend-library-missing", 'E0120 08:28:09.425599 2049 model_lifecycle.cc:654] "failed to load \'tensorrt_llm\' version 1: Invalid argument: unable to find backend library for backend \'tensorrtllm\', try specifying runtime on the model configuration."'),  # triton-inference-server/server#7950
     ("kv-cache-no-memory", "RuntimeError: Trying to create tensor with negative dimension -56: [-56, 8, 20, 128]"),  # InternLM/lmdeploy#1362
+    ("cuda-oom-load", "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 35533.34 MiB on device 0: cudaMalloc failed: out of memory"),  # ollama/ollama#8447
     ("cache-dir-not-writable", "RuntimeError: Unable to write to NIM_CACHE_PATH (/mnt/models/cache)"),  # NVIDIA/nim-deploy#16
     ("gpu-memory-busy", "(EngineCore_DP0 pid=17374) ERROR 09-28 15:47:24 [core.py:718] ValueError: Free memory on device (3.22/4.0 GiB) on startup is less than desired GPU memory utilization (0.9, 3.6 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."),  # vllm-project/vllm#25837
     ("trtllm-version", "[TensorRT-LLM] TensorRT LLM version: 1.2.0rc2"),  # NVIDIA/TensorRT-LLM#9680
@@ -173,7 +174,8 @@ def test_example_names_its_rule(rule_id: str, line: str) -> None:
     rs = RuleSet()
     m = rs.match(line)
     death = rs.death_match(line)  # a death names its line before any other entry (events.EventBuilder)
-    assert m is not None and (m.rule.id == NEEDS_CONTEXT.get(rule_id, rule_id) or (death is not None and death.rule.id == rule_id))
+    assert m is not None and (m.rule.id in (rule_id, NEEDS_CONTEXT.get(rule_id, rule_id))
+                              or (death is not None and death.rule.id == rule_id))
     if death is not None and death.rule.id == rule_id and m.rule.id != rule_id:
         return  # a death is diagnosed by the most specific entry its text names (here another one)
     entry = RuleSet().by_id(rule_id)
