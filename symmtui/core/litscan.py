@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Protocol
 
 from symmtui.core.lineparts import goes_on_literals
@@ -94,12 +95,15 @@ def available() -> bool:
     return _hs is not None
 
 
+@lru_cache(maxsize=16)
 def minimal(literals: tuple[str, ...], marked: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """``literals`` without those that hold another (a line holding "Decode out of memory happened" holds "out of
     memory": one report a line is enough to make it a candidate), a ``marked`` one kept unless it holds a marked one."""
+    by_length = sorted(set(literals), key=len)
     out = []
     for lit in literals:
-        if not any(o != lit and o in lit and (lit not in marked or o in marked) for o in literals):
+        shorter = (o for o in by_length if len(o) < len(lit) or (len(o) == len(lit) and o < lit))
+        if not any(o in lit and (lit not in marked or o in marked) for o in shorter):
             out.append(lit)
     return tuple(out)
 
