@@ -89,6 +89,12 @@ class PrefixShape:
     """The ``level`` group's values read as LEVELS ("F" -> "fatal")."""
     suffix: str | None = None
     """A regex searched at the end of the record's message for what the prefix does not say (``rank=3``)."""
+    first: frozenset[str] | None = None
+    """The characters a match can start with (``first_chars``; None: almost any), derived when the file is read."""
+    groups: frozenset[str] = frozenset()
+    """The pattern's named groups, derived likewise (the cache keeps both: a start compiles no regex to know them)."""
+    join: tuple[str, frozenset[str] | None, str] | None = None
+    """``join_hint(joins)``, derived likewise."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +247,9 @@ def parse_file(name: str, text: str) -> dict[str, Any]:
         raise _fail(where, "prefix", "must be an array of tables ([[prefix]])")
     for i, raw in enumerate(prefixes):
         _check_prefix(where, f"prefix[{i}]", _only(where, raw, _PREFIX_KEYS, f"prefix[{i}]"))
+        raw["_first"] = first_chars(raw["pattern"])  # derived (a leading "_": never a key of the file)
+        raw["_groups"] = frozenset(re.compile(raw["pattern"]).groupindex)
+        raw["_join"] = join_hint(raw["joins"]) if raw.get("joins") else None
     requests = data.get("request", [])
     if not isinstance(requests, list):
         raise _fail(where, "request", "must be an array of tables ([[request]])")
@@ -339,7 +348,8 @@ def build(data: list[tuple[str, dict[str, Any]]]) -> Table:
             prefixes.append(PrefixShape(
                 engine=name, layer=p["layer"], pattern=p["pattern"], example=p["example"][:len(p["example"]) - len(p.get("message", ""))],
                 tells=bool(p.get("tells")) and name != SHARED, joins=p.get("joins"),
-                levels=tuple(sorted((p.get("levels") or {}).items())), suffix=p.get("suffix")))
+                levels=tuple(sorted((p.get("levels") or {}).items())), suffix=p.get("suffix"),
+                first=p.get("_first"), groups=p.get("_groups", frozenset()), join=p.get("_join")))
         for r in d["request"]:
             requests.append(RequestShape(
                 engine=name, pattern=r["pattern"], example=r["example"], literals=tuple(r["literals"]),
@@ -360,6 +370,26 @@ def first_chars(pattern: str) -> frozenset[str] | None:
     except (re.error, ValueError):
         return None
     return None if chars is None or empty else frozenset(chars)
+
+
+def join_hint(pattern: str) -> tuple[str, frozenset[str] | None, str] | None:
+    """What a match of ``pattern`` needs, cheap to test before the regex runs: (its first character, the
+    characters its second can be or None for almost any, its longest run of literal characters). None when it
+    does not start with one literal character. A joined record's prefix is sought in every line: most lines hold
+    none of these, and the regex then need not run."""
+    c = sre_constants
+    try:
+        items: list[tuple[Any, Any]] = list(sre_parse.parse(pattern).data)
+    except (re.error, ValueError):
+        return None
+    if not items or items[0][0] is not c.LITERAL:
+        return None
+    second, empty = _first(items[1:])
+    runs, run = [""], ""
+    for op, arg in items:
+        run = run + chr(arg) if op is c.LITERAL else ""
+        runs.append(run)
+    return chr(items[0][1]), None if second is None or empty else frozenset(second), max(runs, key=len)
 
 
 _DIGITS = frozenset("0123456789")

@@ -6,7 +6,8 @@ request line is the client's content. The one prefix parser; every shape it know
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from collections.abc import Callable
+from functools import cached_property, lru_cache
 from typing import NamedTuple
 
 from symmtui.core import enginetable
@@ -66,23 +67,28 @@ _MAX_DERIVED = 4096
 
 
 class _Shape:
-    """One prefix shape of the table, compiled: ``derive(m)`` reads its match (cached by the matched text)."""
+    """One prefix shape of the table, compiled on its first use (a start compiles only the shapes its lines need):
+    ``derive(m)`` reads its match (cached by the matched text)."""
 
-    __slots__ = ("cache", "dialect", "frac", "layer", "levels", "match", "not_ranks", "rx", "stamp", "suffix", "tz")
+    __slots__ = ("cache", "dialect", "frac", "layer", "levels", "match", "not_ranks", "pattern", "stamp", "suffix", "tz")
 
     def __init__(self, shape: enginetable.PrefixShape, not_ranks: tuple[str, ...]) -> None:
-        self.rx = re.compile(shape.pattern)
-        self.match = self.rx.match
+        self.pattern = shape.pattern
+        self.match: Callable[[str, int], re.Match[str] | None] = self._compile
         self.layer = shape.layer
         self.dialect = shape.engine if shape.tells else None
         self.levels = dict(shape.levels)
         self.not_ranks = not_ranks
         self.suffix = re.compile(shape.suffix) if shape.suffix else None
-        groups = self.rx.groupindex
+        groups = shape.groups
         self.stamp = all(k in groups for k in ("Y", "M", "D", "h", "m", "s"))
         self.frac = "frac" in groups
         self.tz = "tzsign" in groups
         self.cache: dict[str, _Rest] = {}
+
+    def _compile(self, plain: str, pos: int) -> re.Match[str] | None:
+        self.match = re.compile(self.pattern).match
+        return self.match(plain, pos)
 
     def derive(self, m: re.Match[str]) -> _Derived:
         """(ts, key, rank, label, pid, proc, level, dialect) of a match: the stamp read each time (its seconds
@@ -140,7 +146,8 @@ class _Parser:
         shapes = [_Shape(p, not_ranks.get(p.engine, ())) for p in table.prefixes]
         self.by_char: dict[str, tuple[_Shape, ...]] = {}
         anywhere: list[_Shape] = []
-        firsts: list[tuple[_Shape, frozenset[str] | None]] = [(s, enginetable.first_chars(s.rx.pattern)) for s in shapes]
+        firsts: list[tuple[_Shape, frozenset[str] | None]] = [(s, p.first) for s, p in zip(shapes, table.prefixes,
+                                                                                            strict=True)]
         chars = set().union(*(f for _, f in firsts if f is not None))
         for s, f in firsts:
             if f is None:
@@ -149,16 +156,45 @@ class _Parser:
             self.by_char[c] = tuple(s for s, f in firsts if f is None or c in f)
         self.other = tuple(anywhere)
         joins = [p.joins for p in table.prefixes if p.joins]
-        self.joins = re.compile("|".join(f"(?:{_unnamed(j)})" for j in joins)) if joins else None
+        self.joins_pattern = "|".join(f"(?:{_unnamed(j)})" for j in joins) if joins else None
+        hints = [p.join for p in table.prefixes if p.joins]
+        self.join_hints: tuple[tuple[str, tuple[tuple[frozenset[str] | None, str], ...]], ...] | None = None
+        if all(h is not None for h in hints):
+            by: dict[str, list[tuple[frozenset[str] | None, str]]] = {}
+            for h in hints:
+                if h is not None:
+                    by.setdefault(h[0], []).append((h[1], h[2]))
+            self.join_hints = tuple((c, tuple(alts)) for c, alts in by.items())
         # A record prefix that names its source (a rank, a pid) starts with one of these, or after an outer layer:
         keyed = [f for (s, f), p in zip(firsts, table.prefixes, strict=True) if s.layer == "record" and
-                 {"tags", "rank", "pid", "proc"} & set(s.rx.groupindex)]
+                 {"tags", "rank", "pid", "proc"} & p.groups]
         self.keyed_chars: frozenset[str] | None = None if any(f is None for f in keyed) \
             else frozenset().union(*keyed)  # type: ignore[arg-type]
-        outer = [s.rx.pattern for s in shapes if s.layer == "outer"]
+        outer = [s.pattern for s in shapes if s.layer == "outer"]
         self.outer = re.compile("|".join(f"(?:{_unnamed(p)})" for p in outer)) if outer else None
-        self.requests = tuple((r, re.compile(r.pattern), r.literals) for r in table.requests)
+        self.requests = tuple((r, _Lazy(r.pattern), r.literals) for r in table.requests)
         self.request_lits = tuple(sorted({lit for r in table.requests for lit in r.literals}, key=len, reverse=True))
+
+    @cached_property
+    def joins(self) -> re.Pattern[str] | None:
+        """Where a joining shape's prefix starts (compiled when a line first needs it: ``_may_join`` spares most)."""
+        return re.compile(self.joins_pattern) if self.joins_pattern is not None else None
+
+
+class _Lazy:
+    """A regex compiled on its first use."""
+
+    __slots__ = ("_rx", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._rx: re.Pattern[str] | None = None
+
+    def get(self) -> re.Pattern[str]:
+        rx = self._rx
+        if rx is None:
+            rx = self._rx = re.compile(self.pattern)
+        return rx
 
 
 def _unnamed(pattern: str) -> str:
@@ -298,12 +334,13 @@ def request_mask(plain: str, start: int = 0) -> tuple[str, int]:
     That text is content: it never becomes a record, a rank, an error or a verdict."""
     p = _parser if _parser is not None else _get()
     found = NOT_REQUEST
-    for shape, rx, lits in p.requests:  # every shape that matches blanks its content (a TGI span and its Input)
+    for shape, lazy, lits in p.requests:  # every shape that matches blanks its content (a TGI span and its Input)
         for lit in lits:
             if lit in plain:
                 break
         else:
             continue
+        rx = lazy.get()
         m = rx.search(plain, start) if shape.anywhere else rx.match(plain, start)
         if m is None:
             continue
@@ -324,6 +361,9 @@ def split_records(plain: str) -> list[str]:
 
     A second record starts where a record prefix of a joining shape (the table's ``joins``: SGLang's, torchrun's,
     vLLM's) begins inside a line that itself starts with one; everything before it belongs to the first record."""
+    p = _parser if _parser is not None else _get()
+    if p.joins_pattern is None or not _may_join(p, plain):
+        return [plain]  # (the rank board asks this of every line: most take this way)
     return records(plain, mask=False)[0]
 
 
@@ -332,7 +372,8 @@ def records(plain: str, *, mask: bool = True) -> tuple[list[str], bool]:
     lines (CONTENT_GOES_ON: they are the client's until a line that starts with a record prefix). ``mask=False``:
     a line that is one record comes back as it is (the rank board reads only its prefix)."""
     p = _parser if _parser is not None else _get()
-    m = p.joins.search(plain, 1) if p.joins is not None else None
+    joins = p.joins if p.joins_pattern is not None and _may_join(p, plain) else None
+    m = joins.search(plain, 1) if joins is not None else None
     if m is None:
         if not mask:
             return [plain], False
@@ -358,6 +399,28 @@ def records(plain: str, *, mask: bool = True) -> tuple[list[str], bool]:
         m = search(text, max(body_at, at + 1))
     out.append(text[at:])
     return out, found == CONTENT_GOES_ON
+
+
+def _may_join(p: _Parser, plain: str) -> bool:
+    """Whether a joining shape's prefix may start inside ``plain`` past its first character (its first character
+    there, followed by one its second may be, and its literal run in the line): most lines fail this, and the
+    joins' regex then does not run on them."""
+    hints = p.join_hints
+    if hints is None:
+        return True
+    for c, alts in hints:
+        i = plain.find(c, 1)
+        if i < 0:
+            continue
+        for second, lit in alts:
+            if lit not in plain:
+                continue
+            j = i
+            while j >= 0:
+                if second is None or plain[j + 1 : j + 2] in second:
+                    return True
+                j = plain.find(c, j + 1)
+    return False
 
 
 def has_prefix(plain: str) -> bool:

@@ -99,12 +99,13 @@ def available() -> bool:
 def minimal(literals: tuple[str, ...], marked: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """``literals`` without those that hold another (a line holding "Decode out of memory happened" holds "out of
     memory": one report a line is enough to make it a candidate), a ``marked`` one kept unless it holds a marked one."""
-    by_length = sorted(set(literals), key=len)
-    out = []
-    for lit in literals:
-        shorter = (o for o in by_length if len(o) < len(lit) or (len(o) == len(lit) and o < lit))
-        if not any(o in lit and (lit not in marked or o in marked) for o in shorter):
-            out.append(lit)
+    by_length = sorted(set(literals), key=lambda x: (len(x), x))
+    kept: set[str] = set()
+    for i, lit in enumerate(by_length):
+        shorter = by_length[:i] if lit not in marked else [o for o in by_length[:i] if o in marked]
+        if not any(map(lit.__contains__, shorter)):
+            kept.add(lit)
+    out = [lit for lit in literals if lit in kept]
     return tuple(out)
 
 

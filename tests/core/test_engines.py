@@ -172,6 +172,28 @@ def test_first_characters_of_a_pattern() -> None:
     assert first_chars(r"\w+ x") is None and first_chars(r"x?") is None
 
 
+def test_a_joining_shapes_hint_is_what_its_match_needs() -> None:
+    assert enginetable.join_hint(r"\[rank\d+\]: ") == ("[", frozenset("r"), "[rank")
+    assert enginetable.join_hint(r"\(\w+ pid=\d+\) ") == ("(", None, " pid=")
+    assert enginetable.join_hint(r"\w+ x") is None
+
+
+def test_the_join_filter_never_drops_a_joined_record_of_the_corpus() -> None:
+    """Every physical line of the tuned corpus and the device's joined-record logs: where a joining shape's prefix
+    starts past the line's first character, the cheap filter lets the regex run."""
+    from symmtui.core import lineparts
+
+    split_records("x")
+    parser = lineparts._parser
+    assert parser is not None and parser.joins is not None and parser.join_hints is not None
+    lines = [ln for log in sorted((ROOT / "tests" / "corpus" / "cases").glob("*.log"))
+             for ln in log.read_text(encoding="utf-8", errors="replace").splitlines()]
+    joined = [ln for ln in lines if parser.joins.search(ln, 1)]
+    assert len(lines) > 1000 and len(joined) >= 5
+    assert all(lineparts._may_join(parser, ln) for ln in joined)
+    assert sum(lineparts._may_join(parser, ln) for ln in lines) < len(lines) / 4  # and it spares the most
+
+
 def test_records_joined_by_any_joining_shape_split_and_a_quoting_request_does_not() -> None:
     """Constructed: two vLLM workers' records on one line split; an SGLang request line that quotes a rank's record
     stays one record, its quote blanked."""
