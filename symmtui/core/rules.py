@@ -122,7 +122,7 @@ class RuleSet:
         # Regexes compile at their first search (LazyRegex): the literal prefilter keeps most rules
         # from ever running on a log, and a start compiled ~200 of them (~7 ms) for nothing.
         self._compiled: list[tuple[Rule, LazyRegex, tuple[str, ...], LazyRegex | None]] = []
-        self._diagnosing: list[tuple[Rule, LazyRegex, LazyRegex | None]] = []
+        self._diagnosing: list[tuple[Rule, LazyRegex, LazyRegex | None, tuple[str, ...]]] = []
         self._exits: list[tuple[Rule, LazyRegex]] = []
         self._by_id: dict[str, Rule] = {}
         lits: set[str] = set()
@@ -134,9 +134,9 @@ class RuleSet:
             if rule.scope == "exit":
                 self._exits.append((rule, rx))
                 continue
-            if rule.diagnoses:
-                self._diagnosing.append((rule, rx, ctx))
             if rule.scope != "line":
+                if rule.diagnoses:
+                    self._diagnosing.append((rule, rx, ctx, ()))
                 continue
             keys = rule.literals
             if not keys:
@@ -145,6 +145,8 @@ class RuleSet:
                 keys = (derived,) if derived else ()
                 if not keys:
                     unanchored.append((rule, compiled))
+            if rule.diagnoses:  # its keys spare ``classify`` its regex (and its compiling) on a message without them
+                self._diagnosing.append((rule, rx, ctx, keys if "(?i" not in rule.pattern else ()))
             self._compiled.append((rule, rx, keys, ctx))
             lits.update(keys)
         self.unanchored: tuple[tuple[Rule, re.Pattern[str]], ...] = tuple(unanchored)
@@ -181,7 +183,7 @@ class RuleSet:
 
     def regexes(self) -> Iterator[LazyRegex]:
         """Every regex of the set (patterns, contexts, the literal prefilter), compiled yet or not."""
-        for _, rx, ctx in (*self._entries, *self._diagnosing):
+        for _, rx, ctx in (*self._entries, *((r, x, c) for r, x, c, _ in self._diagnosing)):
             yield rx
             if ctx is not None:
                 yield ctx
@@ -305,7 +307,9 @@ class RuleSet:
     def classify(self, message: str, text: str = "") -> RuleMatch | None:
         """The first entry with a cause whose pattern matches ``message`` (an exception line or a
         crash line's message) and whose context, if any, matches ``text`` (the whole event)."""
-        for rule, rx, ctx in self._diagnosing:
+        for rule, rx, ctx, keys in self._diagnosing:
+            if keys and not any(k in message for k in keys):
+                continue
             m = rx.search(message)
             if m is not None and (ctx is None or ctx.search(text or message) is not None):
                 return RuleMatch(rule, m)

@@ -53,3 +53,29 @@ def test_a_wrapper_alone_says_its_cause_is_not_in_the_log() -> None:
     d = diagnose(rep.cause)
     assert d is not None and "is named instead of this line when the log holds it" in d.action
     assert "above this line: that is the real cause" not in d.action
+
+
+def test_classify_skips_an_entry_only_when_its_regex_could_not_match() -> None:
+    """Every shipped entry's example (a line of a real log) and the corpus's exception lines classify as they would
+    with every entry's regex tried in order: the keys that spare ``classify`` its compiling change no answer."""
+    import re
+
+    from symmtui.core.rules import RuleSet, message_part
+
+    rs = RuleSet()
+    ordered = [r for r in rs.rules if r.diagnoses and r.scope != "exit"]
+
+    def every_regex(message: str) -> str | None:
+        for r in ordered:
+            if re.search(r.pattern, message) and (not r.context or re.search(r.context, message)):
+                return r.id
+        return None
+
+    messages = [message_part(r.example) for r in rs.rules if r.example]
+    for log in sorted((ROOT / "tests" / "corpus" / "cases").glob("*.log")):
+        messages += [message_part(ln) for ln in log.read_text(encoding="utf-8", errors="replace").splitlines()
+                     if re.search(r"\w(Error|Exception)\b|error|failed", ln)]
+    assert len(messages) > 150
+    for message in messages:
+        m = rs.classify(message)
+        assert (m.rule.id if m else None) == every_regex(message), message
