@@ -303,13 +303,14 @@ class _ServingRuns:
         ``base``, ``total`` lines) and the serving lines kept around them. A candidate that repeats an earlier
         candidate byte for byte (a flood's warning, eight ranks' same line) is kept but ends no run: its judgement is
         its first occurrence's (the event builder counts it against it), so it changes nothing a serving line means."""
-        plan: list[tuple[int, int]] = []  # (0 first of a run, 1 last so far, 2 another candidate, 3 a repeat; offset)
+        plan: list[tuple[int, int]] = []  # (offset; 0 first of a run, 1 last so far, 2 another candidate, 3 a repeat)
         strong: list[int] = []
         seen = self.repeats
+        find, add = buf.find, plan.append
         for s in starts:
-            line = bytes(buf[s : buf.find(b"\n", s, cut)])
+            line = bytes(buf[s : find(b"\n", s, cut)])
             if line in seen and s not in state:
-                plan.append((3, s))
+                add((s, 3))
                 continue
             if len(seen) >= MAX_DECODED:
                 seen.clear()
@@ -324,23 +325,23 @@ class _ServingRuns:
                     f = self._first_real(buf, lo, s)
                     if f is None:
                         break
-                    plan.append((0, f[0]))
+                    plan.append((f[0], 0))
                     first += 1
                     lo = f[1]
                 if first:
                     last = self._last_real(buf, lo, s)
                     if last is not None:
-                        plan.append((1, last))
+                        plan.append((last, 1))
             if s == cut:
                 break
-            plan.append((2, s))
+            plan.append((s, 2))
             first = 0
             a = buf.find(b"\n", s, cut) + 1
         if not plan:
             return
-        plan.sort(key=lambda p: p[1])
-        idxs = _line_indexes(buf, [o for _, o in plan], cut, total)
-        for (kind, off), idx in zip(plan, idxs, strict=True):
+        plan.sort()
+        idxs = _line_indexes(buf, [o for o, _ in plan], cut, total)
+        for (off, kind), idx in zip(plan, idxs, strict=True):
             at = (pos + off, base + idx)
             if kind == 0:
                 out.append(at)
