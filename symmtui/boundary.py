@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import importlib
 import math
 import os
 import re
@@ -181,16 +180,95 @@ def hold_signals() -> None:
         stop_on_signals()
 
 
+CRASHES_KEPT = 20  # crash files kept in the state dir (the oldest go)
+_INTERNAL: list[tuple[str, str]] = []  # this run's internal errors: (what, where the details went)
+_ENDERS: list[Callable[[], object]] = []  # how the running front end ends on one (the dashboard's exit)
+
+
+def crash_report(what: str, details: str) -> str:
+    """Write an internal error's details (the traceback) to ``$XDG_STATE_HOME/symmtui/crashes/`` (0600); the words
+    that say where they went, or how to see them when no file could be written."""
+    import time
+
+    from symmtui import __version__, paths
+    from symmtui.redact import redact_argv
+
+    head = (f"symmtui {__version__}, Python {sys.version.split()[0]}, pid {os.getpid()}\n"
+            f"command: {' '.join(redact_argv(sys.argv))}\nerror: {what}\n\n")
+    try:
+        folder = paths.state_dir("crashes")
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for n in range(100):
+            path = folder / f"crash-{stamp}-{os.getpid()}{f'-{n}' if n else ''}.txt"
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(17, "File exists")
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as fh:
+            fh.write(head + details)
+        for old in sorted(folder.glob("crash-*.txt"), key=lambda f: f.stat().st_mtime)[:-CRASHES_KEPT]:
+            with contextlib.suppress(OSError):
+                old.unlink()
+    except (OSError, UserError):
+        return f"rerun with {DEBUG_ENV}=1 for the traceback"
+    return f"the details are in {path}"
+
+
+def internal_error(what: str, details: str) -> None:
+    """Record an internal error (a bug) seen outside the verb's own call (a worker thread, a Textual app): its
+    details go to a crash file now, the verb ends with its one line and exit 2 (``run_checked``)."""
+    _INTERNAL.append((what, crash_report(what, details)))
+
+
+def ended_by_internal_error() -> None:
+    """A worker thread's bug: recorded, then the verb is ended (the front end's ender: the dashboard exits; a
+    headless verb of the `symmtui` command is interrupted in its main thread, as by Ctrl-C)."""
+    if _ENDERS:
+        _ENDERS[-1]()
+        return
+    if not _SIGNALS["installed"]:
+        return  # a caller of cli.main in its own process (a test): the verb ends by itself, then exit 2
+    # a real signal to the main thread (it may sleep in a syscall), to a handler that raises there; run_checked
+    # then sees the recorded error and exits 2
+    for sig, handler in ((signal.SIGTERM, _terminated), (signal.SIGINT, signal.default_int_handler)):
+        if signal.getsignal(sig) is handler:
+            main = threading.main_thread().ident
+            if main is not None:
+                signal.pthread_kill(main, sig)
+            return
+
+
+@contextlib.contextmanager
+def ending_on_internal_errors(ender: Callable[[], object]) -> Iterator[None]:
+    """While inside, a worker thread's internal error calls ``ender`` (thread-safe: it posts, never waits)."""
+    _ENDERS.append(ender)
+    try:
+        yield
+    finally:
+        _ENDERS.remove(ender)
+
+
+def _internal_line(what: str, where: str) -> str:
+    return f"internal error ({what}); this is a bug: {where}; please report it"
+
+
 def run_checked(body: Callable[[], int]) -> int:
     """Run a verb: a UserError is its one line and exit code; Ctrl-C is 130 (SIGTERM 143); an unexpected exception
-    (a bug) is one line too, exit 2, with its traceback only when $SYMMTUI_DEBUG is set."""
+    (a bug), in the verb or in one of its threads or its Textual app, is one line too, exit 2, saying where its
+    details went (a crash file in the state dir; with $SYMMTUI_DEBUG set, the traceback is raised instead)."""
+    del _INTERNAL[:]
     try:
-        return body()
+        code = body()
     except UserError as exc:
         clitext.print_error(str(exc))
         return exc.exit_code
     except KeyboardInterrupt as exc:
-        return interrupted_code(exc)
+        if not _INTERNAL:
+            return interrupted_code(exc)
+        code = 2
     except RecursionError:
         clitext.print_error("input nested too deep to read (a file or value with thousands of levels); "
                             "check the file named in the command")
@@ -201,9 +279,17 @@ def run_checked(body: Callable[[], int]) -> int:
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             raise
-        clitext.print_error(f"internal error ({exc.__class__.__name__}: {exc}); this is a bug: "
-                            f"rerun with {DEBUG_ENV}=1 for the traceback and report it")
+        import traceback
+
+        what = f"{exc.__class__.__name__}: {exc}"
+        clitext.print_error(_internal_line(what, crash_report(what, "".join(traceback.format_exception(exc)))))
         return 2
+    if _INTERNAL:
+        what, where = _INTERNAL[0]
+        more = f" (and {len(_INTERNAL) - 1} more)" if len(_INTERNAL) > 1 else ""
+        clitext.print_error(_internal_line(what + more, where))
+        return 2
+    return code
 
 
 # ---------------------------------------------------------------- numbers and strings (argparse types)
@@ -276,101 +362,17 @@ def path(text: str) -> str:
     return text
 
 
-WIDE_REPEAT = 16  # a {m,n} repeat with n above this counts as unbounded for the slow-regex check
-RUN_OF_REPEATS = 4  # this many unbounded repeats in a row (\w*\w*\w*\w*) try O(n^4) splits of a line
-EVERY_LINE_PROBES = ("x", "0", "ok", "Load weight begin.")  # unrelated lines: a pattern matching all of them is not specific
-
-
-def slow_repeat(pattern: str) -> str | None:
-    r"""Why ``pattern`` can take exponential (or high polynomial) time on one unlucky line, or None: a wide
-    repeat (unbounded, or more than WIDE_REPEAT times) of a group that itself repeats (``(a+)+``,
-    ``(\w+\s?){1,60}``) or that holds alternatives able to match the same text (``(\w|\w)*``,
-    ``(a|aa)*``, ``(a|a?)+``), or RUN_OF_REPEATS unbounded repeats in a row (``\w*\w*\w*\w*``).
-    Python's ``re`` backtracks and cannot be interrupted (not even by SIGTERM): such a line froze `wait`."""
-    parser: Any = importlib.import_module("re._parser")  # the stdlib's own regex parser
-    repeats = (parser.MAX_REPEAT, parser.MIN_REPEAT)
-
-    def first(items: Any) -> set[int] | None:
-        """The literal a sequence must start with ({c}), or None when it could start with anything."""
-        for op, arg in items:
-            if op is parser.LITERAL:
-                return {arg}
-            if op is parser.SUBPATTERN:
-                return first(arg[3])
-            return None
-        return None
-
-    def overlapping(branches: Any) -> bool:
-        seen: set[int] = set()
-        for branch in branches:
-            if parser.SubPattern(parser.State(), branch).getwidth()[0] == 0:
-                return True  # an empty alternative: the repeat can match nothing in many ways
-            lead = first(branch)
-            if lead is None or lead & seen:
-                return True
-            seen |= lead
-        return False
-
-    def walk(items: Any, inside: bool) -> str | None:
-        run = 0
-        for op, arg in items:
-            if op in repeats:
-                lo, hi, body = arg
-                wide = hi == parser.MAXREPEAT or hi > WIDE_REPEAT
-                run = run + 1 if hi == parser.MAXREPEAT else 0
-                if run >= RUN_OF_REPEATS:
-                    return f"has {run} unbounded repeats in a row"
-                if wide and inside:
-                    return "repeats a repeated group"
-                why = walk(body, inside or wide)
-                if why is not None:
-                    return why
-                continue
-            run = 0
-            if op is parser.SUBPATTERN:
-                why = walk(arg[3], inside)
-            elif op is parser.BRANCH:
-                if inside and overlapping(arg[1]):
-                    return "repeats alternatives that can match the same text"
-                why = next((w for b in arg[1] if (w := walk(b, inside)) is not None), None)
-            elif op in (parser.ASSERT, parser.ASSERT_NOT):
-                why = walk(arg[1], inside)
-            else:
-                why = None
-            if why is not None:
-                return why
-        return None
-
-    try:
-        return walk(parser.parse(pattern), False)
-    except Exception:  # noqa: BLE001 - a pattern re itself rejects is reported by re.compile
-        return None
-
-
-def matches_every_line(rx: re.Pattern[str]) -> bool:
-    """A pattern no line escapes: it matches the empty string, or each of a few unrelated short lines."""
-    return rx.search("") is not None or all(rx.search(p) is not None for p in EVERY_LINE_PROBES)
-
-
 def regex_problem(pattern: str) -> str | None:
-    """Why a user's regex (``--ready``, ``--crash``, a profile's ``[rules]``) cannot be used, or None."""
+    """Why a user's regex (``--ready``, ``--crash``, a profile's ``[rules]``) cannot be used, or None: RE2
+    (``patterns.compile_user``) runs every user pattern in time linear in the line, and refuses what it cannot
+    run so (look-arounds, back-references) in one line."""
+    from symmtui.patterns import PatternError, compile_user
+
     try:
-        re.compile(pattern)
-    except (re.error, OverflowError, RecursionError) as exc:
-        return f"bad regular expression {shown(pattern)}: {exc}"
-    why = slow_repeat(pattern)
-    if why is not None:
-        return (f"the regular expression {shown(pattern)} {why}, which can take exponential time on one "
-                "line; drop the inner or the outer repeat (e.g. (a+)+ -> a+, (a|aa)* -> a*)")
+        compile_user(pattern, what="regular expression")
+    except PatternError as exc:
+        return str(exc)
     return None
-
-
-def regex(text: str) -> str:
-    """An argparse ``type`` for ``--ready`` / ``--crash``: a regex that compiles and has no nested repeat."""
-    problem = regex_problem(text)
-    if problem is not None and not problem.startswith("bad regular expression"):
-        raise argparse.ArgumentTypeError(problem)
-    return text  # one that does not compile is reported by the rule set, naming ready or crash
 
 
 def check_values(args: argparse.Namespace) -> None:

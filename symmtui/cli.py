@@ -129,13 +129,17 @@ def _dispatch(argv: Sequence[str] | None, signals: bool = False) -> int:
 
 
 def _thread_error(info: threading.ExceptHookArgs) -> None:
-    """A worker thread's unexpected exception: one line, not a traceback (unless $SYMMTUI_DEBUG)."""
+    """A worker thread's unexpected exception (a bug): its traceback to a crash file, and the verb ends with one
+    line saying where it went, exit 2 (``boundary.run_checked``); with $SYMMTUI_DEBUG, the traceback here."""
     if os.environ.get(boundary.DEBUG_ENV) or info.exc_type is SystemExit:
         threading.__excepthook__(info)
         return
+    import traceback
+
     name = info.thread.name if info.thread is not None else "a worker"
-    clitext.print_error(f"internal error in {name} ({info.exc_type.__name__}: {info.exc_value}); "
-                        f"this is a bug: rerun with {boundary.DEBUG_ENV}=1 for the traceback and report it")
+    details = "".join(traceback.format_exception(info.exc_type, info.exc_value, info.exc_traceback))
+    boundary.internal_error(f"in {name}: {info.exc_type.__name__}: {info.exc_value}", details)
+    boundary.ended_by_internal_error()
 
 
 if __name__ == "__main__":

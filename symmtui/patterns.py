@@ -5,28 +5,41 @@ time is linear in the text by construction, whatever the pattern's shape, so no 
 the screen (Python's ``re`` backtracks: ``(a+){10}$`` on a long line of ``a`` takes for ever). RE2 refuses
 what it cannot run in linear time (back-references, look-arounds): the error says so in one line.
 
+Linear is not free: ``(.*a){1000}`` costs about a second on a 64 KiB line of ``a``. RE2 gives up the GIL while
+it matches, so a verb's other threads (its deadline, its signals) go on meanwhile; the engine matches outside
+the lock its verdict is judged under (core/engine.py). Patterns are compiled without numbered groups
+(``never_capture``: nothing reads them, and capturing costs most of a long match); named groups stay.
+
 The shipped catalogue is ours and keeps Python's ``re`` (it uses look-arounds, and its patterns are tested).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 import re2
 
 from symmtui.errors import UserError
 
-MAX_PATTERN = 2000
-"""Characters a user pattern may have."""
-_OPTIONS = re2.Options()
-_OPTIONS.log_errors = False  # RE2 prints parse errors to stderr itself otherwise
-_OPTIONS.max_mem = 32 << 20  # a pattern whose program needs more than this is refused, not run
-_FLAGS_CI = re2.Options()
-_FLAGS_CI.log_errors = False
-_FLAGS_CI.max_mem = 32 << 20
-_FLAGS_CI.case_sensitive = False
+MAX_PATTERN = 4096
+"""Characters a user pattern may have (one option value: boundary.MAX_VALUE_CHARS)."""
+MAX_MEM = 32 << 20  # a pattern whose program needs more than this is refused, not run
+EVERY_LINE_PROBES = ("x", "0", "ok", "Load weight begin.")  # unrelated lines: a pattern matching all of them is not specific
+
+
+def _options(ignore_case: bool) -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False  # RE2 prints parse errors to stderr itself otherwise
+    options.max_mem = MAX_MEM
+    options.never_capture = True  # numbered groups are never read; named groups are kept (RE2 1.1)
+    options.case_sensitive = not ignore_case
+    return options
+
+
+_OPTIONS = {False: _options(False), True: _options(True)}
 
 
 class PatternError(UserError):
@@ -36,15 +49,15 @@ class PatternError(UserError):
 class Match(Protocol):
     """What a search finds (RE2's match object has this shape, as ``re.Match`` does)."""
 
-    def group(self, *args: int | str) -> str: ...
+    def group(self, group: Literal[0] = 0, /) -> str: ...  # the whole match (read named groups with groupdict)
 
-    def groupdict(self) -> dict[str, str | None]: ...
+    def groupdict(self) -> Mapping[str, str | None]: ...
 
-    def span(self, group: int | str = 0) -> tuple[int, int]: ...
+    def span(self, group: int | str = 0, /) -> tuple[int, int]: ...
 
-    def start(self, group: int | str = 0) -> int: ...
+    def start(self, group: int | str = 0, /) -> int: ...
 
-    def end(self, group: int | str = 0) -> int: ...
+    def end(self, group: int | str = 0, /) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,11 @@ class UserPattern:
     source: str
     ignore_case: bool = False
     _rx: object = field(default=None, compare=False, repr=False)
+
+    @property
+    def pattern(self) -> str:
+        """The pattern as the user wrote it (``re.Pattern.pattern``'s name)."""
+        return self.source
 
     def search(self, text: str, pos: int = 0) -> Match | None:
         return self._rx.search(text, pos)  # type: ignore[attr-defined, no-any-return]
@@ -65,6 +83,21 @@ class UserPattern:
     def groupindex(self) -> dict[str, int]:
         return dict(self._rx.groupindex)  # type: ignore[attr-defined]
 
+    def lines(self) -> LinesPattern:
+        """The same pattern over many lines joined by newlines (``^`` and ``$`` at each line's ends), for a
+        buffer of lines searched at once (str or UTF-8 bytes: offsets are then bytes)."""
+        return LinesPattern(re2.compile("(?m)" + self.source, _OPTIONS[self.ignore_case]))
+
+
+@dataclass(frozen=True)
+class LinesPattern:
+    """A user pattern in multi-line mode: ``finditer`` over a buffer of lines."""
+
+    _rx: object
+
+    def finditer(self, text: str | bytes) -> Iterator[Match]:
+        return self._rx.finditer(text)  # type: ignore[attr-defined, no-any-return]
+
 
 def _reason(exc: Exception) -> str:
     text = exc.args[0] if exc.args else str(exc)
@@ -73,18 +106,56 @@ def _reason(exc: Exception) -> str:
     return str(text)
 
 
-def compile_user(pattern: str, *, what: str = "pattern", ignore_case: bool = False) -> UserPattern:
+_PYTHON_ONLY = {
+    "(?=": "look-aheads", "(?!": "look-aheads", "(?<=": "look-behinds", "(?<!": "look-behinds",
+    "(?P=": "back-references", "\\1": "back-references", "\\2": "back-references", "(?x": "verbose mode (?x)",
+    "\\Z": "\\Z (write \\z or $)",
+}
+
+
+def compile_user(pattern: str, *, what: str = "pattern", ignore_case: bool = False,
+                 limit: int | None = MAX_PATTERN) -> UserPattern:
     """Compile a user's ``pattern`` (``what`` names it in the error: "filter", "--ready pattern", ...).
 
-    PatternError (one line: the pattern, RE2's reason and what to do) when RE2 cannot run it."""
-    if len(pattern) > MAX_PATTERN:
-        raise PatternError(f"{what} is {len(pattern)} characters long: at most {MAX_PATTERN}")
+    PatternError (one line: the pattern, RE2's reason and what to do) when RE2 cannot run it. ``limit``: the
+    characters it may have (None: no cap, for one entry's patterns joined into one)."""
+    if limit is not None and len(pattern) > limit:
+        raise PatternError(f"{what} is {len(pattern)} characters long: at most {limit}")
     try:
-        rx = re2.compile(pattern, _FLAGS_CI if ignore_case else _OPTIONS)
+        rx = re2.compile(pattern, _OPTIONS[ignore_case])
     except re2.error as exc:
         why = _reason(exc)
-        hint = ""
-        if "(?!" in why or "(?=" in why or "(?<" in why or "\\1" in why or "escape sequence" in why:
-            hint = " (look-arounds and back-references are not supported: they cannot run in linear time)"
-        raise PatternError(f"{what} {pattern!r} is not a usable regex: {why}{hint}") from None
+        hint = next((f" ({name} are not supported: RE2 runs a user pattern in time linear in the line, and "
+                     "these cannot be; match the text itself instead)" for mark, name in _PYTHON_ONLY.items()
+                     if mark in why), "")
+        if "too large" in why or "too big" in why:
+            hint = " (its program is too large for RE2: make the pattern smaller or split it in several)"
+        raise PatternError(f"bad {what} {_cut(pattern)!r}: {why}{hint}") from None
+    names = _GROUP_NAME.findall(pattern)
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:  # RE2 takes it, and one of them would be lost: say so, as Python's re does
+        raise PatternError(f"{what} {_cut(pattern)!r} names the group {twice!r} twice: give each group its own name")
     return UserPattern(pattern, ignore_case, rx)
+
+
+_GROUP_NAME = re.compile(r"\(\?P?<([A-Za-z_][A-Za-z0-9_]*)>")
+
+
+def _cut(pattern: str) -> str:
+    return pattern if len(pattern) <= 80 else pattern[:77] + "..."
+
+
+def matches_every_line(rx: UserPattern) -> bool:
+    """A pattern no line escapes: it matches the empty string, or each of a few unrelated short lines
+    (``\\S``, ``\\b``, ``x?``): as a crash pattern it would make every log CRASHED."""
+    return rx.search("") is not None or all(rx.search(p) is not None for p in EVERY_LINE_PROBES)
+
+
+_START_ANCHOR = re.compile(r"(?<!\[)\^|\\A")
+
+
+def starts_anchored(source: str) -> bool:
+    """Whether a pattern may hold a start-of-line anchor (``^``, ``\\A``; conservatively: any caret but a
+    class's ``[^``). Rules match a line's message, after its prefix: such a pattern may match the message and
+    not the whole line, so a search of whole lines cannot preselect the lines it matches."""
+    return _START_ANCHOR.search(source) is not None

@@ -325,6 +325,10 @@ class ReplaySession:
         if isinstance(intent, intents.Say):
             self._send(Notice(intent.text, intent.severity))
             return cast(A, None)
+        if isinstance(intent, intents.SignalProcess):  # the process view's k / K: answered, not raised
+            from symmtui.proc.identity import Outcome, Signalled
+
+            return cast(A, Signalled(Outcome.REFUSED, f"{READ_ONLY}: pid {intent.listed.pid} not signalled"))
         raise UserError(READ_ONLY)
 
     def close(self) -> None:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from symmtui.core.ruletypes import (
     ACTION_TYPES,
@@ -19,6 +19,11 @@ from symmtui.core.ruletypes import (
     required_literal,
 )
 from symmtui.errors import UserError
+
+if TYPE_CHECKING:
+    from symmtui.patterns import UserPattern
+
+    Searcher = re.Pattern[str] | UserPattern
 
 INTENTS = ("patch", "relaunch", "stop")
 # Kinds a catalogue entry may have (Kind values).
@@ -76,21 +81,28 @@ def _strs(where: str, key: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _regex(where: str, key: str, pattern: str, *, user: bool) -> re.Pattern[str]:
-    """A pattern compiled; a user's must also pass ``--ready``'s check (no repeated repeat: exponential
-    time on one line). The shipped ones are reviewed instead (``(?:\\w+\\.)*`` is safe behind its dot)."""
-    from symmtui import boundary
-
+def _regex(where: str, key: str, pattern: str, *, user: bool) -> Searcher:
+    """A pattern compiled: a user's by RE2 (``patterns.compile_user``: time linear in the line whatever its
+    shape; look-arounds and back-references refused), the shipped ones by Python's ``re``. A user's pattern
+    that matches every line is refused too (``\\S``, ``\\b``: as a crash pattern every log would crash)."""
     if not pattern:
         raise _fail(where, key, "empty pattern (it would match every line)")
-    try:
-        rx = re.compile(pattern)
-    except (re.error, RecursionError, OverflowError) as exc:
-        raise _fail(where, key, f"bad regular expression {pattern[:80]!r}: {exc}") from None
-    problem = boundary.regex_problem(pattern) if user else None
-    if problem is not None:
-        raise _fail(where, key, problem)
-    if boundary.matches_every_line(rx) if user else rx.search("") is not None:
+    rx: Searcher
+    if user:
+        from symmtui.patterns import PatternError, compile_user, matches_every_line
+
+        try:
+            mine = compile_user(pattern, what="pattern", limit=None)  # each is capped by _user_caps
+        except PatternError as exc:
+            raise _fail(where, key, str(exc)) from None
+        every, rx = matches_every_line(mine), mine
+    else:
+        try:
+            rx = re.compile(pattern)
+        except (re.error, RecursionError, OverflowError) as exc:
+            raise _fail(where, key, f"bad regular expression {pattern[:80]!r}: {exc}") from None
+        every = rx.search("") is not None
+    if every:
         raise _fail(where, key, f"pattern {pattern[:80]!r} matches every line (even an empty or a one-letter one): "
                     "make it specific")
     return rx
@@ -98,14 +110,14 @@ def _regex(where: str, key: str, pattern: str, *, user: bool) -> re.Pattern[str]
 
 def _user_caps(where: str, patterns: Sequence[str], contexts: Sequence[str]) -> None:
     """A user entry's patterns: at most MAX_USER_PATTERNS of each list, each as long as ``--ready`` may be."""
-    from symmtui.boundary import MAX_VALUE_CHARS
+    from symmtui.patterns import MAX_PATTERN
 
     for key, items in (("patterns", patterns), ("context", contexts)):
         if len(items) > MAX_USER_PATTERNS:
             raise _fail(where, key, f"{len(items)} patterns; at most {MAX_USER_PATTERNS} in one entry")
         for i, pat in enumerate(items):
-            if len(pat) > MAX_VALUE_CHARS:
-                raise _fail(where, f"{key}[{i}]", f"a pattern of {len(pat)} characters (at most {MAX_VALUE_CHARS}, as for --ready)")
+            if len(pat) > MAX_PATTERN:
+                raise _fail(where, f"{key}[{i}]", f"a pattern of {len(pat)} characters (at most {MAX_PATTERN}, as for --ready)")
 
 
 _GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
@@ -184,7 +196,7 @@ def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "", c
     if check_patterns:
         for i, pat in enumerate(patterns):
             groups.update(_regex(where, f"patterns[{i}]", pat, user=user).groupindex)
-        _regex(where, "patterns", combined, user=user)  # two patterns naming the same group do not combine
+        _regex(where, "patterns", combined, user=user)  # two patterns naming the same group do not combine in re
         for i, pat in enumerate(contexts):
             _regex(where, f"context[{i}]", pat, user=user)
         if context is not None:

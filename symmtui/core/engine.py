@@ -6,7 +6,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,6 +47,9 @@ SETTLE_QUIET = 0.2  # after a crash, the log quiet this long (other ranks' copie
 SETTLE_MAX = 1.0  # ... or this long since its cause last gained a copy: the crash is settled (printed, notified)
 SETTLE_CAP = 3.0  # ... and at the latest this long after the crash, whatever still arrives
 STAMP_LOOK = 8  # lines looked at, from a batch's end, for the log's latest timestamp
+CHUNK_BYTES = 64 << 10  # lines are judged in chunks of about this much text, the verdict updated after each ...
+SLOW_CHUNK = 0.1  # ... and one line at a time for the rest of a batch once a chunk took this long (a user
+# pattern costly on long lines: RE2 is linear in the line, but ``(?P<x>.*a){1000}z`` takes ~5 s on 64 KiB)
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,11 @@ class Bringup:
         self._clock = clock
         self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
+        # The event builder's state. Lines are matched holding this one only, never the lock the verdict is
+        # judged under: a timeout, a stall, a stop or a heartbeat never waits on a pattern (RE2 lets go of the
+        # GIL while it matches, so the deadline and signals hold whatever the user's patterns cost).
+        # Order: _feeding before _lock.
+        self._feeding = threading.Lock()
         self._builder = EventBuilder(self.ruleset, thin_serving=True)
         self._readiness = Readiness(self.config, clock())
         self._pending = _Pending()
@@ -206,7 +214,7 @@ class Bringup:
         again).
         """
         self._stop_generation()
-        with self._lock:
+        with self._feeding, self._lock:  # a batch still being matched ends at its next chunk (its generation is gone)
             old = self.source
             new: Path | LogCommand | None
             if log_path is None:
@@ -345,9 +353,10 @@ class Bringup:
         builder = EventBuilder(self.ruleset, thin_serving=True)
         history: list[Event] = []
         for batch in follower.backfill():
-            if stop.is_set():
-                return
-            history.extend(builder.feed_many([ln for ln in batch if not ln.progress]))
+            for chunk in _chunks([ln for ln in batch if not ln.progress]):
+                if stop.is_set():
+                    return
+                history.extend(builder.feed_many(chunk))
         history.extend(builder.flush())
         if not history:
             return
@@ -371,48 +380,78 @@ class Bringup:
             self._wake.notify_all()
 
     def _on_items(self, items: Iterable[LogLine | FileNotice], gen: int, caught_up: bool = True) -> None:
-        with self._lock:
+        """A follower's batch: matched in chunks outside the state lock (see ``_feeding``), each chunk's lines and
+        events handed on under it; a stop or a restart ends the batch between two chunks."""
+        with self._feeding:
             if gen != self._generation:
                 return
-            first_catch_up = caught_up and not self._caught_up
-            if first_catch_up:
-                self._urgent = True  # a verdict held back until the backlog was judged may go out now
-            self._caught_up = caught_up
+            builder = self._builder
+            run: list[LogLine] = []
+            last: LogLine | None = None
+            finished = False
+            for item in items:
+                if isinstance(item, FileNotice):
+                    if not self._judge_run(builder, run, gen):
+                        return
+                    with self._lock:
+                        if gen != self._generation:
+                            return
+                        self._pending.notices.append(item)
+                    continue
+                last = item
+                if not item.progress:
+                    run.append(item)
+                    finished = True
+                    continue
+                if not self._judge_run(builder, run, gen):
+                    return
+                events = builder.feed_progress(item)
+                if not self._hand_on([item], events, gen, live=item.text):
+                    return
+            if not self._judge_run(builder, run, gen):
+                return
+            with self._lock:
+                if gen != self._generation:
+                    return
+                first_catch_up = caught_up and not self._caught_up
+                if first_catch_up:
+                    self._urgent = True  # a verdict held back until the backlog was judged may go out now
+                if first_catch_up and last is not None and last.progress:
+                    self._tail = last  # what the log held ends in an unfinished line: judged when the log stays quiet
+                elif finished:
+                    self._tail = None
+                self._caught_up = caught_up  # only now: every line of the batch is judged
+                self._wake.notify_all()
+
+    def _judge_run(self, builder: EventBuilder, run: list[LogLine], gen: int) -> bool:
+        """Match ``run`` (finished lines) chunk by chunk and hand each on; False when the generation stopped or
+        was replaced meanwhile (the rest is not judged). ``run`` is emptied."""
+        ok = True
+        for chunk in _chunks(run):
+            ok = self._hand_on(chunk, builder.feed_many(chunk), gen)
+            if not ok:
+                break
+        run.clear()
+        return ok
+
+    def _hand_on(self, lines: list[LogLine], events: list[Event], gen: int, live: str | None = None) -> bool:
+        """Lines just matched and their events, to the readers and the readiness machine (under the lock)."""
+        with self._lock:
+            if gen != self._generation or self._gen_stop.is_set():
+                return False
             now = self._clock()
             pend = self._pending
             before = self._readiness.state
-            run: list[LogLine] = []
-            texts: list[str] = []  # finished lines
-            plains: list[str] = []
-            live: str | None = None  # the unfinished last line's latest update, if it came after them
-            last: LogLine | None = None
-            for item in items:
-                if isinstance(item, FileNotice):
-                    self._feed_run(run, now)
-                    pend.notices.append(item)
-                    continue
-                pend.lines.append(item)
-                last = item
-                if item.progress:
-                    live = item.text
-                    self._feed_run(run, now)
-                    for ev in self._builder.feed_progress(item):
-                        self._feed_event(ev, now)
-                else:
-                    texts.append(item.text)
-                    plains.append(item.plain)
-                    live = None
-                    run.append(item)
-            self._feed_run(run, now)
-            if first_catch_up and last is not None and last.progress:
-                self._tail = last  # what the log held ends in an unfinished line: judged when the log stays quiet
-            elif texts:
-                self._tail = None
-            if texts or live is not None:
-                self._last_line_at = now
-                self._stamp(plains, now)
-                keep = self.config.last_lines
-                self._readiness.feed_activity(now, texts[-keep:] if keep else (), live)
+            pend.lines.extend(lines)
+            if live is None:
+                self._feed_ranks(lines, events, now)
+            for ev in events:
+                self._feed_event(ev, now)
+            self._last_line_at = now
+            self._stamp([ln.plain for ln in lines] if live is None else [], now)
+            keep = self.config.last_lines
+            texts = [] if live is not None else [ln.text for ln in lines[-keep:]] if keep else []
+            self._readiness.feed_activity(now, texts, live)
             if len(pend.lines) > MAX_PENDING_LINES:
                 cut = len(pend.lines) - MAX_PENDING_LINES
                 del pend.lines[:cut]
@@ -420,6 +459,7 @@ class Bringup:
             if self._readiness.state is not before:
                 self._urgent = True
             self._wake.notify_all()
+        return True
 
     def _stamp(self, plains: list[str], now: float) -> None:
         """The log's clock from the lines' own stamps: the first one of this launch, the latest (never going back)."""
@@ -469,14 +509,6 @@ class Bringup:
             return None
         due = min(SETTLE_MAX - since_copy, SETTLE_CAP - waited, SETTLE_QUIET - quiet if quiet < SETTLE_QUIET else SETTLE_QUIET)
         return max(MIN_TICK, due)
-
-    def _feed_run(self, run: list[LogLine], now: float) -> None:
-        if run:
-            events = self._builder.feed_many(run)
-            self._feed_ranks(run, events, now)
-            for ev in events:
-                self._feed_event(ev, now)
-            run.clear()
 
     def _feed_ranks(self, run: list[LogLine], events: list[Event], now: float) -> None:
         """Each record's rank (if it names one) gets its last line time, and the phase its event names (a
@@ -552,7 +584,7 @@ class Bringup:
                     break
                 stop.wait(0.05)
             stopped = self.exit_reason(code) if self.exit_reason is not None else None
-            with self._lock:
+            with self._feeding, self._lock:  # the lines being matched first: their traceback is the cause
                 if gen != self._generation:
                     return
                 now = self._clock()
@@ -575,23 +607,40 @@ class Bringup:
             return
         ref.watch(stop, on_exit)
 
+    def _judge_tail(self) -> None:
+        """The log ended (as it was when opened) in a line without its newline, and stayed quiet QUIET_FLUSH: that
+        line is judged as scan judges it (a file of bare CR line ends is such a line, its last segment the visible
+        one). Matched outside the verdict's lock, as every line is; not while a batch is being matched."""
+        tail = self._tail
+        if tail is None or not self._feeding.acquire(blocking=False):
+            return
+        try:
+            with self._lock:
+                if self._tail is not tail or self._last_line_at is None \
+                        or self._clock() - self._last_line_at <= QUIET_FLUSH:
+                    return
+                self._tail, gen = None, self._generation
+            line = tail._replace(progress=False)
+            self._hand_on([line], self._builder.feed_many([line]), gen)
+        finally:
+            self._feeding.release()
+
     def _dispatch_loop(self) -> None:
         while True:
+            self._judge_tail()
             with self._lock:
                 now = self._clock()
                 before = self._last_state
                 state = self._readiness.tick(now)
-                quiet = self._last_line_at is not None and now - self._last_line_at > QUIET_FLUSH
-                if quiet and self._tail is not None:
-                    # The log ended (as it was when opened) in a line without its newline: judge it as scan does
-                    # (a file of bare CR line ends is such a line, its last segment the visible one)
-                    tail, self._tail = self._tail, None
-                    self._feed_run([tail._replace(progress=False)], now)
-                    state = self._readiness.tick(now)
-                if self._builder.in_block and quiet:
-                    for ev in self._builder.flush():
-                        self._feed_event(ev, now)
-                    state = self._readiness.tick(now)
+                if (self._last_line_at is not None and now - self._last_line_at > QUIET_FLUSH
+                        and self._feeding.acquire(blocking=False)):  # (lines being matched: not quiet)
+                    try:
+                        if self._builder.in_block:
+                            for ev in self._builder.flush():
+                                self._feed_event(ev, now)
+                            state = self._readiness.tick(now)
+                    finally:
+                        self._feeding.release()
                 settle_due = self._settle(now, state)
                 due = now - self._last_emit >= UPDATE_INTERVAL
                 beat = now - self._last_emit >= HEARTBEAT
@@ -622,3 +671,19 @@ class Bringup:
                         if at is not None:
                             wait = max(MIN_TICK, min(wait, at))
                     self._wake.wait(wait)
+
+
+def _chunks(lines: list[LogLine]) -> Iterator[list[LogLine]]:
+    """``lines`` in runs of about CHUNK_BYTES of text; one line at a time once a run took SLOW_CHUNK to judge
+    (the caller judges each before asking for the next: the time measured is its)."""
+    i, n, limit = 0, len(lines), CHUNK_BYTES
+    while i < n:
+        j, size = i + 1, len(lines[i].plain)
+        while j < n and size + len(lines[j].plain) <= limit:
+            size += len(lines[j].plain)
+            j += 1
+        started = time.perf_counter()  # a cost, not a time the verdict depends on: not the injected clock
+        yield lines[i:j]
+        if time.perf_counter() - started > SLOW_CHUNK:
+            limit = 0
+        i = j

@@ -13,17 +13,20 @@ progress line (``2.10it/s``, ``1.25s/it``) is taken instead.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import deque
 from dataclasses import dataclass
 
 from symmtui.core.readiness import Snapshot, State
 
-__all__ = ["WINDOW", "LiveEta", "RateMeter", "about", "combined", "live_eta", "tqdm_rate"]
+__all__ = ["MAX_ETA", "WINDOW", "LiveEta", "RateMeter", "about", "combined", "live_eta", "tqdm_rate"]
 
 WINDOW = 60.0  # seconds of progress the rate is measured over
+MAX_ETA = 7 * 86400.0
+"""An ETA past a week is no estimate (a rate of 1e-6 it/s read "about 277777777767500 h"): unknown."""
 UNITS = {"loading weights": "shards", "capturing CUDA graphs": "batches"}
-_TQDM = re.compile(r"(\d+(?:\.\d+)?)\s*(it/s|s/it)\b")
+_TQDM = re.compile(r"(?<![\w.+-])(\d+(?:\.\d+)?)\s*(it/s|s/it)\b")  # a whole figure: not the 400 of 1e400it/s
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,10 @@ class RateMeter:
         (t0, d0), (t1, d1) = self.points[0], self.points[-1]
         if t1 - t0 < 1.0 or d1 <= d0:
             return None
-        return (d1 - d0) / (t1 - t0)
+        try:
+            return (d1 - d0) / (t1 - t0)
+        except OverflowError:
+            return None
 
 
 def tqdm_rate(lines: tuple[str, ...]) -> float | None:
@@ -75,7 +81,7 @@ def tqdm_rate(lines: tuple[str, ...]) -> float | None:
         m = _TQDM.search(line)
         if m:
             value = float(m.group(1))
-            if value <= 0:
+            if not 0 < value < math.inf:  # 0, or a figure past a float's range (1e400 reads as inf)
                 return None
             return value if m.group(2) == "it/s" else 1.0 / value
     return None
@@ -89,21 +95,31 @@ def live_eta(snap: Snapshot, meter: RateMeter) -> LiveEta | None:
     if total <= 0 or done >= total:
         return None
     rate = meter.rate() or tqdm_rate(snap.last_lines)
-    if rate is None or rate <= 0:
+    if rate is None or not 0 < rate < math.inf:
         return None
-    return LiveEta((total - done) / rate, rate, done, total, UNITS.get(snap.phase or "", ""))
+    try:
+        rest = (total - done) / rate
+    except OverflowError:  # a count too large for a float (a log line of 400 digits)
+        return None
+    if not 0 <= rest <= MAX_ETA:  # absurd figures are unknown, not "about 277777777767500 h"
+        return None
+    return LiveEta(rest, rate, done, total, UNITS.get(snap.phase or "", ""))
 
 
 def combined(history: float | None, live: LiveEta | None) -> float | None:
     """The ETA shown: the history's (the phases after this one included), never below the live rest of this
-    phase; the live rest alone without history."""
+    phase; the live rest alone without history. An absurd history figure counts as none (None)."""
+    if history is not None and not (math.isfinite(history) and 0 <= history <= MAX_ETA):
+        history = None
     if live is None:
         return history
     return live.rest if history is None else max(history, live.rest)
 
 
 def about(seconds: float) -> str:
-    """``about 22 s``, ``about 4 min``, ``about 1 h 05 min``."""
+    """``about 22 s``, ``about 4 min``, ``about 1 h 05 min``; ``unknown`` for no figure (not finite, past MAX_ETA)."""
+    if not (math.isfinite(seconds) and seconds <= MAX_ETA):
+        return "unknown"
     s = max(0, round(seconds))
     if s < 60:
         return f"about {s} s"

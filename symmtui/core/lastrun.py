@@ -11,6 +11,7 @@ from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES, clean_raw, make_line
 from symmtui.core.events import EventBuilder
 from symmtui.core.readiness import Readiness, ReadinessConfig
 from symmtui.core.rules import RuleSet, required_literal
+from symmtui.patterns import LinesPattern, compile_user
 
 BLOCK = 1 << 20
 """One backward read."""
@@ -53,13 +54,15 @@ class _Markers:
     def __init__(self, ruleset: RuleSet) -> None:
         self.ruleset = ruleset
         needles: set[bytes] = set()
-        self.regexes: list[re.Pattern[bytes]] = []
+        self.regexes: list[re.Pattern[bytes] | LinesPattern] = []
         for rule in ruleset.rules:
             if "new_run" not in rule.roles:
                 continue
             keys = rule.literals or tuple(k for k in (required_literal(rule.pattern),) if k)
             if keys:
                 needles.update(k.encode() for k in keys)
+            elif rule.user:  # RE2 (linear time), over the bytes
+                self.regexes.append(compile_user(rule.pattern, limit=None).lines())
             else:
                 self.regexes.append(re.compile(rule.pattern.encode(), re.MULTILINE))
         self.needles = tuple(sorted(needles))

@@ -34,8 +34,8 @@ class Prefix(NamedTuple):
     """The record's level where its prefix says it and the engine table reads it (one of enginetable.LEVELS)."""
 
 
-_TP_TAG = re.compile(r"\bTP(\d+)\b")
-_RANK_TAG = re.compile(r"(?<![A-Za-z])((?:DP|PP|TP|EP|CP|NP)\d+)")
+_TP_TAG = re.compile(r"\bTP(\d{1,9})\b")
+_RANK_TAG = re.compile(r"(?<![A-Za-z])((?:DP|PP|TP|EP|CP|NP)\d{1,9})(?!\d)")
 STAMP_RANGE = (946684800, 4102444800)
 """The stamps read as times: 2000-01-01 to 2100-01-01 (UTC); another (a zeroed clock, a typo) is no time: it makes no
 absurd duration."""
@@ -113,11 +113,11 @@ class _Shape:
         tags = (g.get("tags") or "").strip()
         proc = g.get("proc")
         nrank = g.get("rank")
-        pid = int(g["pid"]) if g.get("pid") else None
+        pid = _number(g.get("pid"))
         level = self.levels.get(g.get("level") or "")
         ranktext = rank_tags(tags) or (rank_tags(proc.replace("_", " ")) if proc else "")
         t = _TP_TAG.search(ranktext)
-        rank = int(t.group(1)) if t is not None else (int(nrank) if nrank is not None else None)
+        rank = int(t.group(1)) if t is not None else _number(nrank)
         key = f"pid{pid}" if pid is not None else tags or (f"rank{nrank}" if nrank is not None else None)
         label: str | None = None
         if ranktext:
@@ -132,6 +132,12 @@ class _Shape:
             self.cache.clear()
         rest = self.cache[text] = (key, rank, label, pid, proc, level, self.dialect)
         return (ts, *rest)
+
+
+def _number(text: str | None) -> int | None:
+    """A rank or pid group's number: None for none, or for more than 9 digits (no rank or pid has 10; int() refuses
+    4,300; an engine file's pattern may leave the digits uncounted)."""
+    return int(text) if text and len(text) <= 9 else None
 
 
 def _named(proc: str, names: tuple[str, ...]) -> bool:
@@ -312,8 +318,8 @@ def _split(plain: str) -> Prefix:
     body = plain[pos:] if pos else plain
     if suffix is not None and rank is None:
         sm = suffix.search(body)
-        if sm is not None:
-            rank = int(sm.group("rank"))
+        rank = _number(sm.group("rank")) if sm is not None else None
+        if rank is not None:
             key = key or f"rank{rank}"
             label = label or f"rank {rank}"
     return Prefix(key, rank, ts, body, dialect, label, pid, proc, level)

@@ -511,19 +511,22 @@ class CommandFollower:
 def _kill_marked(marker: str) -> None:
     """SIGKILL every process whose environment holds ``marker`` (NAME=value): one pass over /proc. A
     process that replaced its whole environment (``env -i``) is not found."""
+    from symmtui.proc import identity
+
     want = marker.encode()
     me = os.getpid()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
+
+    def holds(pid: int) -> bool:
         try:
-            with open(f"/proc/{entry.name}/environ", "rb") as fh:
-                held = want in fh.read().split(b"\0")
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                return want in fh.read().split(b"\0")
         except OSError:  # gone, or another user's
-            continue
-        if held:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(entry.name), signal.SIGKILL)
+            return False
+
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and int(entry.name) != me and holds(int(entry.name)):
+            # checked again through a pidfd (proc.identity): a pid reused since the scan is not signalled
+            identity.send(identity.Listed(int(entry.name), None), signal.SIGKILL, still=holds)
 
 
 def _wait_gone(pgid: int, timeout: float) -> None:

@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from symmtui import boundary
 from symmtui.core.catalogue import builtin_entries, user_entries
 from symmtui.core.decode import strip_ansi as strip_ansi  # the follower's ANSI rule, re-exported
 from symmtui.core.lineparts import split_prefix
@@ -38,6 +37,14 @@ from symmtui.core.ruletypes import Rule as Rule
 from symmtui.core.ruletypes import RuleMatch as RuleMatch
 from symmtui.core.ruletypes import required_literal as required_literal
 from symmtui.errors import UserError
+from symmtui.patterns import (
+    LinesPattern,
+    Match,
+    UserPattern,
+    compile_user,
+    matches_every_line,
+    starts_anchored,
+)
 
 if TYPE_CHECKING:  # built after MASK_AFTER lines: a short `wait` never imports Hyperscan for it
     from symmtui.core.litmask import LiteralMask
@@ -77,29 +84,48 @@ def message_part(plain: str) -> str:
     return mask_quoted(split_prefix(plain).body)
 
 
+Searcher = re.Pattern[str] | UserPattern
+"""A compiled rule pattern: Python's ``re`` for the shipped catalogue, RE2 for the user's (symmtui.patterns)."""
+
+
 class LazyRegex:
     """A regex compiled at its first search: ``search`` is then the compiled pattern's own method
-    (no extra call on the hot path). Compiling twice from two threads at once is harmless."""
+    (no extra call on the hot path). Compiling twice from two threads at once is harmless. ``user``: a
+    user's pattern, compiled by RE2 (``patterns.compile_user``: linear in the line, whatever its shape)."""
 
-    __slots__ = ("pattern", "search")
+    __slots__ = ("pattern", "search", "user")
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, user: bool = False) -> None:
         self.pattern = pattern
-        self.search: Callable[[str], re.Match[str] | None] = self._first_search
+        self.user = user
+        self.search: Callable[[str], Match | None] = self._first_search
 
     @property
     def is_compiled(self) -> bool:
         """Whether it has been compiled (searched once, or ``compiled()`` called)."""
         return self.search != self._first_search
 
-    def compiled(self) -> re.Pattern[str]:
+    def compiled(self) -> Searcher:
         """The compiled pattern (compiled now if it was not yet; ``re`` caches it)."""
-        rx = re.compile(self.pattern)
+        rx: Searcher = compile_user(self.pattern, limit=None) if self.user else re.compile(self.pattern)
         self.search = rx.search
         return rx
 
-    def _first_search(self, text: str) -> re.Match[str] | None:
+    def _first_search(self, text: str) -> Match | None:
         return self.compiled().search(text)
+
+
+class _EveryLine:
+    """The stand-in search of a user rule no whole-line search can preselect (``starts_anchored``): every line
+    is a candidate for it, and its own pattern then judges the line's message."""
+
+    pattern = ""
+
+    def search(self, text: str) -> object:
+        return self
+
+
+EVERY_LINE = _EveryLine()
 
 
 MASK_AFTER = 256
@@ -126,11 +152,11 @@ class RuleSet:
         self._exits: list[tuple[Rule, LazyRegex]] = []
         self._by_id: dict[str, Rule] = {}
         lits: set[str] = set()
-        unanchored: list[tuple[Rule, re.Pattern[str]]] = []
+        unanchored: list[tuple[Rule, Searcher | _EveryLine]] = []
         for rule in self.rules:
             self._by_id.setdefault(rule.id, rule)
-            rx = LazyRegex(rule.pattern)
-            ctx = LazyRegex(rule.context) if rule.context else None
+            rx = LazyRegex(rule.pattern, rule.user)
+            ctx = LazyRegex(rule.context, rule.user) if rule.context else None
             if rule.scope == "exit":
                 self._exits.append((rule, rx))
                 continue
@@ -140,16 +166,17 @@ class RuleSet:
                 continue
             keys = rule.literals
             if not keys:
-                compiled = rx.compiled()  # its flags say whether a literal may be derived; keyless, it runs on every line
-                derived = required_literal(rule.pattern) if not (compiled.flags & re.IGNORECASE) else None
+                derived = required_literal(rule.pattern)  # none for a pattern that ignores case
                 keys = (derived,) if derived else ()
-                if not keys:
-                    unanchored.append((rule, compiled))
+                if not keys:  # keyless: its regex preselects the lines, or (a user's anchored one) every line does
+                    unanchored.append((rule, EVERY_LINE if rule.user and starts_anchored(rule.pattern)
+                                       else rx.compiled()))
             if rule.diagnoses:  # its keys spare ``classify`` its regex (and its compiling) on a message without them
                 self._diagnosing.append((rule, rx, ctx, keys if "(?i" not in rule.pattern else ()))
             self._compiled.append((rule, rx, keys, ctx))
             lits.update(keys)
-        self.unanchored: tuple[tuple[Rule, re.Pattern[str]], ...] = tuple(unanchored)
+        self.unanchored: tuple[tuple[Rule, Searcher | _EveryLine], ...] = tuple(unanchored)
+        """The keyless line rules and what preselects their lines (``EVERY_LINE``: nothing can)."""
         # Longest first: no literal is tested twice for the same line.
         self.literals: tuple[str, ...] = tuple(sorted(lits, key=lambda s: (-len(s), s)))
         self._prefilter: LazyRegex | None = (
@@ -202,17 +229,8 @@ class RuleSet:
         for kind, pats in ((Kind.READY, ready), (Kind.CRASH, crash)):
             already = sum(1 for r in self.rules if r.user and r.kind is kind and r.id.startswith("user-"))
             for n, pat in enumerate(pats, already + 1):
-                try:
-                    rx = re.compile(pat)
-                except re.error as exc:
-                    raise UserError(
-                        f"bad {kind.value} pattern {pat!r}: {exc} (write a Python regular expression; "
-                        f"escape literal characters such as ( [ . with a backslash)"
-                    ) from None
-                slow = boundary.regex_problem(pat)
-                if slow is not None:
-                    raise UserError(f"{kind.value} pattern: {slow}")
-                if boundary.matches_every_line(rx):
+                rx = compile_user(pat, what=f"{kind.value} pattern")  # RE2: one line when it cannot run it
+                if matches_every_line(rx):
                     raise UserError(f"{kind.value} pattern {pat!r} matches every line (even an empty or a one-letter one): "
                                     "make it specific")
                 crash_kind = kind is Kind.CRASH
@@ -342,7 +360,8 @@ class ByteScanner:
     """Literals whose lines ``marked_starts`` names."""
     anchors: dict[int, list[tuple[bytes, int]]] = field(default_factory=dict)
     whole: list[bytes] = field(default_factory=list)
-    regexes: list[re.Pattern[str]] = field(default_factory=list)
+    regexes: list[re.Pattern[str] | LinesPattern] = field(default_factory=list)
+    every_line: bool = False
 
     def __post_init__(self) -> None:
         self.tune(self.sample)
@@ -375,7 +394,9 @@ class ByteScanner:
             else:
                 chosen_whole.append(data)
         self.whole = _merge_needles(chosen_whole)
-        self.regexes = [re.compile(rx.pattern, rx.flags | re.MULTILINE) for _, rx in self.ruleset.unanchored]
+        self.every_line = any(rx is EVERY_LINE for _, rx in self.ruleset.unanchored)
+        self.regexes = [rx.lines() if isinstance(rx, UserPattern) else re.compile(rx.pattern, rx.flags | re.MULTILINE)
+                        for _, rx in self.ruleset.unanchored if isinstance(rx, UserPattern | re.Pattern)]
 
     def candidate_starts(self, buf: bytes | bytearray, end: int) -> list[int]:
         """Sorted start offsets of lines in ``buf[:end]`` that contain some literal (or match a free regex)."""
@@ -401,7 +422,7 @@ class ByteScanner:
                 if nl == -1:
                     break
                 i = find(data, nl + 1, end)
-        if self.regexes:
+        if self.regexes or self.every_line:
             starts.update(self.regex_starts(buf, end))
         return sorted(starts)
 
@@ -413,7 +434,15 @@ class ByteScanner:
         return starts, set(ByteScanner(RuleSet(()), b"", tuple(self.marked)).candidate_starts(buf, end))
 
     def regex_starts(self, buf: bytes | bytearray, end: int) -> set[int]:
-        """Line starts where a literal-free rule matches (decoded text: same newlines as the bytes)."""
+        """Line starts where a literal-free rule matches (decoded text: same newlines as the bytes); every line
+        start when a rule's lines cannot be preselected (``EVERY_LINE``)."""
+        if self.every_line:
+            every = {0}
+            i = buf.find(b"\n", 0, end)
+            while i != -1 and i + 1 < end:
+                every.add(i + 1)
+                i = buf.find(b"\n", i + 1, end)
+            return every
         text = buf[:end].decode("utf-8", "replace")
         idx: set[int] = set()
         for rx in self.regexes:

@@ -8,6 +8,8 @@ import warnings
 from dataclasses import dataclass
 from enum import StrEnum
 
+from symmtui.patterns import Match
+
 with warnings.catch_warnings():  # the public names of re's parser are deprecated aliases; still the stable API
     warnings.simplefilter("ignore", DeprecationWarning)
     import sre_constants
@@ -114,19 +116,24 @@ class Rule:
         return bool(self.cause)
 
 
+MAX_COUNT_DIGITS = 18
+"""Digits a progress count read from a log may have: more is no count (a line of 400 digits)."""
+
+
 @dataclass(frozen=True)
 class RuleMatch:
     """The first rule (in table order) that matched a line, with the regex match."""
 
     rule: Rule
-    match: re.Match[str]
+    match: Match
+    """``re``'s match for a shipped rule, RE2's for a user's (the same methods: symmtui.patterns.Match)."""
 
     def progress(self) -> tuple[int, int] | None:
         """``(i, n)`` for progress rules (named groups ``i`` and ``n``), else None."""
         groups = self.match.groupdict()
         i, n = groups.get("i"), groups.get("n")
-        if i is None or n is None:
-            return None
+        if i is None or n is None or len(i) > MAX_COUNT_DIGITS or len(n) > MAX_COUNT_DIGITS:
+            return None  # no step count of a bring-up has 19 digits (and int() refuses 4,300)
         return int(i), int(n)
 
 
@@ -162,10 +169,18 @@ HANG_PHASES: tuple[str, ...] = (HANG_NCCL_INIT, HANG_PEERS, HANG_WEIGHTS, HANG_G
 
 
 def required_literal(pattern: str) -> str | None:
-    """The longest plain substring every match of ``pattern`` must contain, or None if none is certain."""
+    """The longest plain substring every match of ``pattern`` must contain, or None if none is certain.
+
+    Read with Python's regex parser (a user pattern, run by RE2, too: where the two syntaxes differ, the
+    parser refuses or warns, ``[[:alpha:]]`` a "nested set", and no literal is claimed). A pattern that
+    ignores case as a whole (``(?i)...``) has none: its text may be in any case."""
     try:
-        parsed = sre_parse.parse(pattern)
-    except re.error:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # FutureWarning: a POSIX class RE2 reads otherwise
+            parsed = sre_parse.parse(pattern)
+    except (re.error, RecursionError, OverflowError, FutureWarning, DeprecationWarning):
+        return None
+    if parsed.state.flags & sre_constants.SRE_FLAG_IGNORECASE:
         return None
     return _longest_literal_run(list(parsed.data))
 

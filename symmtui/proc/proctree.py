@@ -14,12 +14,13 @@ from typing import NamedTuple
 
 import psutil  # type: ignore[import-untyped,unused-ignore]
 
+from symmtui.proc import identity
 from symmtui.proc.pidwatch import stat_fields
 
 MARKER_ENV = "SYMMTUI_LAUNCH_ID"
 """Set in the environment of every launch; descendants inherit it, even after setsid + reparenting."""
 
-_TOLERANCE = 0.05  # seconds; create_time has clock-tick (10 ms) resolution
+_TOLERANCE = identity.START_TOLERANCE  # the one tolerance of "the same process"
 
 
 @dataclass(frozen=True)
@@ -278,34 +279,10 @@ def alive(procs: Iterable[ProcInfo]) -> list[ProcInfo]:
 
 
 def send(proc: ProcInfo, sig: signal.Signals) -> bool:
-    """Send ``sig`` to ``proc`` only if the pid still names that very process; True if sent.
-
-    Through a pidfd: opened first, identity checked second, so the pid cannot be reused by another
-    process between the check and the signal.
-    """
-    if proc.pid in protected_pids():
-        return False
-    try:
-        fd = os.pidfd_open(proc.pid)
-    except ProcessLookupError:
-        return False
-    except OSError:  # no pidfd here (old kernel): check, then signal by pid
-        if not is_same(proc.pid, proc.create_time):
-            return False
-        try:
-            os.kill(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
-    try:
-        if not is_same(proc.pid, proc.create_time):
-            return False
-        signal.pidfd_send_signal(fd, sig)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
-    finally:
-        os.close(fd)
+    """Send ``sig`` to ``proc`` only if the pid still names that very process; True if sent (the one identity
+    check, ``proc.identity.send``: a pidfd opened first, identity checked second, so the pid cannot be reused
+    by another process between the check and the signal)."""
+    return identity.send(identity.Listed(proc.pid, proc.create_time), sig).sent
 
 
 def signal_group(pgid: int, procs: Iterable[ProcInfo], sig: signal.Signals) -> bool:

@@ -56,6 +56,8 @@ from symmtui.stacks.gpus import evidence, utilization_of
 # the profile fix), the GPUs (NVML, psutil: session/gpus.py), the stacks (py-spy, subprocess) and the
 # history's timings are imported where a session has a profile, GPUs or a dump to take.
 if TYPE_CHECKING:
+    import signal
+
     from symmtui.core.rules import Action
     from symmtui.launch.envinfo import EnvInfo, ServerCommand
     from symmtui.launch.facts import LaunchFacts
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
     from symmtui.launch.state import LaunchRecord
     from symmtui.launch.supervisor import Supervisor
     from symmtui.patch.preflight import Prediction
+    from symmtui.proc.identity import Listed, Signalled
     from symmtui.session.gpus import Gpus
     from symmtui.stacks.report import StacksReport
 
@@ -489,6 +492,8 @@ class Session:
                 return self._stop(on_progress, grace=grace)
             case intents.KillStranger(pid):
                 return self._kill_stranger(pid)
+            case intents.SignalProcess(listed, sig, by_pid):
+                return self._signal_process(listed, sig, by_pid=by_pid)
             case intents.StillRunning():
                 return tuple(n.name for n in self._nodes if n.supervisor is not None and n.supervisor.is_alive())
             case intents.CheckPatch():
@@ -658,6 +663,15 @@ class Session:
         if all(r.error is not None for r in done):
             raise UserError(str(done[0].error), exit_code=done[0].exit_code)
         return done
+
+    def _signal_process(self, listed: Listed, sig: signal.Signals, *, by_pid: bool) -> Signalled:
+        """Signal a process the user picked from a list (the process view), if it is still what was listed: the
+        one identity check (``proc.identity``), made now, with the server's tree read now (blocking: a worker
+        thread). A process outside the tree only ``by_pid`` (the user typed its pid)."""
+        from symmtui.proc import identity
+
+        tree = {p.pid for n in self._nodes for p in n.server_procs()}
+        return identity.send_listed(listed, sig, in_tree=listed.pid in tree, by_pid=by_pid)
 
     def _kill_stranger(self, pid: int) -> bool:
         """End ``pid`` (a process symmtui did not start that holds the head's port or GPU memory; the user

@@ -12,12 +12,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
+    import signal
+
     from symmtui.launch.history import Estimate
     from symmtui.launch.nodes import StopCommandResult
     from symmtui.launch.profilefix import ProfileFix
     from symmtui.launch.report import OnProgress, StopReport
     from symmtui.launch.state import LaunchRecord
     from symmtui.patch.preflight import Prediction
+    from symmtui.proc.identity import Listed, Signalled  # noqa: F401 - Signalled is named in a base's string
     from symmtui.session.messages import PatchState  # noqa: F401 - named in a base's string (the answer's type)
     from symmtui.session.patching import PatchView
     from symmtui.stacks.report import StacksReport  # noqa: F401 - named in a base's string (the answer's type)
@@ -83,6 +86,17 @@ class KillStranger(Intent[bool]):
     confirmed it); True when it is gone."""
 
     pid: int
+
+
+@dataclass(frozen=True)
+class SignalProcess(Intent["Signalled"]):
+    """Send ``sig`` to a process the user picked from a list (the process view: k / K), if it is still what was
+    listed (pid, start time, owner: ``proc.identity``, checked at that moment); one outside the server's tree only
+    ``by_pid`` (the user typed its pid); pid 1 and symmtui itself never. The answer says what happened."""
+
+    listed: Listed
+    sig: signal.Signals
+    by_pid: bool = False
 
 
 @dataclass(frozen=True)

@@ -306,7 +306,7 @@ class SymmApp(App[int]):
     def action_processes(self) -> None:
         """P: the processes on the GPUs (k / K signal the selected one, after a yes)."""
         panel = self.query_one(GpuPanel)
-        self.push_screen(ProcessScreen(panel.snapshot, panel.our_pids))
+        self.push_screen(ProcessScreen(panel.snapshot, panel.our_pids, self.session))
 
     def action_plots(self) -> None:
         """G: every GPU's memory and utilisation over the last 10 minutes, the phases marked."""

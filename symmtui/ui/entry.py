@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import io
+import os
 import sys
+from typing import Any
+
+from rich.console import Console
+from textual.app import App
 
 from symmtui import boundary
 from symmtui.build import dashboard_spec, demo_spec, open_session
@@ -11,6 +17,22 @@ from symmtui.core.logcmd import LogCommand
 from symmtui.errors import UserError
 from symmtui.ui.app import SymmApp
 from symmtui.ui.themes import DEFAULT_THEME, load_themes
+
+
+def run_app(app: App[Any], **run: Any) -> Any:
+    """Run a Textual app as a verb does: an unexpected exception in it (Textual renders its traceback at exit, and
+    its exit status used to be 0) and one in a worker thread (the dashboard exits) end the verb with one line and
+    exit 2, the traceback in a crash file of the state dir (``boundary.internal_error``). ``run``: App.run's."""
+    captured = io.StringIO()
+    if not os.environ.get(boundary.DEBUG_ENV):  # debugging: Textual's own traceback on the terminal, as it was
+        app.error_console = Console(file=captured, width=120, color_system=None, markup=False, highlight=False)
+    with boundary.ending_on_internal_errors(lambda: app.call_later(app.exit, None, 2)):
+        result = app.run(**run)
+    if app.return_code not in (None, 0, 2):  # 1: Textual caught an exception (2: a thread's, already recorded)
+        details = captured.getvalue()
+        last = [ln.strip() for ln in details.splitlines() if ln.strip() and not ln.startswith((" ", "│", "╰", "╭"))]
+        boundary.internal_error(f"in the dashboard: {last[-1][:300] if last else 'an exception'}", details)
+    return result
 
 
 def check_theme(name: str | None) -> str:
@@ -32,17 +54,25 @@ def run_demo(speed: float, theme: str | None, story: str = "crash", record: bool
         with boundary.signals_held():  # SIGTERM / SIGHUP while the temp dir and servers are made: acted on after
             spec, _demo = demo_spec(speed, story, nodes=nodes, record_bundle=record)
             session = open_session(spec)
-        result = SymmApp(session, theme=chosen).run()
+        result = run_app(SymmApp(session, theme=chosen))
     finally:
         if session is not None:
-            # The terminal may be gone (SIGHUP): the note is best effort, the cleanup is not.
-            with contextlib.suppress(OSError):
-                print("symmtui demo: stopping the demo's servers and removing its temp dir…", file=sys.stderr)
-            session.close()
+            # The terminal may be gone (SIGHUP before the app took the signals over): the notes are best effort,
+            # the cleanup is not. A write to a closed terminal fails with EIO, which the guarded stderr turns into
+            # a UserError ("cannot write to standard error"): it skipped session.close(), and left the temp dir.
+            try:
+                _best_effort("symmtui demo: stopping the demo's servers and removing its temp dir…")
+            finally:
+                session.close()
             if spec.record is not None and spec.record.dest is not None and spec.record.dest.exists():
-                with contextlib.suppress(OSError):
-                    print(f"symmtui demo: bundle kept: {spec.record.dest} (symmtui replay / report)", file=sys.stderr)
+                _best_effort(f"symmtui demo: bundle kept: {spec.record.dest} (symmtui replay / report)")
     return result or 0
+
+
+def _best_effort(note: str) -> None:
+    """A line on stderr that may not get there (the terminal is gone): never an error."""
+    with contextlib.suppress(OSError, UserError):
+        print(note, file=sys.stderr)
 
 
 def run_dashboard(config: str | None, log: str | None, url: str | None, theme: str | None,
@@ -62,7 +92,7 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
     try:
         with boundary.signals_held():  # SIGTERM / SIGHUP while its log command starts: acted on after
             session = open_session(spec)
-        result = SymmApp(session, theme=chosen).run()
+        result = run_app(SymmApp(session, theme=chosen))
     finally:
         if session is not None:
             session.close()  # webhooks still in flight: a bounded wait, warnings on stderr now

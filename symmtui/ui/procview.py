@@ -1,8 +1,9 @@
 """The process view's rows (nvitop's process table): every process holding GPU memory, one row per pid, with
 its GPUs, its GPU memory, its GPUs' utilisation, its host CPU and memory, its owner, and whether it is our
-launch's; sorted by a column; and the signal a row may be sent (only a process of this user, still the same).
+launch's; sorted by a column; and whether a row may be signalled at all (the signal itself is the Session's
+intent, ``session.intents.SignalProcess``: the identity is checked in ``proc.identity`` at that moment).
 
-Pure but for ``host_facts`` and ``send``, which read /proc (psutil) and signal: call them off the UI loop.
+Pure but for ``host_facts``, which reads /proc (psutil): call it off the UI loop.
 The GPU side comes from a sampling round (``GpuSnapshot``: NVML's per-process memory); NVML's per-process
 SM utilisation is not sampled, so the utilisation column is that of the process's GPUs (the busiest).
 """
@@ -10,14 +11,15 @@ SM utilisation is not sampled, so the utilisation column is that of the process'
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from symmtui.gpu.results import GpuProcess, is_na
 from symmtui.gpu.sampler import GpuSnapshot
+from symmtui.proc import identity
+from symmtui.proc.identity import Listed
 
-__all__ = ["COLUMNS", "HostFacts", "ProcRow", "host_facts", "refusal", "rows", "send", "sort_rows"]
+__all__ = ["COLUMNS", "HostFacts", "ProcRow", "host_facts", "listed", "refusal", "rows", "sort_rows"]
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("pid", "pid"), ("user", "user"), ("gpus", "GPU"), ("gpu_memory", "GPU mem"), ("gpu_util", "GPU util"),
@@ -147,36 +149,17 @@ def host_facts(pids: Iterable[int], cache: dict[int, object] | None = None) -> d
     return out
 
 
-def refusal(row: ProcRow) -> str | None:
-    """Why ``row`` may not be signalled (None: it may): another user's, or an owner that cannot be read."""
+def listed(row: ProcRow) -> Listed:
+    """The identity the row shows (pid, start time, owner): what ``proc.identity`` checks at the signal."""
     host = row.host
-    if host is None or host.uid is None:
-        return f"pid {row.pid}: its owner cannot be read (gone, or not visible here): nothing sent"
-    if host.uid != os.getuid():
-        return (f"pid {row.pid} belongs to {host.user} (uid {host.uid}), not to you: symmtui signals only "
-                "your own processes")
-    return None
+    return Listed(row.pid, host.started if host is not None else None, host.uid if host is not None else None)
 
 
-def send(row: ProcRow, sig: signal.Signals) -> str:
-    """Signal ``row``'s process if it is still the one shown (same pid, same start time) and ours to signal;
-    the sentence that says what happened (blocking: a worker thread)."""
-    import psutil  # type: ignore[import-untyped,unused-ignore]
-
-    why = refusal(row)
-    if why is not None:
-        return why
-    try:
-        proc = psutil.Process(row.pid)
-        started = proc.create_time()
-    except psutil.NoSuchProcess:
-        return f"pid {row.pid} has already exited: nothing sent"
-    if row.host is not None and row.host.started is not None and abs(started - row.host.started) > 0.01:
-        return f"pid {row.pid} is now another process (it started again): nothing sent"
-    try:
-        os.kill(row.pid, sig)
-    except ProcessLookupError:
-        return f"pid {row.pid} has already exited: nothing sent"
-    except PermissionError:
-        return f"pid {row.pid}: permission denied: nothing sent"
-    return f"{sig.name} sent to pid {row.pid}"
+def refusal(row: ProcRow) -> str | None:
+    """Why ``row`` may not be signalled at all (pid 1, symmtui itself, an owner that cannot be read, another
+    user's: ``proc.identity.refusal``), None when it may be (if it is still the process shown)."""
+    host = row.host
+    why = identity.refusal(listed(row))
+    if why is not None and host is not None and host.uid is not None and host.user and f"uid {host.uid}," in why:
+        why = why.replace(f"uid {host.uid},", f"{host.user} (uid {host.uid}),")  # the user's name, as the table shows it
+    return why

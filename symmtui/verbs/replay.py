@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     """Read the bundle (errors before the screen opens), then run the dashboard over it."""
     from symmtui.bundle.format import read_bundle
     from symmtui.bundle.replay import Recording
-    from symmtui.ui.entry import check_theme
+    from symmtui.ui.entry import check_theme, run_app
     from symmtui.ui.replay import ReplayApp
 
     recording = Recording(read_bundle(args.bundle))  # a damaged one: BundleError, one line
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     session = ReplaySession(recording, speed=float(args.speed))
     try:
-        result = ReplayApp(session, theme=chosen).run()
+        result = run_app(ReplayApp(session, theme=chosen))
     finally:
         session.close()
     return result or 0

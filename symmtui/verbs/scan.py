@@ -15,8 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `symmtui scan`."""
     parser.add_argument("path", metavar="PATH", type=boundary.path, help="the log file")
     parser.add_argument("--json", action="store_true", help=f"print one JSON object (schema {SCHEMA}: docs/verbs.md)")
-    parser.add_argument("--ready", metavar="REGEX", action="append", default=[], type=boundary.regex, help="extra ready pattern")
-    parser.add_argument("--crash", metavar="REGEX", action="append", default=[], type=boundary.regex, help="extra crash pattern")
+    parser.add_argument("--ready", metavar="REGEX", action="append", default=[], help="extra ready pattern")
+    parser.add_argument("--crash", metavar="REGEX", action="append", default=[], help="extra crash pattern")
 
 
 def run(args: argparse.Namespace) -> int:

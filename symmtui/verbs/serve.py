@@ -174,7 +174,9 @@ def run(args: argparse.Namespace) -> int:
                      "dashboard", sys.stderr)
     story = f"{args.nodes} nodes" if args.nodes > 1 else f"story {args.story}"
     what = f"the dashboard of {args.config}" if args.config is not None else f"the demo ({story})"
-    page = f"{url}/?token={token}" if token else f"{url}/"
+    from urllib.parse import quote
+
+    page = f"{url}/?token={quote(token, safe='')}" if token else f"{url}/"  # `+` or `%41` in a fixed token: encoded
     guard = serveauth.Guard(token, int(sock.getsockname()[1]), allowed_names(args.host, sock))
     from symmtui.verbs.serveapp import serve
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import secrets
@@ -17,6 +18,12 @@ LOOPBACK_NAMES = frozenset({"localhost"})
 def make_token() -> str:
     """A fresh random token (256 bits, URL-safe), as Jupyter makes one."""
     return secrets.token_urlsafe(32)
+
+
+def cookie_value(token: str) -> str:
+    """What the cookie carries for ``token``: its SHA-256 in hex (a cookie holds any token so, whatever characters it
+    has: ``;``, ``"``, ``%41``, ``é``)."""
+    return hashlib.sha256(b"symmtui-serve:" + token.encode("utf-8", "surrogatepass")).hexdigest() if token else ""
 
 
 def cookie_name(port: int) -> str:
@@ -63,6 +70,7 @@ class Guard:
         self.port = port
         self.names = names
         self.cookie = cookie_name(port)
+        self.cookie_value = cookie_value(token)
 
     def _ours(self, name: str, port: int | None, default_port: int) -> bool:
         if (port if port is not None else default_port) != self.port:
@@ -86,9 +94,8 @@ class Guard:
     def token_ok(self, query_token: str | None, cookie_token: str | None) -> bool:
         if not self.token:
             return True
-        want = self.token.encode()
-        return any(hmac.compare_digest(want, given.encode()) for given in (query_token, cookie_token)
-                   if given is not None)
+        return any(hmac.compare_digest(want.encode(), given.encode()) for want, given in
+                   ((self.token, query_token), (self.cookie_value, cookie_token)) if given is not None)
 
     def refusal(self, host: str | None, origin: str | None, query_token: str | None,
                 cookie_token: str | None, websocket: bool) -> str | None:
@@ -114,7 +121,7 @@ class Guard:
                 return web.Response(status=403, text=f"symmtui serve: {why}\n")
             response = await handler(request)
             if self.token and request.query.get("token") is not None and isinstance(response, web.Response):
-                response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
+                response.set_cookie(self.cookie, self.cookie_value, httponly=True, samesite="Strict", path="/")
             return response
 
         return guard

@@ -27,9 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run --log-cmd through /bin/sh -c (pipes, globs, $VARS)")
     parser.add_argument("--url", metavar="URL", help="health URL, e.g. http://127.0.0.1:30000/health (200 = up)")
     parser.add_argument("--pid", metavar="PID", type=boundary.pid, help="the server's process: its exit means CRASHED")
-    parser.add_argument("--ready", metavar="REGEX", action="append", default=[], type=boundary.regex,
+    parser.add_argument("--ready", metavar="REGEX", action="append", default=[],
                         help="extra ready pattern (repeatable; added to the built-in markers)")
-    parser.add_argument("--crash", metavar="REGEX", action="append", default=[], type=boundary.regex,
+    parser.add_argument("--crash", metavar="REGEX", action="append", default=[],
                         help="extra crash pattern (repeatable)")
     parser.add_argument("--timeout", metavar="SECONDS", type=boundary.seconds(), default=None,
                         help="give up after this long (default 900, or the profile's; 0: never)")

@@ -67,10 +67,11 @@ def _deep(depth: int) -> str:
     return "[" * depth + "]" * depth
 
 
-# Regexes a user may write, the catastrophic ones among them (refused like --ready's), and broken ones.
+# Regexes a user may write, ones that backtrack for ever in Python's re among them (RE2 runs them in linear
+# time), ones RE2 refuses (a back-reference, a look-ahead), and broken ones.
 PATTERNS = st.one_of(
     st.sampled_from([r"ERRX (\w+\s?)*$", r"(a+)+$", r"(a|aa)*b", r"([a-z]+)*x", r"(?:\w+\.)*Error",
-                     r"Stale file handle", r"(", r"x*", r"", r"(?P<n>\d+) of (?P=n)", r"\b(?i:fatal)\b",
+                     r"Stale file handle", r"(", r"x*", r"", r"(?P<n>\d+) of (?P=n)", r"\b(?i:fatal)\b", r"x(?=y)", r"(a+){10}$",
                      r"a{1,100000}", "(" * 300 + ")" * 300, r"[\x00-\uffff]+z", "\\"]),
     st.text(max_size=30),
 )
@@ -188,8 +189,7 @@ def test_any_user_catalogue_is_used_or_refused_in_one_line(text: str, log: Path)
     code, _out, err = run_verb("scan", str(log), ok=frozenset({1, 2}))  # crashed, or the catalogue refused
     if code == 2:
         assert "catalogue" in err or "user catalogue" in err, err
-    if "(\\w+\\s?)*" in text or "(a+)+" in text:
-        assert code == 2, err  # never accepted, never run (refused for it, or for an earlier fault)
+    assert "exponential" not in err  # RE2 runs any shape in linear time: none is refused for it
 
 
 PROFILE_VALUES: dict[str, Any] = {

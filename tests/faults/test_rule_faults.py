@@ -19,7 +19,7 @@ def test_bad_regex_names_the_pattern(verb: str, tmp_path: Path) -> None:
     target = ["--log", str(READY_LOG)] if verb == "wait" else [str(READY_LOG)]
     r = _run(verb, *target, "--ready", "[unclosed")
     assert r.returncode == 2
-    assert "bad ready pattern '[unclosed'" in r.stderr and "unterminated character set" in r.stderr
+    assert "bad ready pattern '[unclosed'" in r.stderr and "missing ]" in r.stderr
     assert r.stdout == ""
 
 

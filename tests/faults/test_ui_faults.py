@@ -178,3 +178,33 @@ async def test_nvml_init_failure_is_explained_in_the_panels() -> None:
             assert app.theme != "symmtui-dark"
     finally:
         session.close()
+
+
+# Patterns that backtrack for ever in Python's re on the lines below (constructed hostile input: a run of one
+# letter a trailing `$` or `!` can never accept); the dashboard's filters compile them with RE2 instead.
+NASTY_FILTERS = (r"(a+){10}$", r"(?:\w+){8}$", r"(.*)(.*)(.*)(.*)(.*)(.*)$x", r"(a|aa)*$", r"(\w|\w)*$")
+
+
+async def test_a_nasty_filter_typed_with_i_leaves_the_dashboard_responsive(tmp_path: Path) -> None:
+    """i, a pattern that froze the screen (and `q`) for good under Python's re, Enter: the filter is applied,
+    and the next key acts: q quits the dashboard."""
+    log = tmp_path / "server.log"
+    log.write_text("[2026-01-01 00:00:00] server starting\n" + "".join(f"{'a' * 4000}!\n" for _ in range(300))
+                   + "aaaa tail\n")
+    session = watched(log)
+    app = SymmApp(session)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            view = app.query_one(LogView)
+            await wait_for(pilot, lambda: "aaaa tail" in text(app), "the log's last line")
+            for pattern in NASTY_FILTERS:
+                await pilot.press("i", *pattern, "enter")
+                await wait_for(pilot, lambda: not view.filtering, f"the filter {pattern!r} applied")
+                assert f"in /{pattern}/" in app.query_one("LogStatus").render().plain
+                await pilot.press("X")  # clear it: the next one filters the whole log again
+                await wait_for(pilot, lambda: not view.filtering, "the filters cleared")
+            await pilot.press("i", *NASTY_FILTERS[0], "enter")
+            await pilot.press("q")
+            await wait_for(pilot, lambda: not app.is_running, "q to quit the dashboard")
+    finally:
+        session.close()

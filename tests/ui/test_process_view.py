@@ -1,5 +1,7 @@
 """The process view on real child processes listed by the pynvml stand-in: columns, sorting, ours marked,
-SIGTERM/SIGKILL after a confirmation that names the process, another user's process refused."""
+SIGTERM/SIGKILL after a confirmation that names the process (through a real Session's ``SignalProcess`` intent,
+whose tree is the watched pid's), one outside the server's tree only once its pid is typed, another user's
+process refused. (The identity changing between listing and confirming: tests/faults/test_process_view_identity.py.)"""
 
 from __future__ import annotations
 
@@ -17,9 +19,10 @@ from textual.widgets import DataTable, Static
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
 from symmtui.gpu.standin import load_standin, standin_host
+from symmtui.session.protocol import SessionLike
 from symmtui.ui.screens.confirm import ConfirmScreen
-from symmtui.ui.screens.processes import ProcessScreen
-from tests.ui.kit import answer, settle, text, toasts, wait_for
+from symmtui.ui.screens.processes import PidScreen, ProcessScreen
+from tests.ui.kit import answer, settle, text, toasts, wait_for, watched
 
 GIB = 1024**3
 
@@ -63,15 +66,15 @@ def round_with(procs: dict[str, subprocess.Popen[bytes]]) -> GpuSnapshot:
 
 
 class ProcApp(App[None]):
-    def __init__(self, snapshot: GpuSnapshot, ours: frozenset[int]) -> None:
+    def __init__(self, snapshot: GpuSnapshot, ours: frozenset[int], session: SessionLike) -> None:
         super().__init__()
-        self.snapshot, self.ours = snapshot, ours
+        self.snapshot, self.ours, self.session = snapshot, ours, session
 
     def compose(self) -> ComposeResult:
         yield Static("dashboard")
 
     def on_mount(self) -> None:
-        self.push_screen(ProcessScreen(self.snapshot, self.ours))
+        self.push_screen(ProcessScreen(self.snapshot, self.ours, self.session))
 
 
 def table_text(app: App[object]) -> list[str]:
@@ -84,7 +87,8 @@ async def test_the_process_view_lists_sorts_marks_and_signals_only_your_own(
         pytest.skip("no process of another user to refuse (not root, and pid 1 is ours)")
     server, orphan = children["server"], children["orphan"]
     stranger = children["stranger"].pid if "stranger" in children else 1
-    app = ProcApp(round_with(children), frozenset({server.pid}))
+    session = watched(pid=server.pid)  # the server's tree: the watched pid's
+    app = ProcApp(round_with(children), frozenset({server.pid}), session)
     async with app.run_test(size=(160, 40)) as pilot:
         said = toasts(app)  # every notification from now on (App.notify)
         screen = app.screen
@@ -128,14 +132,23 @@ async def test_the_process_view_lists_sorts_marks_and_signals_only_your_own(
         assert "one of this launch's processes" in shown
         await pilot.press("n")
         assert server.poll() is None
-        # y sends it: SIGKILL to the orphan
+        # y sends it to ours; the orphan (not the server's) only once its pid is typed
+        await pilot.press("k")
+        await answer(pilot)  # a yes counts once the question has been up KEY_GUARD
+        await wait_for(pilot, lambda: f"SIGTERM sent to pid {server.pid}" in "\n".join(said), "the result")
+        assert server.wait(10) == -15
         table.move_cursor(row=[r.pid for r in screen.shown].index(orphan.pid))
         await pilot.press("K")
-        assert app.screen.query_one("#confirm-dialog").border_title == f"Send SIGKILL to pid {orphan.pid}?"
-        await answer(pilot)  # a yes counts once the question has been up KEY_GUARD
+        assert isinstance(app.screen, PidScreen)
+        assert app.screen.query_one("#pid-dialog").border_title == f"Send SIGKILL to pid {orphan.pid}? (not the server's)"
+        await pilot.press(*str(orphan.pid + 1), "enter")  # not its pid: nothing sent
+        await wait_for(pilot, lambda: f"pid {orphan.pid} not confirmed" in "\n".join(said), "the refusal")
+        assert orphan.poll() is None
+        await pilot.press("K")
+        await pilot.press(*str(orphan.pid), "enter")
         deadline = time.monotonic() + 10
         while orphan.poll() is None and time.monotonic() < deadline:
             await pilot.pause(0.05)
         assert orphan.returncode == -9
         await wait_for(pilot, lambda: f"SIGKILL sent to pid {orphan.pid}" in "\n".join(said), "the result")
-        assert server.poll() is None
+    session.close()

@@ -1,8 +1,11 @@
 """The process view (P): every process on the GPUs, nvitop's way: GPU memory and utilisation, host CPU and
 memory, owner, command, aligned and sortable; our launch's marked; k / K send SIGTERM / SIGKILL to the
-selected one after a confirmation that names it (only your own processes: another user's is refused, why said).
+selected one after a confirmation that names it (only your own processes: another user's is refused, why said;
+one outside the server's tree only once its pid is typed; pid 1 and symmtui itself never).
 
-The app gives it each sampling round (``show``); /proc is read on a worker thread.
+The app gives it each sampling round (``show``); /proc is read on a worker thread. The signal is the Session's
+intent (``session.intents.SignalProcess``): the identity shown (pid, start time, owner) is checked at that moment, in
+``proc.identity``, and the toast says what happened ("already exited", "changed owner: not signalled").
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Input, Static
 
 from symmtui.gpu.sampler import GpuSnapshot
+from symmtui.session.intents import SignalProcess
+from symmtui.session.protocol import SessionLike
 from symmtui.textsafe import visible
 from symmtui.ui import procview
 from symmtui.ui.procview import COLUMNS, HostFacts, ProcRow
@@ -31,7 +36,9 @@ from symmtui.ui.widgets.fmt import gib
 
 __all__ = ["ProcessScreen"]
 
-HINT = "k SIGTERM · K SIGKILL (your own processes, after a yes) · s sort by the next column · S reverse · Esc close"
+HINT = ("k SIGTERM · K SIGKILL (your own processes, after a yes; another than the server's once its pid is typed) "
+        "· s sort by the next column · S reverse · Esc close")
+
 
 
 @dataclass
@@ -53,6 +60,34 @@ def _num(value: float | None, fmt: str) -> Text:
     return Text("n/a" if value is None else fmt.format(value), justify="right")
 
 
+class PidScreen(ModalScreen[str | None]):
+    """Ask for a pid to be typed before a process outside the server's tree is signalled; dismiss with the text
+    typed (Enter) or None (Escape)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", priority=True)]
+
+    def __init__(self, title: str, body: str | Content) -> None:
+        super().__init__(classes="dialog-screen")
+        self._title = title
+        self._body = body
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="pid-dialog") as box:
+            box.border_title = self._title
+            yield Static(self._body, id="pid-body")
+            yield Input(placeholder="the pid, then Enter (Escape: cancel)", id="pid-input", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
 class ProcessScreen(ModalScreen[None]):
     """The process table over the dashboard."""
 
@@ -64,8 +99,10 @@ class ProcessScreen(ModalScreen[None]):
         Binding("K", "signal('SIGKILL')", "SIGKILL", key_display="K"),
     ]
 
-    def __init__(self, snapshot: GpuSnapshot | None, our_pids: Collection[int] = ()) -> None:
+    def __init__(self, snapshot: GpuSnapshot | None, our_pids: Collection[int] = (),
+                 session: SessionLike | None = None) -> None:
         super().__init__(classes="dialog-screen")
+        self._session = session  # k / K ask it SignalProcess (session.intents)
         self.snapshot = snapshot
         self.our_pids = frozenset(our_pids)
         self.host: dict[int, HostFacts] = {}
@@ -175,24 +212,43 @@ class ProcessScreen(ModalScreen[None]):
         if why is not None:
             self.notify(why, severity="warning", timeout=8)
             return
+        if self._session is None:
+            self.notify("no session to signal through: nothing sent", severity="warning")
+            return
         sig = signal.Signals[name]
         where = f"GPU {','.join(map(str, row.gpus))}"
         if row.gpu_memory is not None:
             where += f", {gib(row.gpu_memory)} GiB"
+        if not row.ours:
+            body = Content(f"pid {row.pid}  {visible(row.command)[:300]}\n({where}; yours)\n\nIt is not one of the "
+                           f"server's processes. Type its pid to send {name}; anything else sends nothing.")
+            self.app.push_screen(PidScreen(f"Send {name} to pid {row.pid}? (not the server's)", body),
+                                 partial(self._typed, row, sig))
+            return
         ours = ("\n\nIt is one of this launch's processes: r relaunches (or symmtui stop ends) the whole tree; "
-                "this signals only this one." if row.ours else "")
+                "this signals only this one.")
         body = Content(f"pid {row.pid}  {visible(row.command)[:300]}\n({where}; yours){ours}")
         self.app.push_screen(ConfirmScreen(f"Send {name} to pid {row.pid}?", body, yes=f"Send {name}"),
                              partial(self._confirmed, row, sig))
 
     def _confirmed(self, row: ProcRow, sig: signal.Signals, yes: bool | None) -> None:
         if yes:
-            self._send(row, sig)
+            self._send(row, sig, False)
+
+    def _typed(self, row: ProcRow, sig: signal.Signals, typed: str | None) -> None:
+        if typed is None:
+            return
+        if typed != str(row.pid):
+            shown = visible(typed)[:20]
+            self.notify(f"pid {row.pid} not confirmed (typed {shown!r}): nothing sent", severity="warning", timeout=6)
+            return
+        self._send(row, sig, True)
 
     @work(thread=True, group="procs-signal")
-    def _send(self, row: ProcRow, sig: signal.Signals) -> None:
-        text = procview.send(row, sig)
-        self.post_message(Sent(text, text.endswith(f"sent to pid {row.pid}")))
+    def _send(self, row: ProcRow, sig: signal.Signals, by_pid: bool) -> None:
+        assert self._session is not None
+        done = self._session.ask(SignalProcess(procview.listed(row), sig, by_pid))
+        self.post_message(Sent(done.text, done.sent))
 
     def on_sent(self, message: Sent) -> None:
         self.notify(message.text, severity="information" if message.ok else "warning", timeout=6)

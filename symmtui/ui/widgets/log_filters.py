@@ -7,12 +7,12 @@ or one of them matches) and no filter-out matches. A pattern in lower case match
 
 from __future__ import annotations
 
-import re
 import time
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from symmtui.patterns import PatternError, UserPattern, compile_user
 from symmtui.ui.widgets.log_index import ERRORISH, LineIndex
 
 __all__ = ["MAX_MATCHES", "SLICE", "STEP_ROWS", "FilterRule", "ViewFilter", "build", "count_matches", "matches"]
@@ -28,18 +28,18 @@ class FilterRule:
 
     include: bool
     pattern: str
-    rx: re.Pattern[str]
+    rx: UserPattern
 
     @classmethod
     def parse(cls, include: bool, pattern: str) -> FilterRule:
-        """A rule from what the user typed; ValueError with a one-line reason for a bad regex."""
+        """A rule from what the user typed, run by RE2 (``patterns.compile_user``: time linear in the line, so no
+        filter can freeze the screen); ValueError with a one-line reason for a pattern RE2 cannot run."""
         if not pattern:
             raise ValueError("an empty pattern filters nothing")
-        flags = re.IGNORECASE if pattern == pattern.lower() else 0
         try:
-            rx = re.compile(pattern, flags)
-        except re.error as exc:
-            raise ValueError(f"bad regex {pattern!r}: {exc}") from None
+            rx = compile_user(pattern, what="regex", ignore_case=pattern == pattern.lower())
+        except PatternError as exc:
+            raise ValueError(str(exc)) from None
         return cls(include, pattern, rx)
 
     @property
