@@ -418,11 +418,17 @@ class EventBuilder:
                 return False
             self._fed += 1
             return True  # decided by the run's first serving line
-        tally = self._tallies.get(hit[0])
+        key = hit[0]
+        tally = self._tallies.get(key)
         if tally is None:
             return False
         self._fed += 1
-        self._repeat(tally, hit[0], no, off, hit[1])
+        tally.count += 1  # (inline: a flood's every line comes this way)
+        if len(tally.kept) < MAX_SPANS:
+            tally.kept[self._next_serial()] = ((no, no), (off, off))
+        if not hit[1] <= tally.ranks:
+            tally.ranks = tally.ranks | hit[1]
+        self._dirty[key] = None
         return True
 
     def _line(self, no: int, plain: str, text: str | None, off: int) -> list[Event]:
@@ -830,15 +836,6 @@ class EventBuilder:
             tally.shown = ev
         self._dirty.pop(ev.key, None)
         return [self._shape(tally)]
-
-    def _repeat(self, tally: _Tally, key: str, no: int, off: int, ranks: frozenset[int]) -> None:
-        """A remembered line again (see ``_memo``): one more occurrence of its event, nothing rebuilt."""
-        tally.count += 1
-        if len(tally.kept) < MAX_SPANS:
-            tally.kept[self._next_serial()] = ((no, no), (off, off))
-        if not ranks <= tally.ranks:
-            tally.ranks = tally.ranks | ranks
-        self._dirty[key] = None
 
     @staticmethod
     def _shape(tally: _Tally) -> Event:

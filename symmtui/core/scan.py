@@ -443,10 +443,15 @@ def scan_file(path: str | os.PathLike[str], ruleset: RuleSet | None = None, *, c
             for off, idx in cands:
                 if off < consumed:
                     continue
-                raw, nxt = window.line(off)  # _feed_from, its first line inline: most candidates are one line
-                if nxt == off:
-                    consumed = off
-                    continue
+                wbuf, at = window.buf, off - window.start  # _feed_from, its first line inline: most are one line
+                nl = wbuf.find(b"\n", at, at + MAX_LINE + 1) if 0 <= at < len(wbuf) else -1
+                if nl >= 0:
+                    raw, nxt = wbuf[at:nl], window.start + nl + 1
+                else:
+                    raw, nxt = window.line(off)
+                    if nxt == off:
+                        consumed = off
+                        continue
                 got = decoded.get(raw)
                 if got is not None and remembered(got[1], total + idx + 1, off):
                     consumed = nxt  # a repeat of a line judged before: counted (a flood costs this much a line)
