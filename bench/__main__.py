@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-ALL = ("follow", "engine", "longlog", "gpu", "launch", "logview", "ui", "dashboard", "corpus", "stacks", "exporters", "bundle", "changes", "startup")  # records needs --against: run it alone
+ALL = ("follow", "engine", "longlog", "gpu", "launch", "logview", "ui", "dashboard", "corpus", "flood", "stacks", "exporters", "bundle", "changes", "startup")  # records needs --against: run it alone
 
 
 def main(argv: list[str]) -> int:

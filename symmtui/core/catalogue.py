@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
     Searcher = re.Pattern[str] | UserPattern
 
-ENGINES = ("any", "sglang", "vllm")
 INTENTS = ("patch", "relaunch", "stop")
 # Kinds a catalogue entry may have (Kind values).
 KINDS = tuple(k.value for k in Kind)
@@ -39,7 +38,8 @@ TEMPLATE_FIELDS = frozenset({"summary", "port", "holder"})
 
 _ENTRY_KEYS = frozenset({
     "id", "kind", "engine", "versions", "patterns", "context", "summary", "cause", "action", "intent",
-    "source", "roles", "scope", "phase", "ends", "literals", "not_ready_on",
+    "source", "roles", "scope", "phase", "ends", "literals", "not_ready_on", "follow", "detail", "detail_after",
+    "example",
 })
 _ACTION_KEYS = frozenset({"type", "text", "flag", "value", "env", "package", "version", "patch", "path"})
 _ACTION_NEEDS: dict[str, tuple[str, ...]] = {
@@ -147,7 +147,15 @@ def _template(where: str, key: str, text: str, fields: frozenset[str]) -> None:
             raise _fail(where, key, f"unknown placeholder {{{name}}} (known: {known})")
 
 
-def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "", check_patterns: bool = True) -> Rule:
+def engines() -> tuple[str, ...]:
+    """The names an entry's ``engine`` may take: "any" and every engine of the engine table (symmtui/engines/)."""
+    from symmtui.core import enginetable
+
+    return enginetable.names()
+
+
+def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "", check_patterns: bool = True,
+                engine_file: str | None = None) -> Rule:
     """One entry table -> a Rule; a bad key raises CatalogueError naming ``where`` (file and entry) and the key.
 
     ``check_patterns=False`` (the shipped files only, which tests check in full) skips compiling the
@@ -166,9 +174,11 @@ def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "", c
     if kind_s not in KINDS:
         raise _fail(where, "kind", f"{kind_s[:40]!r} is not one of {', '.join(KINDS)}")
     kind = Kind(kind_s)
-    engine = _str(where, "engine", raw.get("engine")) or "any"
-    if engine not in ENGINES:
-        raise _fail(where, "engine", f"{engine[:40]!r} is not one of {', '.join(ENGINES)}")
+    engine = _str(where, "engine", raw.get("engine")) or engine_file or "any"
+    if engine_file is not None and engine != engine_file:
+        raise _fail(where, "engine", f"an entry of the engine file {engine_file}.toml is that engine's (leave engine out)")
+    if engine not in engines():
+        raise _fail(where, "engine", f"{engine[:40]!r} is not one of {', '.join(engines())}")
     if kind is Kind.HANG:
         return _hang_entry(raw, where, rid, engine, user=user, origin=origin)
     scope = _str(where, "scope", raw.get("scope")) or "line"
@@ -218,8 +228,20 @@ def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "", c
         keys = [required_literal(p) for p in patterns]
         literals = tuple(k for k in keys if k) if all(keys) else ()
     not_ready_on = _str(where, "not_ready_on", raw.get("not_ready_on")) or None
-    if not_ready_on is not None and not_ready_on not in ENGINES[1:]:
-        raise _fail(where, "not_ready_on", f"{not_ready_on[:40]!r} is not one of sglang, vllm")
+    if not_ready_on is not None and not_ready_on not in engines()[1:]:
+        raise _fail(where, "not_ready_on", f"{not_ready_on[:40]!r} is not one of {', '.join(engines()[1:])}")
+    follows = _strs(where, "follow", raw.get("follow"))
+    detail = _str(where, "detail", raw.get("detail")) or None
+    detail_after = _str(where, "detail_after", raw.get("detail_after")) or None
+    if check_patterns:
+        for i, pat in enumerate(follows):
+            _regex(where, f"follow[{i}]", pat, user=user)
+        if detail is not None and "detail" not in _regex(where, "detail", detail, user=user).groupindex:
+            raise _fail(where, "detail", "needs a group named detail: (?P<detail>...)")
+        if detail_after is not None:
+            _regex(where, "detail_after", detail_after, user=user)
+    if (detail or detail_after) and not follows:
+        raise _fail(where, "detail", "a death's detail is read from its block: give follow patterns too")
     sets_dialect = engine != "any" and (kind in (Kind.READY, Kind.PHASE, Kind.PROGRESS, Kind.INFO) or "announce" in roles)
     return Rule(
         id=rid, kind=kind, pattern=combined,
@@ -232,11 +254,14 @@ def parse_entry(raw: Any, where: str, *, user: bool = False, origin: str = "", c
         user=user, engine=engine, versions=_str(where, "versions", raw.get("versions")),
         cause=cause, action=action, intent=intent, source=sources, context=context,
         roles=frozenset(roles), scope=scope, origin=origin,
+        follow=_combine(follows) if follows else None, detail=detail, detail_after=detail_after,
+        example=_str(where, "example", raw.get("example")),
     )
 
 
 # Keys that only line entries have: a hang entry is keyed by its phase.
-_LINE_ONLY = ("patterns", "context", "literals", "ends", "roles", "scope", "not_ready_on", "intent")
+_LINE_ONLY = ("patterns", "context", "literals", "ends", "roles", "scope", "not_ready_on", "intent", "follow", "detail",
+              "detail_after", "example")
 
 
 def _hang_entry(raw: dict[str, Any], where: str, rid: str, engine: str, *, user: bool, origin: str) -> Rule:
@@ -297,8 +322,11 @@ def _action(where: str, raw: Any, fields: frozenset[str] | None) -> Action | Non
     return Action(**vals)
 
 
-def parse_text(text: str, where: str, *, user: bool = False, check_patterns: bool = True) -> tuple[Rule, ...]:
-    """Every ``[[entry]]`` of one catalogue file's text (``check_patterns``: see :func:`parse_entry`)."""
+def parse_text(text: str, where: str, *, user: bool = False, check_patterns: bool = True,
+               engine_file: str | None = None) -> tuple[Rule, ...]:
+    """Every ``[[entry]]`` of one catalogue file's text (``check_patterns``: see :func:`parse_entry`);
+    ``engine_file``: the text is that engine's file (symmtui/engines/NAME.toml), whose entries are its engine's
+    and whose other tables are the engine table's (core.enginetable)."""
     import tomllib  # here: a start that reads the shipped catalogue from its cache parses no TOML
 
     try:
@@ -308,18 +336,20 @@ def parse_text(text: str, where: str, *, user: bool = False, check_patterns: boo
     except RecursionError:
         raise _fail(where, "toml", "nested too deeply") from None
     for key in data:
-        if key != "entry":
+        if key != "entry" and (engine_file is None or key not in ("engine", "prefix", "request")):
             raise _fail(where, str(key), "unknown table (a catalogue file holds [[entry]] tables)")
-    return parse_entries(data.get("entry", []), where, user=user, check_patterns=check_patterns)
+    return parse_entries(data.get("entry", []), where, user=user, check_patterns=check_patterns,
+                         engine_file=engine_file)
 
 
 def parse_entries(raw: Any, where: str, *, user: bool = False, key: str = "entry",
-                  check_patterns: bool = True) -> tuple[Rule, ...]:
+                  check_patterns: bool = True, engine_file: str | None = None) -> tuple[Rule, ...]:
     """A list of entry tables (a file's ``[[entry]]`` or a profile's ``[[rules.entry]]``)."""
     if not isinstance(raw, list):
         raise _fail(where, key, "must be an array of tables ([[entry]])")
     # One id may have several entries (a failure class with several signatures or engines).
-    return tuple(parse_entry(item, f"{where}: {key}[{i}]", user=user, origin=where, check_patterns=check_patterns)
+    return tuple(parse_entry(item, f"{where}: {key}[{i}]", user=user, origin=where, check_patterns=check_patterns,
+                             engine_file=engine_file)
                  for i, item in enumerate(raw))
 
 
@@ -330,22 +360,43 @@ def builtin_files() -> list[tuple[str, str]]:
     return [(f.name, f.read_text(encoding="utf-8")) for f in files]
 
 
-def parse_builtin() -> tuple[Rule, ...]:
-    """The shipped catalogue parsed from its files. Its patterns are not compiled here (tests check
-    every shipped entry in full: tests/core/test_lazy_rules.py)."""
-    out: list[Rule] = []
+def parse_builtin(check_patterns: bool = False) -> tuple[Rule, ...]:
+    """The shipped catalogue parsed from its files: the engine files' own diagnoses (symmtui/engines/*.toml),
+    symmtui/catalogue/*.toml in name order, then the engine files' markers and wrappers, the generic entries last
+    (see ``ordered``). Its
+    patterns are not compiled here (tests check every shipped entry in full: tests/core/test_lazy_rules.py)."""
+    from symmtui.core.enginetable import SHARED, engine_files
+
+    shipped: list[Rule] = []
     for name, text in builtin_files():
-        out.extend(parse_text(text, f"symmtui/catalogue/{name}", check_patterns=False))
-    return tuple(out)
+        shipped.extend(parse_text(text, f"symmtui/catalogue/{name}", check_patterns=check_patterns))
+    engines: list[Rule] = []
+    for name, text in engine_files():
+        if name != SHARED:
+            engines.extend(parse_text(text, f"symmtui/engines/{name}.toml", check_patterns=check_patterns,
+                                      engine_file=name))
+    # An engine's own diagnosis of its own line (SGLang's retraction is a warning, not the catalogue's CUDA OOM)
+    # comes before the catalogue's shared entries; its markers and wrappers after them.
+    own = [r for r in engines if r.diagnoses and not r.roles & {"wrapper", "generic"}]
+    return ordered([*own, *shipped, *(r for r in engines if r not in own)])
+
+
+def ordered(rules: Sequence[Rule]) -> tuple[Rule, ...]:
+    """``rules`` in table order with the generic entries (role "generic": any exception of a class, any NCCL
+    error) after every other: an engine's own wrapper or marker, read after the catalogue's files, still names a
+    line before a generic shape does."""
+    return (*(r for r in rules if "generic" not in r.roles), *(r for r in rules if "generic" in r.roles))
 
 
 @lru_cache(maxsize=1)
 def builtin_entries() -> tuple[Rule, ...]:
     """The shipped catalogue: symmtui/catalogue/*.toml in name order, parsed once and cached in the
     user's cache directory (core/catcache.py)."""
-    from symmtui.core import catcache, ruletypes
+    from symmtui.core import catcache, enginetable, ruletypes
 
-    sources = [*sorted(f for f in SHIPPED.iterdir() if f.name.endswith(".toml")), Path(__file__), Path(ruletypes.__file__)]
+    sources = [*sorted(f for f in SHIPPED.iterdir() if f.name.endswith(".toml")),
+               *sorted(f for f in enginetable.FOLDER.iterdir() if f.name.endswith(".toml")),
+               Path(__file__), Path(ruletypes.__file__)]
     return catcache.load(SHIPPED, sources, parse_builtin)
 
 

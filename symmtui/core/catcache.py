@@ -1,4 +1,4 @@
-"""The shipped catalogue's parsed entries, cached in the user's cache directory (``$XDG_CACHE_HOME/symmtui``).
+"""The shipped catalogue's parsed entries (and the engine table), cached in the user's cache directory (``$XDG_CACHE_HOME/symmtui``).
 
 A start reads them back with ``marshal`` (~1 ms) instead of parsing the TOML files and deriving each
 entry's literals (~15 ms). The cache names what it was made from, as a ``.pyc`` does: the path, size
@@ -28,32 +28,44 @@ FORMAT = 1  # bump when the cached layout changes
 MAX_BYTES = 8 << 20  # the cache of the shipped catalogue is ~0.2 MB
 
 
-def cache_file(folder: Path) -> Path:
-    """Where the cache of the catalogue in ``folder`` lives."""
+def cache_file(folder: Path, kind: str = "catalogue") -> Path:
+    """Where the cache of the ``kind`` ("catalogue", "engines") read from ``folder`` lives."""
     from symmtui.paths import cache_dir
 
     tag = binascii.crc32(os.fsencode(os.path.abspath(folder)))
-    return cache_dir() / f"catalogue-{tag:08x}.{sys.implementation.cache_tag}.marshal"
+    return cache_dir() / f"{kind}-{tag:08x}.{sys.implementation.cache_tag}.marshal"
 
 
 def load(folder: Path, sources: Sequence[Path], parse: Callable[[], tuple[Rule, ...]]) -> tuple[Rule, ...]:
     """``parse()``'s rules: read from the cache when it was made from ``sources`` as they are now, else
     parsed (and cached, where bytecode would be written)."""
-    cache = cache_file(folder)
+    rows = load_data(folder, sources, lambda: [_row(r) for r in parse()], "catalogue")
+    try:
+        return tuple(_rule(row) for row in rows)
+    except (TypeError, KeyError, ValueError):  # a cache this code does not read (its key matched): parse again
+        rules = parse()
+        _write(cache_file(folder), marshal.dumps((_key(sources), [_row(r) for r in rules])))
+        return rules
+
+
+def load_data(folder: Path, sources: Sequence[Path], parse: Callable[[], Any], kind: str) -> Any:
+    """``parse()``'s plain data (what ``marshal`` writes: dicts, lists, tuples, strings, numbers), read from
+    the cache of ``kind`` when it was made from ``sources`` as they are now, else parsed and cached."""
+    cache = cache_file(folder, kind)
     try:
         key = _key(sources)
     except OSError:  # a source vanished: no key to trust; parse (which says what is wrong)
         return parse()
     try:
         # Read like any file from outside: a FIFO or a huge file there never blocks or fills memory.
-        found, rows = marshal.loads(boundary.read_bytes(cache, what="the catalogue cache", max_bytes=MAX_BYTES))
+        found, data = marshal.loads(boundary.read_bytes(cache, what=f"the {kind} cache", max_bytes=MAX_BYTES))
         if found == key:
-            return tuple(_rule(row) for row in rows)
+            return data
     except (InputError, OSError, EOFError, ValueError, TypeError, KeyError):
         pass  # no cache yet, not a regular file, or one this code does not read: parse and write it again
-    rules = parse()
-    _write(cache, marshal.dumps((key, [_row(r) for r in rules])))
-    return rules
+    data = parse()
+    _write(cache, marshal.dumps((key, data)))
+    return data
 
 
 def _key(sources: Sequence[Path]) -> tuple[Any, ...]:

@@ -1,20 +1,23 @@
-"""What a server's own lines mean in its log: the one table of per-engine readings (no `dialect ==` elsewhere).
+"""What a server's own lines mean in its log: the per-engine readings, read from the engine table (no `dialect ==` elsewhere).
 
-A log's dialect is read from the log itself: SGLang's ``[YYYY-MM-DD HH:MM:SS ...]`` record prefix, vLLM's
-``INFO MM-DD HH:MM:SS [file.py:N]`` logger header and ``(Worker_TP0 pid=N)`` process prefix
-(``core.lineparts``), or a catalogue entry that only one engine prints (its ``engine``). Until one of those
-is seen the dialect is unknown, and no reading below applies.
+A log's dialect is read from the log itself: a record prefix that tells its engine (SGLang's ``[YYYY-MM-DD
+HH:MM:SS ...]``, vLLM's ``(Worker_TP0 pid=N)`` and ``INFO MM-DD HH:MM:SS [file.py:N]``: the table's ``tells``
+shapes), or a catalogue entry that only one engine prints (its ``engine``). Until one of those is seen the
+dialect is unknown, and no reading below applies.
 
-| engine | ``Application startup complete.`` (uvicorn) | requests answered before its own ready line |
+| reading | where in the table | e.g. |
 |---|---|---|
-| sglang | a warm-up step: SGLang sends itself a warm-up request after uvicorn starts, then prints ``The server is fired up and ready to roll!`` (catalogue ``not_ready_on = "sglang"``) | its own warm-up: in a log whose start is there, a request answered (``POST ... 200``) or a ``Prefill batch`` counts as readiness only after the first ``POST ... 200`` (the warm-up's answer: SGLang polls ``GET /get_model_info``, then posts one request to itself); a ``Decode batch`` line (the warm-up decodes too few tokens to log one) and ``GET /health ... 200`` (503 until the warm-up is done) always do |
-| vllm | READY: the API server starts last, after the engine cores | none: any request answered proves readiness |
-| unknown | READY (a served request or a started app is the best evidence an excerpt holds) | none |
+| uvicorn's ``Application startup complete.`` is a warm-up step, not READY | the catalogue entry's ``not_ready_on`` | SGLang sends itself a warm-up request after uvicorn starts |
+| requests answered before the engine's own ready line are its warm-up's | ``[engine] warmup_answer``, ``warmup_entries`` | SGLang: a ``POST ... 200`` or a ``Prefill batch`` count only after the warm-up's answer |
+| a process's crash does not end the server | ``[engine] front`` | vLLM's API server (a request's traceback) |
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+
+from symmtui.core import enginetable
 
 
 @dataclass(frozen=True)
@@ -26,17 +29,23 @@ class Dialect:
     warmup_answer: str | None = None
     warmup_entries: frozenset[str] = frozenset()
     """Serving entries the warm-up itself produces: before its answer, their lines are the warm-up's."""
+    front: frozenset[str] = frozenset()
+    """Process names whose crash does not end a serving server (vLLM's API server answers requests)."""
 
 
-DIALECTS: dict[str, Dialect] = {
-    "sglang": Dialect("sglang", warmup_answer="serving-request-ok",
-                      warmup_entries=frozenset({"serving-request-ok", "serving-request-answered",
-                                                "sglang-prefill-batch"})),
-    "vllm": Dialect("vllm"),
-}
 UNKNOWN = Dialect("unknown")
 
 
+@lru_cache(maxsize=64)
 def dialect(name: str | None) -> Dialect:
     """The readings of the engine ``name`` (a log's dialect); the unknown engine's when None or unlisted."""
-    return DIALECTS.get(name or "", UNKNOWN)
+    e = enginetable.table().engine(name)
+    if e is None:
+        return UNKNOWN
+    return Dialect(e.name, e.warmup_answer, e.warmup_entries, e.front)
+
+
+@lru_cache(maxsize=1)
+def front_processes() -> frozenset[str]:
+    """Every engine's front processes (a record names its process before the log's dialect is known)."""
+    return frozenset().union(*(e.front for e in enginetable.table().engines))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from symmtui.core.events import PROCESS_EXIT, Event, EventBuilder
 from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
-from symmtui.core.lineparts import record_source, split_prefix, split_records
+from symmtui.core.lineparts import may_name_a_source, record_source, split_prefix, split_records
 from symmtui.core.logclock import LogTimes
 from symmtui.core.ranks import RankBoard, RankSummary
 from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
@@ -41,8 +41,6 @@ MIN_TICK = 0.005  # ... or when a timeout or stall falls due (never a busy loop)
 MAX_PENDING_LINES = 100_000  # lines kept for a slow on_update; older ones are dropped (counted)
 QUIET_FLUSH = 2.0  # an open traceback with no new line for this long is closed as it is
 MAX_REPLAY_EVENTS = 50_000
-# journald's short stamp starts with a month: a line that may carry a rank behind a collector's prefix
-_MONTHS = frozenset({"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"})
 PID_SETTLE = 0.5  # after the process is gone, wait this long at most for its last log lines
 HEARTBEAT = 1.0  # with nothing new, an update this often all the same: readers show the time passing
 SETTLE_QUIET = 0.2  # after a crash, the log quiet this long (other ranks' copies arrive within ms) ...
@@ -161,6 +159,7 @@ class Bringup:
         self._gen_stop = threading.Event()  # the current generation's watchers
         self._started = False
         self._last_line_at: float | None = None
+        self._tail: LogLine | None = None  # the unfinished line the log ended in when opened (see _dispatch_loop)
         self._ranks = RankBoard()
         self._replay: list[Event] = []
         self._probe: HttpProbe | None = None
@@ -238,6 +237,7 @@ class Bringup:
             self._caught_up = not isinstance(self.source, Path)
             self._replay = []
             self._last_line_at = None
+            self._tail = None
             self._crash_at, self._settled, self._times, self._copy = None, True, LogTimes(None, None, None), None
             self._generation += 1
             self._urgent = True
@@ -387,6 +387,8 @@ class Bringup:
                 return
             builder = self._builder
             run: list[LogLine] = []
+            last: LogLine | None = None
+            finished = False
             for item in items:
                 if isinstance(item, FileNotice):
                     if not self._judge_run(builder, run, gen):
@@ -396,8 +398,10 @@ class Bringup:
                             return
                         self._pending.notices.append(item)
                     continue
+                last = item
                 if not item.progress:
                     run.append(item)
+                    finished = True
                     continue
                 if not self._judge_run(builder, run, gen):
                     return
@@ -409,8 +413,13 @@ class Bringup:
             with self._lock:
                 if gen != self._generation:
                     return
-                if caught_up and not self._caught_up:
+                first_catch_up = caught_up and not self._caught_up
+                if first_catch_up:
                     self._urgent = True  # a verdict held back until the backlog was judged may go out now
+                if first_catch_up and last is not None and last.progress:
+                    self._tail = last  # what the log held ends in an unfinished line: judged when the log stays quiet
+                elif finished:
+                    self._tail = None
                 self._caught_up = caught_up  # only now: every line of the batch is judged
                 self._wake.notify_all()
 
@@ -508,8 +517,8 @@ class Bringup:
         board = self._ranks
         for ln in run:
             plain = ln.plain
-            if plain[:1] not in "[(" and " | " not in plain[:80] and not plain[:4].isdigit() and plain[:3] not in _MONTHS:
-                continue  # no record prefix (a traceback's frame, an unprefixed writer): no rank
+            if not may_name_a_source(plain):
+                continue  # no record prefix that names a process (a traceback's frame, an unprefixed writer): no rank
             for rec in split_records(plain):
                 ev = marks.get((ln.no, record_source(rec)[0])) if marks else None
                 if ev is not None and "new_run" in ev.roles:
@@ -598,8 +607,27 @@ class Bringup:
             return
         ref.watch(stop, on_exit)
 
+    def _judge_tail(self) -> None:
+        """The log ended (as it was when opened) in a line without its newline, and stayed quiet QUIET_FLUSH: that
+        line is judged as scan judges it (a file of bare CR line ends is such a line, its last segment the visible
+        one). Matched outside the verdict's lock, as every line is; not while a batch is being matched."""
+        tail = self._tail
+        if tail is None or not self._feeding.acquire(blocking=False):
+            return
+        try:
+            with self._lock:
+                if self._tail is not tail or self._last_line_at is None \
+                        or self._clock() - self._last_line_at <= QUIET_FLUSH:
+                    return
+                self._tail, gen = None, self._generation
+            line = tail._replace(progress=False)
+            self._hand_on([line], self._builder.feed_many([line]), gen)
+        finally:
+            self._feeding.release()
+
     def _dispatch_loop(self) -> None:
         while True:
+            self._judge_tail()
             with self._lock:
                 now = self._clock()
                 before = self._last_state

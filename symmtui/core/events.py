@@ -13,18 +13,20 @@ exception of a chain over its wrappers).
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import TYPE_CHECKING, Protocol
 
+from symmtui.core import dialects
 from symmtui.core import tracebacks as tb
 from symmtui.core.decode import strip_ansi
 from symmtui.core.dialects import dialect as dialect_of
 from symmtui.core.lineparts import Prefix as Prefix
+from symmtui.core.lineparts import has_prefix, records
 from symmtui.core.lineparts import split_prefix as split_prefix
-from symmtui.core.lineparts import split_records
 from symmtui.core.rules import (
     PHASE_HTTP,
     PHASE_ORDER,
@@ -52,11 +54,9 @@ TRACEBACK = "traceback"  # the rule id of traceback events (the catalogue entry 
 BARE_EXCEPTION = "exception"  # the rule id of a record that is only an exception line
 PROCESS_EXIT = "process_exit"  # the rule id of the event the readiness machine makes when the process ends
 _TB_HEAD = tb.HEADER
+_NUMBERS = re.compile(r"\d+(?:\.\d+)?")
 # The phases before the HTTP server starts: seeing one means the log's start is there.
 _BEFORE_HTTP = frozenset(PHASE_ORDER[: PHASE_ORDER.index(PHASE_HTTP)])
-# Processes whose crash does not end a serving server: vLLM's API server answers requests (a request's
-# traceback is the request's), and so does an unprefixed writer (uvicorn, the launcher).
-_FRONT_PROCS = frozenset({"APIServer"})
 
 
 @dataclass(frozen=True)
@@ -141,8 +141,9 @@ def _clip(s: str, n: int = MAX_SUMMARY) -> str:
 
 def _worker(pre: Prefix) -> bool:
     """Whether the record comes from a server process whose crash ends the server (a rank, an engine core, a
-    worker), not from a front process (vLLM's API server) or an unprefixed writer."""
-    return pre.key is not None and pre.proc not in _FRONT_PROCS
+    worker), not from a front process (the engine table's ``front``: vLLM's API server answers requests, a
+    request's traceback is the request's) or an unprefixed writer (uvicorn, the launcher)."""
+    return pre.key is not None and (pre.proc is None or pre.proc not in dialects.front_processes())
 
 
 _FRAMES, _EXC, _CHAIN = 0, 1, 2  # a block collects frames; its exception came (details may follow); a chain marker came
@@ -193,6 +194,49 @@ class _Block:
         self.last_fed = fed
 
 
+@dataclass
+class _Death:
+    """A death's block (core/catalogue entries with ``follow``): its line, the lines after it that belong to it."""
+
+    rule: Rule
+    match: RuleMatch
+    no: int
+    off: int
+    text: str
+    message: str
+    pre: Prefix
+    serial: int
+    key: str
+    lines: list[str]
+    follows: list[re.Pattern[str]]
+    end_no: int
+    end_off: int
+    detail: str | None = None
+    expect_detail: bool = False
+    blanks: int = 0
+    dirty: bool = False  # lines joined since its event was last emitted
+
+
+@dataclass
+class _Tally:
+    """One keyed event's occurrences: the first one's event (as it last grew) and the count, ranks and spans of all.
+    A repeat is counted here, never rebuilt: the Event is made again only when a batch ends (``_drain``)."""
+
+    shown: Event
+    first: int
+    count: int
+    ranks: frozenset[int]
+    roles: frozenset[str]
+    kept: dict[int, tuple[tuple[int, int], tuple[int, int]]]
+
+
+_SERVING = "\x00serving"  # the memo's answer for a serving line (see EventBuilder._memo)
+MAX_MEMO = 4096  # lines whose judgement the builder remembers (a flood repeats its lines)
+
+
+MAX_DEATH_BLANKS = 3  # blank lines in a row that a death's report may hold (a Go dump's goroutines are apart)
+
+
 class EventBuilder:
     """Feed lines in order, get events. Tracebacks are assembled per source and merged across ranks.
 
@@ -208,8 +252,12 @@ class EventBuilder:
         self.thin_serving = thin_serving
         self.dialect: str | None = None
         self._open: list[_Block] = []
-        self._merged: dict[str, Event] = {}
-        self._spans: dict[str, dict[int, tuple[tuple[int, int], tuple[int, int]]]] = {}
+        self._tallies: dict[str, _Tally] = {}
+        self._dirty: dict[str, None] = {}  # keys repeated since the last drain (their updated Events are owed)
+        # The judgement of a line seen before, when it depends on the line alone (a warning's or an error line's key
+        # and ranks, a serving line) and nothing is open: a flood's repeated lines cost a lookup, not the rules.
+        self._memo: dict[str, tuple[str, frozenset[int]] | str] = {}
+        self._memo_line: str | None = None  # the physical line being judged, when it may be remembered
         self._serial = 0
         self._fed = 0
         self._scanner: litscan.LineFinder | None = None
@@ -219,6 +267,8 @@ class EventBuilder:
         self._started = False  # a bring-up phase of this run was seen (the log's start is there)
         self._warmed = False  # the engine's own warm-up request was answered (core.dialects)
         self._serving_run = False  # a serving line was judged, nothing else matched since, and another can change nothing
+        self._request_open = False  # a request record whose content goes on over the next unprefixed lines
+        self._death: _Death | None = None  # a death's report being read (its what(), its stack, its dump)
         serving = RuleSet(r for r in self.ruleset.rules if "serving" in r.roles) if thin_serving else None
         # Serving lines are found by their literals in feed_many; a serving rule without one: judged one by one.
         self._serving_lits: tuple[str, ...] = ()
@@ -230,15 +280,17 @@ class EventBuilder:
     # ------------------------------------------------------------------ public
     @property
     def in_block(self) -> bool:
-        """True while a traceback is open (or announced): every following line matters (scan stops skipping)."""
-        return bool(self._open) or self._pending is not None
+        """True while a traceback is open (or announced), a death's report or a request's content goes on: every
+        following line matters (scan stops skipping)."""
+        return bool(self._open) or self._pending is not None or self._request_open or self._death is not None
 
     def reset(self) -> None:
         """Forget everything (a relaunch)."""
         self.dialect = None
         self._open.clear()
-        self._merged.clear()
-        self._spans.clear()
+        self._tallies.clear()
+        self._dirty.clear()
+        self._memo.clear()
         self._fed = 0
         self._scanner = None
         self._scanner_sample = 0
@@ -246,10 +298,25 @@ class EventBuilder:
         self._started = False
         self._warmed = False
         self._serving_run = False
+        self._request_open = False
+        self._death = None
 
     def feed(self, line: LineLike) -> list[Event]:
         """Events completed or updated by this line (usually none)."""
         return self.feed_plain(line.no, line.plain, line.text, _offset(line))
+
+    def feed_deferred(self, no: int, plain: str, text: str | None = None, off: int = -1) -> list[Event]:
+        """Like ``feed_plain``, but the updates of events seen before (a count, a rank more) are owed until
+        ``drain`` or ``flush``: a flood of repeats costs a count each (``scan``)."""
+        return self._line(no, plain, text, off)
+
+    def drain(self) -> list[Event]:
+        """The updated Event of each key repeated since the last drain (its count, ranks and spans)."""
+        if not self._dirty:
+            return []
+        out = [self._shape(self._tallies[k]) for k in self._dirty if k in self._tallies]
+        self._dirty.clear()
+        return out
 
     def feed_many(self, lines: Sequence[LineLike]) -> list[Event]:
         """Like ``feed`` for each line in order, several times faster on big batches: the batch is
@@ -259,8 +326,8 @@ class EventBuilder:
         if n < BATCH_MIN or (n < FIRST_BATCH_MIN and self._scanner is None and self._fed == 0):
             out: list[Event] = []
             for line in lines:
-                out.extend(self.feed_plain(line.no, line.plain, line.text, _offset(line)))
-            return out
+                out.extend(self._line(line.no, line.plain, line.text, _offset(line)))
+            return out + self.drain()
         plains = [ln.plain for ln in lines]
         text = "\n".join(plains) + "\n"
         data = text.encode("utf-8", "replace")
@@ -279,7 +346,7 @@ class EventBuilder:
         for ci in idxs:
             while pos < ci and self.in_block:
                 line = lines[pos]
-                out.extend(self.feed_plain(line.no, line.plain, line.text, _offset(line)))
+                out.extend(self._line(line.no, line.plain, line.text, _offset(line)))
                 pos += 1
             if pos < ci and self._serving_lits and not self._serving_run:
                 if offs is None:
@@ -290,9 +357,9 @@ class EventBuilder:
                 pos = ci
             if ci < n and pos == ci:
                 line = lines[ci]
-                out.extend(self.feed_plain(line.no, line.plain, line.text, _offset(line)))
+                out.extend(self._line(line.no, line.plain, line.text, _offset(line)))
                 pos = ci + 1
-        return out
+        return out + self.drain()
 
     def _first_serving(self, lines: Sequence[LineLike], text: str, offs: list[int], a: int, b: int,
                        out: list[Event]) -> int:
@@ -310,7 +377,7 @@ class EventBuilder:
             i = bisect_right(offs, at) - 1
             self._fed += i - a
             line = lines[i]
-            out.extend(self.feed_plain(line.no, line.plain, line.text, _offset(line)))
+            out.extend(self._line(line.no, line.plain, line.text, _offset(line)))
             a = i + 1
         return a
 
@@ -320,6 +387,7 @@ class EventBuilder:
         m = self.ruleset.match(line.plain)
         if m is None or m.rule.kind is not Kind.PROGRESS:
             return []
+        self._memo_line = None
         return self._on_match(line.no, _offset(line), line.plain, line.text, m)
 
     def _scanner_for(self, data: bytes) -> litscan.LineFinder:
@@ -334,36 +402,94 @@ class EventBuilder:
     def feed_plain(self, no: int, plain: str, text: str | None = None, off: int = -1) -> list[Event]:
         """Like ``feed`` for a line given as its number and ANSI-free text (one physical line: its records);
         ``off`` is its byte offset in the file (-1: unknown), carried into the events it makes."""
+        out = self._line(no, plain, text, off)
+        return out + self.drain() if self._dirty else out
+
+    def remembered(self, plain: str, no: int, off: int) -> bool:
+        """Whether ``plain`` is a line judged before whose judgement depends on it alone (see ``_memo``), nothing
+        being open: then it is counted (its event's occurrence, or a serving line of the run) and needs no more."""
+        if self._open or self._pending is not None or self._death is not None or self._request_open:
+            return False
+        hit = self._memo.get(plain)
+        if hit is None:
+            return False
+        if isinstance(hit, str):  # _SERVING
+            if not self._serving_run:
+                return False
+            self._fed += 1
+            return True  # decided by the run's first serving line
+        key = hit[0]
+        tally = self._tallies.get(key)
+        if tally is None:
+            return False
+        self._fed += 1
+        tally.count += 1  # (inline: a flood's every line comes this way)
+        if len(tally.kept) < MAX_SPANS:
+            tally.kept[self._next_serial()] = ((no, no), (off, off))
+        if not hit[1] <= tally.ranks:
+            tally.ranks = tally.ranks | hit[1]
+        self._dirty[key] = None
+        return True
+
+    def _line(self, no: int, plain: str, text: str | None, off: int) -> list[Event]:
+        """One physical line: its records judged; the updates of repeated events owed (``drain``)."""
+        if self.remembered(plain, no, off):
+            return []
+        quiet = not self._open and self._pending is None and self._death is None and not self._request_open
         shown = text if text is not None else plain
-        if "[" not in plain[1:] and "(" not in plain[1:]:
-            return self._feed_record(no, off, plain, shown)
-        records = split_records(plain)
-        if len(records) == 1:
-            return self._feed_record(no, off, plain, shown)
+        if self._request_open:  # a request's content over several lines (a prompt with real newlines)
+            if not has_prefix(plain):
+                self._fed += 1
+                return []
+            self._request_open = False
+        recs, self._request_open = records(plain)
+        if len(recs) == 1:
+            self._memo_line = plain if quiet and not self._request_open else None
+            return self._feed_record(no, off, recs[0], shown)
+        self._memo_line = None
         out: list[Event] = []
-        for rec in records:
+        for rec in recs:
             out.extend(self._feed_record(no, off, rec, rec))
         return out
 
+    def _remember(self, answer: tuple[str, frozenset[int]] | str) -> None:
+        """Remember the judgement of the line being judged (see ``_memo``)."""
+        line = self._memo_line
+        if line is None:
+            return
+        if len(self._memo) >= MAX_MEMO:
+            self._memo.clear()
+        self._memo[line] = answer
+
     def flush(self) -> list[Event]:
-        """Close every open traceback (end of file, or the process is gone)."""
-        out: list[Event] = []
+        """Close every open traceback (end of file, or the process is gone); the updates owed (``drain``)."""
+        out: list[Event] = self._end_death()
         if self._pending is not None:
             no, off, plain, text, m = self._pending
             self._pending = None
             out.extend(self._on_match(no, off, plain, text, m, defer=False))
         for block in list(self._open):
             out.extend(self._close(block))
-        return out
+        return out + self.drain()
 
     # ------------------------------------------------------------------ one record
     def _feed_record(self, no: int, off: int, plain: str, text: str) -> list[Event]:
         self._fed += 1
+        if self._death is not None:
+            joined = self._death_line(no, off, plain, text)
+            if joined is not None:
+                return joined
+            ended = self._end_death()
+            return ended + self._feed_record_after(no, off, plain, text)
+        return self._feed_record_after(no, off, plain, text)
+
+    def _feed_record_after(self, no: int, off: int, plain: str, text: str) -> list[Event]:
         if not self._open and self._pending is None and _TB_HEAD not in plain and 'File "' not in plain:
             m = self.ruleset.match(plain)
             if m is None:
                 return self._bare(no, off, plain, text)
             if self.thin_serving and "serving" in m.rule.roles:
+                self._remember(_SERVING)
                 if self._serving_run:
                     return []  # decided by the run's first serving line
                 warmup = self._warmup_line(m.rule)  # (asked first: judging it may end the warm-up)
@@ -397,7 +523,7 @@ class EventBuilder:
         ev = Event(Kind.CRASH, BARE_EXCEPTION, summary, no, text, ranks=_ranks(pre), key=f"exception:{summary}", offset=off,
                    ts=pre.ts, roles=roles, diagnosis=cm.rule.id if cm is not None else None, facts=_facts(cm),
                    entry=cm.rule if cm is not None else None, source=pre.key)
-        return [self._merge(ev, self._next_serial(), (no, no), (off, off))]
+        return self._merge(ev, self._next_serial(), (no, no), (off, off))
 
     def _feed_slow(self, no: int, off: int, plain: str, text: str) -> list[Event]:
         out: list[Event] = []
@@ -486,7 +612,7 @@ class EventBuilder:
             if same and tb.is_detail(body) and not self._own_record(plain):
                 sec.details.append(stripped)
                 block.add(no, off, text, self._fed)
-                out.append(self._emit(block))
+                out.extend(self._emit(block))
                 if len(sec.details) >= tb.MAX_DETAIL_LINES:
                     out.extend(self._close(block))
                 return out
@@ -507,7 +633,7 @@ class EventBuilder:
             return out
         after_frame = bool(block.lines) and tb.is_frame(_body_of(block.lines[-1], block))
         if tb.is_continuation(body) or tb.is_frame(body) or tb.is_elision(body) or (
-                after_frame and not tb.is_exception_line(stripped)):
+                after_frame and not tb.is_exception_line(stripped) and not self._own_record(plain)):
             # a frame, its source line (indented, or not: a pasted excerpt loses indentation), carets, "..."
             block.add(no, off, text, self._fed)
             loc = tb.frame_location(body) if tb.is_frame(body) else None
@@ -534,14 +660,15 @@ class EventBuilder:
         block.state = _EXC
         block.exc_key = pre.key
         block.add(no, off, text, self._fed)
-        out.append(self._emit(block))
+        out.extend(self._emit(block))
         out.extend(self._expire())
         return out
 
     def _own_record(self, plain: str) -> bool:
-        """A line the catalogue names as a record of its own (a wrapper's "Killed", a phase): no detail line."""
+        """A line the catalogue names as a record of its own (a wrapper's "Killed", a phase, a death): no detail line,
+        no frame's source line."""
         m = self.ruleset.match(plain)
-        return m is not None and (m.rule.kind is not Kind.CRASH or bool(m.rule.roles & {"wrapper", "new_run"}))
+        return m is not None and (m.rule.kind is not Kind.CRASH or bool(m.rule.roles & {"wrapper", "new_run", "fatal"}))
 
     def _judge(self, no: int, off: int, plain: str, text: str) -> list[Event]:
         """A record outside every traceback, judged by the rules."""
@@ -623,9 +750,9 @@ class EventBuilder:
         if block.lead is None and _exception_in(block.lines[1:] if not block.headless else block.lines) is None:
             if block.headless or (quoted and (block.head_rule is None or not block.head_rule.diagnoses)):
                 return []
-        return [self._emit(block)]
+        return self._emit(block)
 
-    def _emit(self, block: _Block) -> Event:
+    def _emit(self, block: _Block) -> list[Event]:
         """The block's event as it stands (its first version, or a later one under the same key)."""
         ev = self._event_of(block)
         key = block.emitted if block.emitted is not None else ev.key
@@ -683,30 +810,43 @@ class EventBuilder:
             source=block.key,
         )
 
-    def _merge(self, ev: Event, serial: int, span: tuple[int, int], at: tuple[int, int]) -> Event:
-        """One occurrence (``serial``) of a keyed event, first or updated: occurrences are counted, the
-        first one's lines are what the event shows, every occurrence's span (line numbers, ``span``, and
-        byte offsets, ``at``) is kept (MAX_SPANS)."""
-        kept = self._spans.setdefault(ev.key, {})
-        new = serial not in kept
-        if not new or len(kept) < MAX_SPANS:
-            kept[serial] = (span, at)
-        spans, offsets = tuple(s for s, _ in kept.values()), tuple(a for _, a in kept.values())
-        old = self._merged.get(ev.key)
-        if old is None:
-            merged = replace(ev, spans=spans, offsets=offsets)
-        elif new:
-            merged = replace(old, count=old.count + 1, ranks=old.ranks | ev.ranks, roles=old.roles | ev.roles,
-                             spans=spans, offsets=offsets)
-        elif next(iter(kept)) == serial:  # the shown occurrence grew (detail lines, its chain)
-            merged = replace(ev, count=old.count, ranks=old.ranks | ev.ranks, roles=old.roles | ev.roles,
-                             spans=spans, offsets=offsets)
-        else:
-            merged = replace(old, ranks=old.ranks | ev.ranks, roles=old.roles | ev.roles, spans=spans, offsets=offsets)
-        self._merged[ev.key] = merged
-        return merged
+    def _merge(self, ev: Event, serial: int, span: tuple[int, int], at: tuple[int, int]) -> list[Event]:
+        """One occurrence (``serial``) of a keyed event, first or updated: occurrences are counted, the first one's
+        lines are what the event shows, every occurrence's span (line numbers, ``span``, and byte offsets, ``at``)
+        is kept (MAX_SPANS). A new occurrence of a key seen before is counted against its first one and its updated
+        Event is owed (``drain``: once per batch, however many repeats); the first occurrence, or the shown one
+        grown (detail lines, its chain), is the Event now."""
+        tally = self._tallies.get(ev.key)
+        if tally is None:
+            tally = self._tallies[ev.key] = _Tally(ev, serial, 1, ev.ranks, ev.roles, {serial: (span, at)})
+            return [self._shape(tally)]
+        if serial not in tally.kept:
+            tally.count += 1
+            if len(tally.kept) < MAX_SPANS:
+                tally.kept[serial] = (span, at)
+            if not ev.ranks <= tally.ranks:
+                tally.ranks = tally.ranks | ev.ranks
+            if not ev.roles <= tally.roles:
+                tally.roles = tally.roles | ev.roles
+            self._dirty[ev.key] = None
+            return []
+        tally.kept[serial] = (span, at)
+        tally.ranks, tally.roles = tally.ranks | ev.ranks, tally.roles | ev.roles
+        if serial == tally.first:
+            tally.shown = ev
+        self._dirty.pop(ev.key, None)
+        return [self._shape(tally)]
+
+    @staticmethod
+    def _shape(tally: _Tally) -> Event:
+        kept = tally.kept.values()
+        return replace(tally.shown, count=tally.count, ranks=tally.ranks, roles=tally.roles,
+                       spans=tuple(s for s, _ in kept), offsets=tuple(a for _, a in kept))
 
     def _on_match(self, no: int, off: int, plain: str, text: str, m: RuleMatch, *, defer: bool = True) -> list[Event]:
+        if "new_run" in m.rule.roles and self._dirty:
+            owed = self.drain()  # the last run's updates, before the new run's first event
+            return owed + self._on_match(no, off, plain, text, m, defer=defer)
         rule = m.rule
         if rule.id == TRACEBACK:
             return self._feed_slow(no, off, plain, text) if not self._open and tb.is_frame(split_prefix(plain).body) else []
@@ -716,10 +856,11 @@ class EventBuilder:
         if "new_run" in rule.roles:
             self._started = False
             self._warmed = False
-        if "new_run" in rule.roles and (self._merged or self._open):
+        if "new_run" in rule.roles and (self._tallies or self._open):
             # A new launch appended to the same log: its errors are not merged with the last run's.
-            self._merged.clear()
-            self._spans.clear()
+            self._tallies.clear()
+            self._dirty.clear()
+            self._memo.clear()
             self._open.clear()
         pre = split_prefix(plain)
         if pre.dialect and self.dialect is None:
@@ -737,6 +878,10 @@ class EventBuilder:
         if kind is Kind.PHASE and (phase in _BEFORE_HTTP or rule.ends in _BEFORE_HTTP):
             self._started = True
         ranks = _ranks(pre)
+        if kind is Kind.CRASH:
+            dm = m if rule.follow is not None else self.ruleset.death_match(plain)
+            if dm is not None:
+                return self._open_death(no, off, plain, text, dm, pre)
         if kind in (Kind.CRASH, Kind.WARNING):
             body = _clip(pre.body)
             cm = self.ruleset.classify(pre.body, plain) if kind is Kind.CRASH or not rule.diagnoses else None
@@ -745,10 +890,15 @@ class EventBuilder:
             roles = rule.roles | (cm.rule.roles if cm is not None else frozenset())
             if kind is Kind.CRASH and _worker(pre) and tb.is_bare_exception(pre.body.strip()):
                 roles |= {"fatal"}  # a worker's last words: its exception, printed alone
+            # its key: the rule and the message without its numbers (a warning repeated with other figures is one)
+            key = f"{rule.id}:{_NUMBERS.sub('#', body)}"
             ev = Event(kind, rule.id, body, no, text, phase=phase, ranks=ranks, offset=off,
-                       diagnosis=cm.rule.id if cm is not None else None, key=f"{rule.id}:{body}", ts=pre.ts,
+                       diagnosis=cm.rule.id if cm is not None else None, key=key, ts=pre.ts,
                        roles=roles, facts=_facts(cm), entry=cm.rule if cm is not None else None, source=pre.key)
-            return [self._merge(ev, self._next_serial(), (no, no), (off, off))]
+            out = self._merge(ev, self._next_serial(), (no, no), (off, off))
+            if "announce" not in rule.roles and "new_run" not in rule.roles:
+                self._remember((key, ranks))
+            return out
         progress = m.progress() if kind is Kind.PROGRESS else None
         summary = rule.summary if kind is not Kind.READY or not rule.user else _clip(pre.body)
         return [Event(kind, rule.id, summary, no, text, phase=phase, progress=progress, ranks=ranks,
@@ -756,6 +906,81 @@ class EventBuilder:
                       roles=rule.roles, facts=_facts(m) if rule.diagnoses else (),
                       entry=rule if rule.diagnoses else None, source=pre.key, spans=((no, no),), offset=off,
                       offsets=((off, off),))]
+
+
+    # ------------------------------------------------------------------ deaths
+    def _open_death(self, no: int, off: int, plain: str, text: str, m: RuleMatch, pre: Prefix) -> list[Event]:
+        """A death line (a catalogue entry with ``follow``): its event now, its report's lines joined to it."""
+        rule = m.rule
+        body = pre.body.strip()
+        death = _Death(rule, m, no, off, text, body, pre, self._next_serial(), f"{rule.id}:{_clip(body)}", [text],
+                       [re.compile(rule.follow or "$^")], no, off)
+        if rule.detail is not None:
+            d = re.search(rule.detail, body)
+            death.detail = d.group("detail") if d is not None else None
+        death.expect_detail = rule.detail_after is not None and re.search(rule.detail_after, body) is not None
+        self._death = death
+        return self._death_event(death)
+
+    def _death_line(self, no: int, off: int, plain: str, text: str) -> list[Event] | None:
+        """The open death's next line: joined (its events, usually none) or None (the death's report ended)."""
+        death = self._death
+        assert death is not None
+        body = split_prefix(plain).body
+        stripped = body.strip()
+        if not stripped:
+            death.blanks += 1
+            if death.blanks > MAX_DEATH_BLANKS:
+                return None
+            self._join_death(death, no, off, text)
+            return []
+        death.blanks = 0
+        if death.expect_detail:
+            death.expect_detail = False
+            death.detail = stripped
+            self._join_death(death, no, off, text)
+            return self._death_event(death)
+        if not any(rx.search(body) for rx in death.follows):
+            m = self.ruleset.match(plain)
+            if m is None or m.rule.kind is not Kind.CRASH or not (m.rule.follow is not None or {"fatal", "wrapper"} <= m.rule.roles):
+                return None
+            if m.rule.follow is not None:  # another death report of the same end (a native stack, then Python's)
+                death.follows.append(re.compile(m.rule.follow))
+        self._join_death(death, no, off, text)
+        if death.detail is None and death.rule.detail is not None:
+            d = re.search(death.rule.detail, body)
+            if d is not None:
+                death.detail = d.group("detail")
+                return self._death_event(death)
+        return []
+
+    def _join_death(self, death: _Death, no: int, off: int, text: str) -> None:
+        if len(death.lines) < MAX_BLOCK_LINES:
+            death.lines.append(text)
+        death.end_no, death.end_off = no, off
+        death.dirty = True
+
+    def _end_death(self) -> list[Event]:
+        """Close the open death: its last version when lines joined it since it was emitted."""
+        death, self._death = self._death, None
+        if death is None or not death.dirty:
+            return []
+        return self._death_event(death)
+
+    def _death_event(self, death: _Death) -> list[Event]:
+        death.dirty = False
+        message = death.detail or death.message
+        text_all = "\n".join(death.lines)
+        cm = self.ruleset.classify(message, text_all)
+        if cm is None or "generic" in cm.rule.roles or cm.rule.id == TRACEBACK:
+            cm = death.match  # its text names nothing more specific: the death's own entry
+        roles = death.rule.roles | (cm.rule.roles - {"wrapper"}) | {"fatal"}
+        pre = death.pre
+        ev = Event(Kind.CRASH, death.rule.id, _clip(message), death.no, death.text, ranks=_ranks(pre), count=1,
+                   block=tuple(death.lines), diagnosis=cm.rule.id if cm.rule.diagnoses else None, key=death.key,
+                   ts=pre.ts, roles=roles, facts=_facts(cm), entry=cm.rule if cm.rule.diagnoses else None,
+                   source=pre.key, offset=death.off)
+        return self._merge(ev, death.serial, (death.no, death.end_no), (death.off, death.end_off))
 
 
 def _specificity(cm: RuleMatch | None) -> int:

@@ -232,13 +232,15 @@ class Numbering:
 
     skipped: int = 0  # bytes before the attach point whose lines were not counted (0: numbers are exact)
     read_bytes: int = 0  # bytes read since the attach point
-    skipped_lines: int = 0  # the lines before it, estimated from the MiB just before it
+    skipped_lines: int = 0  # the lines before it, estimated from the MiB just before it ...
+    counted: bool = False  # ... or counted (the follower counts them in the background): numbers are the file's
 
     def label(self, no: int) -> str:
-        """``line 123`` (exact), or ``line ~123`` when the lines before the attach point were not counted."""
+        """``line 123`` (the file's own number), or ``line ~123`` while the lines before the attach point are not
+        counted yet (an estimate)."""
         if not self.skipped:
             return f"line {no}"
-        return f"line ~{self.skipped_lines + no}"
+        return f"line {self.skipped_lines + no}" if self.counted else f"line ~{self.skipped_lines + no}"
 
 
 def _iter_fd(
@@ -328,7 +330,9 @@ class LogFollower:
         self.attach_at = attach_at
         self.numbering_exact = True
         self.skipped = 0  # bytes before the attach point whose lines were not counted (numbers start there)
-        self.skipped_lines = 0  # ... and their estimated number
+        self.skipped_lines = 0  # ... and their estimated number (counted in the background: see _count_skipped)
+        self.skipped_counted = False
+        self._count_gen = 0  # an attach's count is this follower's only while no later attach or reset began
         self.has_more = False
         self._lock = threading.Lock()
         self._split = _Splitter(max_line_bytes, live=True)
@@ -443,10 +447,23 @@ class LogFollower:
         if watch is not None:
             watch.wake()
 
+    def _count_skipped(self, fd: int, end: int, gen: int) -> None:
+        """Count the lines before the attach point (a thread of its own: the verdict never waits on it)."""
+        try:
+            n = count_lines(fd, 0, end)
+        except OSError:
+            return  # the file went away: the numbers stay estimates
+        finally:
+            os.close(fd)
+        if gen == self._count_gen and self.skipped == end:
+            self.skipped_lines = n
+            self.skipped_counted = True
+
     def numbering(self) -> Numbering:
         """How this follower's line numbers map to the file's (it outlives ``close``)."""
         skipped = self.skipped
-        return Numbering(skipped, self._split.offset - skipped, self.skipped_lines)
+        counted = self.skipped_counted  # (read first: set after skipped_lines)
+        return Numbering(skipped, self._split.offset - skipped, self.skipped_lines, counted and skipped > 0)
 
     def backfill(self, batch_bytes: int = BACKFILL_BYTES) -> Iterator[list[LogLine]]:
         """The lines the tail start skipped (bytes before it), numbered exactly from 1, in batches.
@@ -665,12 +682,18 @@ class LogFollower:
                     no = count_lines(fd, 0, start) + 1
                     where = f"at line {no}"
                 else:
-                    # Counting a GB of newlines takes ~0.4 s, for a line number only: number from here.
+                    # Counting a GB of newlines takes ~0.4 s, for a line number only: number from here, estimate
+                    # the lines before it, and count them in the background (the numbers become the file's).
                     self.numbering_exact = False
                     self.skipped = start
                     sample = os.pread(fd, SAMPLE_BYTES, start - SAMPLE_BYTES)  # lines like those before it
                     self.skipped_lines = round(start * newlines(sample) / len(sample))
-                    where = f"at byte {start} (lines numbered from there; printed numbers are estimates, line ~N)"
+                    self.skipped_counted = False
+                    self._count_gen += 1
+                    threading.Thread(target=self._count_skipped, args=(os.dup(fd), start, self._count_gen),
+                                     name="symmtui-count", daemon=True).start()
+                    where = (f"at byte {start} (lines numbered from there; the lines before it are being counted: "
+                             "until then printed numbers are estimates, line ~N)")
         else:
             self._attach_tail = False
             self.numbering_exact = True
@@ -699,6 +722,8 @@ class LogFollower:
         self._fingerprint = b""
         self.numbering_exact = True
         self.skipped = self.skipped_lines = 0
+        self.skipped_counted = False
+        self._count_gen += 1
         self._notice(out, "truncated", f"{self.path} {why} after line {lines}; reading it again from its start")
 
     def _read(self, out: list[LogItem]) -> None:

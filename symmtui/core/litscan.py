@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Protocol
 
+from symmtui.core.lineparts import goes_on_literals
 from symmtui.core.rules import ByteScanner, RuleSet
 
 _hs: Any
@@ -24,14 +26,21 @@ class LineFinder(Protocol):
 
     def candidate_starts(self, buf: bytes | bytearray, end: int) -> list[int]: ...
 
+    def marked_starts(self, buf: bytes | bytearray, end: int) -> tuple[list[int], set[int]]:
+        """``candidate_starts``, and the starts of the lines that hold one of the finder's ``marked`` literals."""
+        ...
+
 
 class HyperscanFinder:
     """Every literal of the rule set (and NUL, ESC) in one Hyperscan block scan; rules without a
     literal are searched with their regex, as ByteScanner does."""
 
-    def __init__(self, ruleset: RuleSet, sample: bytes = b"") -> None:
+    def __init__(self, ruleset: RuleSet, sample: bytes = b"", extra: tuple[str, ...] = (),
+                 marked: frozenset[str] = frozenset()) -> None:
         assert _hs is not None
-        lits = [lit.encode("utf-8") for lit in (*ruleset.literals, *ALWAYS)]
+        self._names = minimal((*ruleset.literals, *extra, *ALWAYS), marked)
+        self._marked = frozenset(i for i, name in enumerate(self._names) if name in marked)
+        lits = [lit.encode("utf-8") for lit in self._names]
         self._lens = [len(x) for x in lits]
         self._db: Any = _hs.Database(mode=_hs.HS_MODE_BLOCK)
         # Hex escapes: every byte is a literal, and a NUL cannot end the pattern early.
@@ -55,17 +64,59 @@ class HyperscanFinder:
             starts.update(self._regex.regex_starts(buf, end))
         return sorted(starts)
 
+    def marked_starts(self, buf: bytes | bytearray, end: int) -> tuple[list[int], set[int]]:
+        """``candidate_starts`` and, from the same scan, the starts of the lines that hold a ``marked`` literal."""
+        ids = self._marked
+        hits: list[tuple[int, int]] = []
+        lens = self._lens
+        add = hits.append
+
+        def on_match(pid: int, _start: int, stop: int, _flags: int, _ctx: object) -> None:
+            add((stop - lens[pid], pid))
+
+        self._db.scan(buf if end == len(buf) else memoryview(buf)[:end], match_event_handler=on_match)
+        rfind = buf.rfind
+        starts: set[int] = set()
+        flagged: set[int] = set()
+        for at, pid in hits:
+            ls = rfind(b"\n", 0, at) + 1
+            starts.add(ls)
+            if pid in ids:
+                flagged.add(ls)
+        if self._regex is not None:
+            extra = self._regex.regex_starts(buf, end)
+            starts.update(extra)
+            flagged.update(extra)
+        return sorted(starts), flagged
+
 
 def available() -> bool:
     """Whether the Hyperscan matcher can be used here (the package is installed)."""
     return _hs is not None
 
 
-def finder(ruleset: RuleSet, sample: bytes, *, fast: bool = True) -> LineFinder:
-    """The fastest finder this host has for ``ruleset`` (``fast=False``: the pure-Python one)."""
+@lru_cache(maxsize=16)
+def minimal(literals: tuple[str, ...], marked: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """``literals`` without those that hold another (a line holding "Decode out of memory happened" holds "out of
+    memory": one report a line is enough to make it a candidate), a ``marked`` one kept unless it holds a marked one."""
+    by_length = sorted(set(literals), key=lambda x: (len(x), x))
+    kept: set[str] = set()
+    for i, lit in enumerate(by_length):
+        shorter = by_length[:i] if lit not in marked else [o for o in by_length[:i] if o in marked]
+        if not any(map(lit.__contains__, shorter)):
+            kept.add(lit)
+    out = [lit for lit in literals if lit in kept]
+    return tuple(out)
+
+
+def finder(ruleset: RuleSet, sample: bytes, *, fast: bool = True, marked: frozenset[str] = frozenset()) -> LineFinder:
+    """The fastest finder this host has for ``ruleset`` (``fast=False``: the pure-Python one); ``marked``: literals
+    whose lines ``marked_starts`` names. A request line whose content goes on over the next lines (core.lineparts)
+    is a candidate too: its content must not be judged."""
+    extra = goes_on_literals()
     if fast and _hs is not None:
         try:
-            return HyperscanFinder(ruleset, sample)
+            return HyperscanFinder(ruleset, sample, extra, marked)
         except _hs.error:  # a CPU Hyperscan does not support (it needs SSSE3): the same lines, slower
-            return ByteScanner(ruleset, sample)
-    return ByteScanner(ruleset, sample)
+            return ByteScanner(ruleset, sample, extra, marked)
+    return ByteScanner(ruleset, sample, extra, marked)

@@ -9,7 +9,7 @@
 | WAITING, STARTING, STALLED | a crash event, or the watched process gone | CRASHED |
 | WAITING, STARTING, STALLED | ``timeout`` s since the start | TIMED OUT |
 | any but a verdict | the user stops watching | STOPPED |
-| READY | a crash event of a worker process (a rank's, an engine core's, an announced scheduler's traceback) or a "fatal" catalogue entry (a wrapper that says the server is going down), or the watched process gone with a non-stop code | CRASHED (``ready_after``: how long after READY) |
+| READY | a crash event of a worker process (a rank's, an engine core's, an announced scheduler's traceback), a death any process can print (catalogue/25-deaths.toml: C++ ``terminate called``, a Go or Rust panic, a fatal signal's report, ``Fatal Python error``, a native CUDA error, ggml's and glog's aborts, the shell's ``Segmentation fault`` / ``Killed``), another "fatal" catalogue entry (a wrapper that says the server is going down), or the watched process gone with a non-stop code | CRASHED (``ready_after``: how long after READY) |
 | READY | the watched process ended by SIGTERM/SIGINT/exit 0, or by a stop we asked for | STOPPED |
 | CRASHED, TIMED OUT, STOPPED | (nothing but a new launch in the same log) | (the same) |
 | any | a new launch appended to the same log (``new_run``) | WAITING, as run N+1 |
@@ -191,6 +191,7 @@ class Readiness:
         self._process_detail: str | None = None
         self._verdict_at: float | None = None
         self._first_ts: float | None = None
+        self._log_now: float | None = None  # the log's clock: the latest stamp of the run (see _log_time)
         self._verdict_ts: float | None = None
         self._ready_at: float | None = None  # (clock, log time) when it became READY
         self._ready_ts: float | None = None
@@ -228,10 +229,11 @@ class Readiness:
             self._new_run()  # an earlier 200 answered for the old launch: wait for a fresh one
             self._alive, self._process_detail = keep_alive
             self._probe_detail = keep_detail
-        if event.ts is not None and self._first_ts is None:
-            self._first_ts = event.ts
+        ts = self._log_time(event.ts)
+        if ts is not None and self._first_ts is None:
+            self._first_ts = ts
         if event.kind is Kind.CRASH:
-            self._on_crash(event, now)
+            self._on_crash(event, now, ts=ts)
             return
         if event.kind is Kind.WARNING:
             self._warnings[event.key or event.summary] = event
@@ -246,15 +248,15 @@ class Readiness:
         if event.kind is Kind.READY:
             self._marker = event
             if self.config.need_probe and not self._probe_ok:
-                self._enter_phase(READY_WAITING_HEALTH, now, event.ts, force=True)
+                self._enter_phase(READY_WAITING_HEALTH, now, ts, force=True)
                 self._detail = READY_WAITING_HEALTH
             else:
-                self._become_ready(now, event.ts, "log says ready: " + event.summary)
+                self._become_ready(now, ts, "log says ready: " + event.summary)
             return
         if event.ends is not None:
-            self._end_phase(event.ends, now, event.ts)
+            self._end_phase(event.ends, now, ts)
         if event.phase is not None:
-            self._enter_phase(event.phase, now, event.ts)
+            self._enter_phase(event.phase, now, ts)
         if event.kind is Kind.PROGRESS and event.progress is not None and event.phase in (self._phase, None):
             self._progress = event.progress
 
@@ -412,7 +414,17 @@ class Readiness:
         elif self._ready_at is not None:
             self._ready_after = max(0.0, now - self._ready_at)
 
-    def _on_crash(self, event: Event, now: float, *, force: bool = False) -> None:
+    def _log_time(self, ts: float | None) -> float | None:
+        """The log's clock at a record stamped ``ts``: one clock per run, that never goes backwards (a stamp earlier
+        than the latest counts as the latest: a log whose stamps repeat or jump back makes no negative duration)."""
+        if ts is None:
+            return None
+        if self._log_now is not None and ts < self._log_now:
+            return self._log_now
+        self._log_now = ts
+        return ts
+
+    def _on_crash(self, event: Event, now: float, *, force: bool = False, ts: float | None = None) -> None:
         key = event.key or event.summary
         self._errors[key] = event
         cause = self._cause
@@ -430,13 +442,13 @@ class Readiness:
                 return
         self._cause = self._root(event, after_ready)
         if after_ready:
-            self._after_ready(now, event.ts)
+            self._after_ready(now, ts)
         self._state = State.CRASHED
         self._verdict_at = now - self._start
-        self._verdict_ts = event.ts
+        self._verdict_ts = ts
         self._detail = self._cause.headline()
         if self._spans and self._spans[-1].end is None:
-            self._end_phase(self._spans[-1].name, now, event.ts)
+            self._end_phase(self._spans[-1].name, now, ts)
 
     def _root(self, event: Event, after_ready: bool) -> Event:
         """The cause of the crash ``event`` ends the run with: itself, unless it is a wrapper or generic crash

@@ -148,7 +148,7 @@ class RuleSet:
         # Regexes compile at their first search (LazyRegex): the literal prefilter keeps most rules
         # from ever running on a log, and a start compiled ~200 of them (~7 ms) for nothing.
         self._compiled: list[tuple[Rule, LazyRegex, tuple[str, ...], LazyRegex | None]] = []
-        self._diagnosing: list[tuple[Rule, LazyRegex, LazyRegex | None]] = []
+        self._diagnosing: list[tuple[Rule, LazyRegex, LazyRegex | None, tuple[str, ...]]] = []
         self._exits: list[tuple[Rule, LazyRegex]] = []
         self._by_id: dict[str, Rule] = {}
         lits: set[str] = set()
@@ -160,9 +160,9 @@ class RuleSet:
             if rule.scope == "exit":
                 self._exits.append((rule, rx))
                 continue
-            if rule.diagnoses:
-                self._diagnosing.append((rule, rx, ctx))
             if rule.scope != "line":
+                if rule.diagnoses:
+                    self._diagnosing.append((rule, rx, ctx, ()))
                 continue
             keys = rule.literals
             if not keys:
@@ -171,6 +171,8 @@ class RuleSet:
                 if not keys:  # keyless: its regex preselects the lines, or (a user's anchored one) every line does
                     unanchored.append((rule, EVERY_LINE if rule.user and starts_anchored(rule.pattern)
                                        else rx.compiled()))
+            if rule.diagnoses:  # its keys spare ``classify`` its regex (and its compiling) on a message without them
+                self._diagnosing.append((rule, rx, ctx, keys if "(?i" not in rule.pattern else ()))
             self._compiled.append((rule, rx, keys, ctx))
             lits.update(keys)
         self.unanchored: tuple[tuple[Rule, Searcher | _EveryLine], ...] = tuple(unanchored)
@@ -196,6 +198,9 @@ class RuleSet:
         self._keyless = keyless
         self._asked = 0  # lines _selected has judged; after MASK_AFTER of them it asks a LiteralMask
         self._mask: LiteralMask | None = None
+        # Deaths (entries with ``follow``) name a line before any other entry that also matches it: a CUDA error
+        # ggml reports from native code is the process's death, whatever entry names the error.
+        self._deaths = tuple((rule, rx, keys) for rule, rx, keys, _ in self._compiled if rule.follow is not None)
 
     def compile_all(self) -> RuleSet:
         """Compile every regex now (they otherwise compile at their first search); returns the set."""
@@ -205,7 +210,7 @@ class RuleSet:
 
     def regexes(self) -> Iterator[LazyRegex]:
         """Every regex of the set (patterns, contexts, the literal prefilter), compiled yet or not."""
-        for _, rx, ctx in (*self._entries, *self._diagnosing):
+        for _, rx, ctx in (*self._entries, *((r, x, c) for r, x, c, _ in self._diagnosing)):
             yield rx
             if ctx is not None:
                 yield ctx
@@ -304,10 +309,25 @@ class RuleSet:
             if m is not None and (ctx is None or ctx.search(plain) is not None):
                 yield RuleMatch(rule, m)
 
+    def death_match(self, plain: str) -> RuleMatch | None:
+        """The first death entry (one with ``follow``) whose pattern matches the message part of ``plain``."""
+        message: str | None = None
+        for rule, rx, keys in self._deaths:
+            if keys and not any(k in plain for k in keys):
+                continue
+            if message is None:
+                message = message_part(plain)
+            m = rx.search(message)
+            if m is not None:
+                return RuleMatch(rule, m)
+        return None
+
     def classify(self, message: str, text: str = "") -> RuleMatch | None:
         """The first entry with a cause whose pattern matches ``message`` (an exception line or a
         crash line's message) and whose context, if any, matches ``text`` (the whole event)."""
-        for rule, rx, ctx in self._diagnosing:
+        for rule, rx, ctx, keys in self._diagnosing:
+            if keys and not any(k in message for k in keys):
+                continue
             m = rx.search(message)
             if m is not None and (ctx is None or ctx.search(text or message) is not None):
                 return RuleMatch(rule, m)
@@ -334,6 +354,10 @@ class ByteScanner:
 
     ruleset: RuleSet
     sample: bytes = b""
+    extra: tuple[str, ...] = ()
+    """Literals that make a line a candidate besides the rules' (a request line whose content goes on)."""
+    marked: frozenset[str] = frozenset()
+    """Literals whose lines ``marked_starts`` names."""
     anchors: dict[int, list[tuple[bytes, int]]] = field(default_factory=dict)
     whole: list[bytes] = field(default_factory=list)
     regexes: list[re.Pattern[str] | LinesPattern] = field(default_factory=list)
@@ -360,7 +384,7 @@ class ByteScanner:
         chosen_whole: list[bytes] = []
         # A NUL or an escape byte inside a marker is dropped by the decoder: such lines are always
         # candidates, so `scan` judges the same text as the follower does.
-        for lit in (*self.ruleset.literals, "\x00", "\x1b"):
+        for lit in (*self.ruleset.literals, *self.extra, "\x00", "\x1b"):
             data = lit.encode("utf-8")
             best_i = min(range(len(data)), key=lambda i: counts[data[i]])
             anchor_cost = 0.05 + counts[data[best_i]] / size * 250.0
@@ -401,6 +425,13 @@ class ByteScanner:
         if self.regexes or self.every_line:
             starts.update(self.regex_starts(buf, end))
         return sorted(starts)
+
+    def marked_starts(self, buf: bytes | bytearray, end: int) -> tuple[list[int], set[int]]:
+        """``candidate_starts``, and the starts of the lines that hold one of the ``marked`` literals."""
+        starts = self.candidate_starts(buf, end)
+        if not self.marked:
+            return starts, set()
+        return starts, set(ByteScanner(RuleSet(()), b"", tuple(self.marked)).candidate_starts(buf, end))
 
     def regex_starts(self, buf: bytes | bytearray, end: int) -> set[int]:
         """Line starts where a literal-free rule matches (decoded text: same newlines as the bytes); every line

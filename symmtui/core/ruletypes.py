@@ -100,6 +100,15 @@ class Rule:
     roles: frozenset[str] = frozenset()
     scope: str = "line"
     origin: str = ""
+    follow: str | None = None
+    """A death's block (C++ terminate, a Go or Rust panic, a fatal signal's report): the lines after it that still
+    belong to it (its what(), its stack, its goroutine dump); one event, however long."""
+    detail: str | None = None
+    """A regex with a group ``detail``, searched in the block's lines: the first match names the event (what())."""
+    detail_after: str | None = None
+    """When the death line matches this, the line right after it is its detail (Rust's "panicked at FILE:L:C:")."""
+    example: str = ""
+    """A line it names, quoted from its source (tests/core/test_rules.py checks that the entry names it)."""
 
     @property
     def diagnoses(self) -> bool:

@@ -10,15 +10,15 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from symmtui import boundary, clitext
 from symmtui.core import litscan
 from symmtui.core.decode import LogLine, clean_raw, make_line
 from symmtui.core.diagnose import event_json
-from symmtui.core.events import Event, EventBuilder, split_prefix
+from symmtui.core.events import TRACEBACK, Event, EventBuilder, split_prefix
 from symmtui.core.readiness import PhaseSpan, Readiness, ReadinessConfig, State
-from symmtui.core.rules import Rule, RuleSet
+from symmtui.core.rules import Kind, Rule, RuleSet
 from symmtui.core.verdict import findings
 from symmtui.errors import UserError
 
@@ -63,30 +63,45 @@ class ScanReport:
         return {"ready": 0, "crashed": 1}.get(self.verdict, 3)
 
 
-def _decode(no: int, raw: bytes | bytearray) -> LogLine:
+def _decode(no: int, raw: bytes | bytearray, offset: int = 0) -> LogLine:
     """The follower's decoding of one finished line (NULs, CR overwrites, cap, ANSI-free ``plain``)."""
     visible, truncated = clean_raw(bytes(raw), MAX_LINE)
-    return make_line(no, 0, visible, False, truncated)
+    return make_line(no, offset, visible, False, truncated)
+
+
+MAX_DECODED = 4096  # lines whose decoding phase two remembers (a flood repeats its lines)
 
 
 class _Scan:
     def __init__(self, ruleset: RuleSet) -> None:
-        self.builder = EventBuilder(ruleset)
+        # The live engine's builder: of a run of serving lines (nothing else judged between but repeats of lines
+        # judged before) only the first is judged; a repeat is counted against its first occurrence.
+        self.builder = EventBuilder(ruleset, thin_serving=True)
         self.readiness = Readiness(ReadinessConfig(timeout=None, stall=None), 0.0)
         self.first_ts: float | None = None
         self.last_ts: float | None = None
         self.t = 0.0
+        self.decoded: dict[bytes, tuple[str, str]] = {}
 
-    def line(self, no: int, raw: bytes) -> None:
-        for ev in self.builder.feed(_decode(no, raw)):
-            self.event(ev)
+    def line(self, no: int, raw: bytes, offset: int = 0) -> None:
+        got = self.decoded.get(raw)
+        if got is None:
+            ln = _decode(no, raw, offset)
+            got = (ln.text, ln.plain)
+            if len(self.decoded) >= MAX_DECODED:
+                self.decoded.clear()
+            self.decoded[raw] = got
+        events = self.builder.feed_deferred(no, got[1], got[0], offset)
+        if events:
+            for ev in events:
+                self.event(ev)
 
     def event(self, ev: Event) -> None:
-        if ev.ts is not None:
+        if ev.ts is not None:  # the log's clock never goes back (a stamp earlier than the latest is the latest)
             if self.first_ts is None:
                 self.first_ts = ev.ts
             self.last_ts = ev.ts if self.last_ts is None else max(self.last_ts, ev.ts)
-            self.t = max(self.t, ev.ts - self.first_ts)
+            self.t = max(self.t, self.last_ts - self.first_ts)
         self.readiness.feed(ev, self.t)
 
 
@@ -115,8 +130,9 @@ def find_candidates(path: str, start: int, end: int, rules: tuple[Rule, ...], sa
     ``_ServingRuns`` with a few ``find`` calls, so a decode-heavy log costs no Python per decode line.
     ``fast=False``: the pure-Python finder.
     """
-    thin = _ServingRuns.make(tuple(r for r in rules if "serving" in r.roles))
-    finder = litscan.finder(RuleSet(r for r in rules if thin is None or "serving" not in r.roles), sample, fast=fast)
+    thin = _ServingRuns.make(tuple(r for r in rules if "serving" in r.roles), rules, sample, fast)
+    finder = litscan.finder(RuleSet(r for r in rules if thin is None or "serving" not in r.roles), sample, fast=fast,
+                            marked=thin.state if thin is not None else frozenset())
     out: list[tuple[int, int]] = []
     lines = 0
     buf = bytearray(max(chunk_size, 1) + MAX_LINE + 2)  # a carried partial line, a chunk, an added newline
@@ -158,12 +174,15 @@ def find_candidates(path: str, start: int, end: int, rules: tuple[Rule, ...], sa
                 cut = have
             if cut == 0:
                 continue
-            starts = finder.candidate_starts(buf, cut)
             total = buf.count(b"\n", 0, cut)
             if thin is not None:
-                thin.chunk(out, buf, cut, pos, lines, starts, total)
-            elif starts:
-                out.extend((pos + s, lines + i) for s, i in zip(starts, _line_indexes(buf, starts, cut, total), strict=True))
+                starts, state = finder.marked_starts(buf, cut)
+                thin.chunk(out, buf, cut, pos, lines, starts, total, state)
+            else:
+                starts = finder.candidate_starts(buf, cut)
+                if starts:
+                    out.extend((pos + s, lines + i)
+                               for s, i in zip(starts, _line_indexes(buf, starts, cut, total), strict=True))
             lines += total
             pos += cut
             have -= cut
@@ -171,6 +190,7 @@ def find_candidates(path: str, start: int, end: int, rules: tuple[Rule, ...], sa
                 view[:have] = view[cut : cut + have]
     if thin is not None:
         thin.other(out)
+        out.sort()  # a run's last serving line is added when the run ends, after the repeats inside it
     return out, lines
 
 
@@ -205,26 +225,44 @@ class _ServingRuns:
     does not grow with the number of serving lines.
     """
 
-    def __init__(self, rules: RuleSet) -> None:
+    def __init__(self, rules: RuleSet, state: frozenset[str] = frozenset()) -> None:
         self.rules = rules
+        self.state = state
+        """The literals of the lines that may change what a serving line means (phases, ready lines, a launch's
+        start, a traceback, a death): such a line is never a mere repeat, whatever it repeats."""
         self.lits = tuple(x.encode("utf-8") for x in rules.literals)
+        self.seen: dict[bytes, bool] = {}
+        self.repeats: set[bytes] = set()  # the candidate lines seen (a repeat of one ends no run)
         self.first = 0  # how many of the current run's first real serving lines are in the output
         self.last: tuple[int, int] | None = None  # the run's latest real serving line, emitted when it ends
 
     @classmethod
-    def make(cls, rules: tuple[Rule, ...]) -> _ServingRuns | None:
+    def make(cls, rules: tuple[Rule, ...], every: tuple[Rule, ...] = (), sample: bytes = b"",
+             fast: bool = True) -> _ServingRuns | None:
         """None when there is nothing to thin, or a serving rule has no literal to find its lines by."""
         if not rules:
             return None
         rs = RuleSet(rules)
-        return None if rs.unanchored or not rs.literals else cls(rs)
+        if rs.unanchored or not rs.literals:
+            return None
+        state = RuleSet(r for r in every if "serving" not in r.roles and (
+            r.kind not in (Kind.CRASH, Kind.WARNING) or r.id == TRACEBACK or r.follow is not None
+            or r.roles & {"announce", "new_run", "fatal"}))
+        return cls(rs, frozenset(state.literals))
 
     def holds(self, buf: bytes) -> bool:
         """Whether ``buf`` holds a serving literal."""
         return any(lit in buf for lit in self.lits)
 
     def _real(self, raw: bytes | bytearray) -> bool:
-        return self.rules.match(_decode(1, raw[:MAX_LINE]).plain) is not None
+        key = bytes(raw[:MAX_LINE])
+        got = self.seen.get(key)  # a flood repeats its serving lines: judged once each
+        if got is None:
+            got = self.rules.match(_decode(1, key).plain) is not None
+            if len(self.seen) >= MAX_DECODED:
+                self.seen.clear()
+            self.seen[key] = got
+        return got
 
     def _first_real(self, buf: bytes | bytearray, a: int, b: int) -> tuple[int, int] | None:
         """(start, end + 1) of the first line in ``buf[a:b]`` (whole lines) a serving rule matches."""
@@ -260,41 +298,58 @@ class _ServingRuns:
         return None
 
     def chunk(self, out: list[tuple[int, int]], buf: bytes | bytearray, cut: int, pos: int, base: int, starts: list[int],
-              total: int) -> None:
+              total: int, state: set[int]) -> None:
         """Add to ``out`` the candidates ``starts`` of ``buf[:cut]`` (file offset ``pos``, line index
-        ``base``, ``total`` lines) and the serving lines kept around them."""
-        plan: list[tuple[int, int]] = []  # (0 first of a run, 1 last so far, 2 another candidate; offset)
+        ``base``, ``total`` lines) and the serving lines kept around them. A candidate that repeats an earlier
+        candidate byte for byte (a flood's warning, eight ranks' same line) is kept but ends no run: its judgement is
+        its first occurrence's (the event builder counts it against it), so it changes nothing a serving line means."""
+        plan: list[tuple[int, int]] = []  # (offset; 0 first of a run, 1 last so far, 2 another candidate, 3 a repeat)
+        strong: list[int] = []
+        seen = self.repeats
+        find, add = buf.find, plan.append
+        for s in starts:
+            line = bytes(buf[s : find(b"\n", s, cut)])
+            if line in seen and s not in state:
+                add((s, 3))
+                continue
+            if len(seen) >= MAX_DECODED:
+                seen.clear()
+            seen.add(line)
+            strong.append(s)
         first = self.first
         a = 0
-        for s in (*starts, cut):
+        for s in (*strong, cut):
             if a < s:  # the gap [a, s) holds serving lines and plain ones only
                 lo = a
                 while first < RUN_HEAD:
                     f = self._first_real(buf, lo, s)
                     if f is None:
                         break
-                    plan.append((0, f[0]))
+                    plan.append((f[0], 0))
                     first += 1
                     lo = f[1]
                 if first:
                     last = self._last_real(buf, lo, s)
                     if last is not None:
-                        plan.append((1, last))
+                        plan.append((last, 1))
             if s == cut:
                 break
-            plan.append((2, s))
+            plan.append((s, 2))
             first = 0
             a = buf.find(b"\n", s, cut) + 1
         if not plan:
             return
-        idxs = _line_indexes(buf, [o for _, o in plan], cut, total)
-        for (kind, off), idx in zip(plan, idxs, strict=True):
+        plan.sort()
+        idxs = _line_indexes(buf, [o for o, _ in plan], cut, total)
+        for (off, kind), idx in zip(plan, idxs, strict=True):
             at = (pos + off, base + idx)
             if kind == 0:
                 out.append(at)
                 self.first += 1
             elif kind == 1:
                 self.last = at
+            elif kind == 3:
+                out.append(at)
             else:
                 self.other(out)
                 out.append(at)
@@ -381,11 +436,28 @@ def scan_file(path: str | os.PathLike[str], ruleset: RuleSet | None = None, *, c
             scan.first_ts = split_prefix(_decode(1, first_line[:4096]).plain).ts
         total = 0
         consumed = 0  # file offset up to which lines were fed
+        window = _Window(fd)
+        builder = scan.builder
+        decoded, remembered = scan.decoded, builder.remembered
         for cands, lines in results:
             for off, idx in cands:
                 if off < consumed:
                     continue
-                consumed = _feed_from(fh, off, total + idx + 1, scan)
+                wbuf, at = window.buf, off - window.start  # _feed_from, its first line inline: most are one line
+                nl = wbuf.find(b"\n", at, at + MAX_LINE + 1) if 0 <= at < len(wbuf) else -1
+                if nl >= 0:
+                    raw, nxt = wbuf[at:nl], window.start + nl + 1
+                else:
+                    raw, nxt = window.line(off)
+                    if nxt == off:
+                        consumed = off
+                        continue
+                got = decoded.get(raw)
+                if got is not None and remembered(got[1], total + idx + 1, off):
+                    consumed = nxt  # a repeat of a line judged before: counted (a flood costs this much a line)
+                    continue
+                scan.line(total + idx + 1, raw, off)
+                consumed = _feed_from(window, nxt, total + idx + 2, scan) if builder.in_block else nxt
             total += lines
         last_line = _last_line(fd, size)
     for ev in scan.builder.flush():
@@ -461,23 +533,53 @@ def _forked(path: str, ranges: list[tuple[int, int]], rules: tuple[Rule, ...], s
                 os.waitpid(pid, 0)
 
 
-def _feed_from(fh: BinaryIO, off: int, no: int, scan: _Scan) -> int:
-    """Feed the line at ``off`` (number ``no``), and the following ones while a traceback is open."""
-    fh.seek(off)
+class _Window:
+    """Phase two's reads: the file in blocks of CHUNK bytes around the lines it asks for (a dense run of
+    candidates, a flood's every line, costs one read a block, not one a line)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buf = b""
+        self.start = 0  # file offset of buf[0]
+
+    def line(self, off: int) -> tuple[bytes, int]:
+        """(the line at ``off`` without its newline, its head only when longer than MAX_LINE; the next line's
+        offset), (b"", off) at the end of the file."""
+        buf, at = self.buf, off - self.start
+        nl = buf.find(b"\n", at) if 0 <= at < len(buf) else -1
+        if nl < 0:
+            buf = self.buf = os.pread(self.fd, max(CHUNK, MAX_LINE + 1), off)
+            self.start, at = off, 0
+            if not buf:
+                return b"", off
+            nl = buf.find(b"\n")
+            if nl < 0:  # an over-long line (or the unterminated last one): its head; skip to its end
+                head = buf[:MAX_LINE]
+                nxt = off + len(buf)
+                while buf:  # (an unterminated last line ends the file: the read comes back empty)
+                    buf = os.pread(self.fd, CHUNK, nxt)
+                    cut = buf.find(b"\n")
+                    if cut >= 0:
+                        nxt += cut + 1
+                        break
+                    nxt += len(buf)
+                self.buf = b""
+                return head, nxt
+        return buf[at : min(nl, at + MAX_LINE)], self.start + nl + 1
+
+
+def _feed_from(window: _Window, off: int, no: int, scan: _Scan) -> int:
+    """Feed the line at ``off`` (number ``no``), and the following ones while a traceback (a death's report, a
+    request's content) is open; the offset after the last line fed."""
     while True:
-        raw = fh.readline(MAX_LINE)
-        if not raw:
-            return fh.tell()
-        if raw.endswith(b"\n"):
-            raw = raw[:-1]
-        else:
-            rest = raw  # an over-long line: judge its head, skip the rest
-            while rest and not rest.endswith(b"\n"):
-                rest = fh.readline(MAX_LINE)
-        scan.line(no, raw)
+        raw, nxt = window.line(off)
+        if nxt == off:
+            return off
+        scan.line(no, raw, off)
         no += 1
+        off = nxt
         if not scan.builder.in_block:
-            return fh.tell()
+            return off
 
 
 def _last_line(fd: int, size: int) -> bytes:
@@ -573,7 +675,7 @@ def report_text(rep: ScanReport) -> list[str]:
         ready = rep.phases[-1] if rep.phases else None
         took = ""
         if ready is not None and ready.log_start is not None and rep.first_ts is not None:
-            took = f" {fmt_duration(ready.log_start - rep.first_ts)} after the first line"
+            took = f" {fmt_duration(max(0.0, ready.log_start - rep.first_ts))} after the first line"
         out.append(f"verdict: READY{took}")
     elif rep.verdict == "crashed":
         head = rep.cause.headline() if rep.cause is not None else "crashed"

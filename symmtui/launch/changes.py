@@ -18,6 +18,7 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from symmtui.core import enginetable
 from symmtui.core.diagnose import Diagnosis
 from symmtui.core.rules import Action
 from symmtui.core.verdict import Changes
@@ -26,8 +27,8 @@ from symmtui.launch.history import HistoryEntry
 from symmtui.launch.timings import upgrades
 
 NAMED, VERSIONS, GPUS, PATCH, MODEL, REST = range(6)
-VERSION_ORDER = ("sglang", "vllm", "torch", "nccl", "driver", "cuda driver", "cuda (torch)")
-"""The order versions are named in (others follow, symmtui's own last)."""
+VERSION_ORDER = ("torch", "nccl", "driver", "cuda driver", "cuda (torch)")
+"""The order versions are named in, after the engines' packages (the engine table's; others follow, symmtui's own last)."""
 MAX_SHOWN = 160  # characters of a value or command in a line
 _FLAG = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*[a-z0-9]")
 _VARIABLE = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
@@ -114,9 +115,10 @@ def _env(now: LaunchFacts, then: LaunchFacts) -> list[Difference]:
 
 
 def _version_key(name: str) -> tuple[int, str]:
+    order = (*enginetable.table().packages(), *VERSION_ORDER)
     if name == "symmtui":
-        return (len(VERSION_ORDER) + 1, name)
-    return (VERSION_ORDER.index(name) if name in VERSION_ORDER else len(VERSION_ORDER), name)
+        return (len(order) + 1, name)
+    return (order.index(name) if name in order else len(order), name)
 
 
 def _versions(now: HistoryEntry, then: HistoryEntry) -> list[Difference]:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from symmtui import __version__
+from symmtui.core import enginetable
 from symmtui.errors import UserError
 from symmtui.proc.proctree import environ
 from symmtui.redact import redact, redact_argv, redact_env
@@ -38,7 +39,11 @@ if TYPE_CHECKING:
     from symmtui.gpu.nvml import Nvml
     from symmtui.launch.profile import Profile
 
-PACKAGES = ("sglang", "vllm", "torch")
+def packages() -> tuple[str, ...]:
+    """The packages whose versions a bring-up records: every engine's (the engine table's ``package``) and torch."""
+    return (*enginetable.table().packages(), "torch")
+
+
 VALUE_PREFIXES = ("NCCL_", "CUDA_", "SGLANG_", "VLLM_", "TORCH_", "PYTORCH_")
 PRESENCE_PREFIXES = ("HF_", "HUGGING_FACE_")
 PRESENT = "(set)"
@@ -137,7 +142,7 @@ class EnvInfo:
     """The server's interpreter (a path), None when not known (an attach without a pid)."""
     python_version: str | None = None
     versions: tuple[tuple[str, str | None], ...] = ()
-    """(package, version) for sglang, vllm, torch as the server's interpreter has them; None: not installed."""
+    """(package, version) for every engine's package and torch as the server's interpreter has them; None: not installed."""
     torch_cuda: str | None = None
     nccl: str | None = None
     driver: str | None = None
@@ -152,7 +157,7 @@ class EnvInfo:
     notes: tuple[str, ...] = field(default=())
 
     def version(self, package: str) -> str | None:
-        """The version of ``package`` (sglang, vllm, torch), None when not installed or not known."""
+        """The version of ``package`` (an engine's, torch), None when not installed or not known."""
         return dict(self.versions).get(package)
 
     def rows(self) -> list[tuple[str, str]]:
@@ -160,8 +165,11 @@ class EnvInfo:
         rows: list[tuple[str, str]] = [("symmtui", self.symmtui)]
         if self.python:
             rows.append(("python", f"{self.python}" + (f" ({self.python_version})" if self.python_version else "")))
+        command = " ".join(self.argv) if self.argv else self.command_text or ""
+        engine = enginetable.table().engine(enginetable.table().by_command(command)) if command else None
         for name, ver in self.versions:
-            rows.append((name, ver if ver is not None else "not installed"))
+            if ver is not None or name == "torch" or (engine is not None and name == engine.package):
+                rows.append((name, ver if ver is not None else "not installed"))
         if self.torch_cuda:
             rows.append(("torch CUDA", self.torch_cuda))
         if self.nccl:
@@ -357,13 +365,14 @@ def capture(
         from symmtui.patch.finder import locate
 
         try:
-            found = {i.package: i for i in locate(list(PACKAGES), python=python, env=command.env,
+            wanted = packages()
+            found = {i.package: i for i in locate(list(wanted), python=python, env=command.env,
                                                   cwd=command.cwd, argv=command.argv)}
         except (UserError, OSError) as exc:
             notes.append(f"package versions not read: {exc}")
             found = None
         if found is not None:
-            versions = tuple((p, (found[p].version or "unknown") if p in found else None) for p in PACKAGES)
+            versions = tuple((p, (found[p].version or "unknown") if p in found else None) for p in wanted)
             torch = found.get("torch")
             if torch is not None and nccl:
                 try:

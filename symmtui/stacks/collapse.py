@@ -5,13 +5,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from symmtui.core import enginetable
 from symmtui.core.ranks import compact, sort_key
 from symmtui.core.rules import RuleSet
 from symmtui.stacks.model import Frame, Group, ProcDump
 from symmtui.stacks.phase import engine_of, hints_for, phase_of
 
-KEY_PACKAGES = ("sglang", "vllm", "torch")
-"""Frames in these packages are the ones a reader looks for first."""
+
+def key_packages() -> tuple[str, ...]:
+    """The packages whose frames a reader looks for first: every engine's code (the engine table) and torch."""
+    return (*(c for e in enginetable.table().engines for c in e.code), "torch")
 
 _SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
 _STDLIB = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\]")
@@ -33,7 +36,8 @@ def package_of(frame: Frame) -> str | None:
 
 def is_key(frame: Frame) -> bool:
     pkg = package_of(frame)
-    return pkg in KEY_PACKAGES or any(f"/{p}/" in frame.filename for p in KEY_PACKAGES)
+    keys = key_packages()
+    return pkg in keys or any(f"/{p}/" in frame.filename for p in keys)
 
 
 def is_noise(frame: Frame) -> bool:

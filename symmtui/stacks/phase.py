@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from symmtui.core import rules
+from symmtui.core import enginetable, rules
 from symmtui.core.catalogue import hang_text
 from symmtui.core.rules import RuleSet
 from symmtui.stacks.model import Frame, Hint
@@ -57,19 +57,15 @@ def phase_of(frames: Sequence[Frame], log_phase: str | None) -> str | None:
     return phase_of_stack(frames) or (_FROM_LOG.get(log_phase) if log_phase else None)
 
 
-_ENGINE_FILE = re.compile(r"[/\\](sglang|vllm)[/\\]")
-
-
 def engine_of(frames: Sequence[Frame], cmdline: str = "") -> str | None:
-    """"sglang" or "vllm" when the stack's files (or the command line) name one, else None."""
+    """The engine (a name of the engine table) whose code the stack's files are, or whose server the command line
+    runs, else None."""
+    table = enginetable.table()
     for f in frames:
-        m = _ENGINE_FILE.search(f.filename)
-        if m is not None:
-            return m.group(1)
-    for name in ("sglang", "vllm"):
-        if name in cmdline:
+        name = table.by_path(f.filename)
+        if name is not None:
             return name
-    return None
+    return table.by_command(cmdline) if cmdline else None
 
 
 def hints_for(phase: str | None, ruleset: RuleSet | None = None, engine: str | None = None) -> tuple[Hint, ...]:

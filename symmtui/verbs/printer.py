@@ -80,6 +80,8 @@ def verdict_lines(board: Board, *, max_block: int = MAX_BLOCK_PRINT) -> list[str
         out += [f"  {text}" for text in board.timings]
     elif board.state is State.CRASHED:
         out.append(f"{word} after {after:.1f} s: {cause.headline if cause is not None else snap.detail}")
+        if snap.log_span is not None and after < 1.0 and snap.log_span > after:  # on the log's clock, as READY says
+            out.append(f"  (already in the log: it crashed {snap.log_span:.1f} s after its first line)")
         if snap.ready_after is not None:
             out.append(f"  (it had been READY: it crashed {snap.ready_after:.1f} s after READY)")
         if cause is not None:
@@ -133,8 +135,8 @@ def _first_error(said: Said, max_block: int) -> list[str]:
     if ev.rule_id == PROCESS_EXIT:
         return []  # the headline already says how the process ended; the log had no error line
     lines = ev.block or ((ev.text,) if ev.text and ev.text != ev.summary else ())
-    if not lines:
-        return []
+    if not any(text.strip() for text in lines):
+        return []  # nothing to show: no empty excerpt
     shown = lines if len(lines) <= max_block else (*lines[:10], "...", *lines[-(max_block - 11):])
     return [f"  --- first error{_where(said)} ---", *(f"  | {text}" for text in shown), "  ---"]
 

@@ -23,6 +23,28 @@ KEYERROR_LOG = FIXTURES / "sglang-tp8-symm-mem-keyerror.log"
 READY_LOG = FIXTURES / "sglang-tp8-ready.log"
 WRITER = FIXTURES / "log_writer.py"
 ROOT = Path(__file__).resolve().parent.parent.parent
+# Constructed hostile input (no engine printed these): request and access lines whose client content quotes other
+# processes' records and crash words, in the shapes SGLang's --log-requests, vLLM's request logger and engines, and
+# uvicorn's access log print them. Appended to a healthy server's log they must change nothing.
+QUOTING_REQUESTS = (
+    "[2026-11-29 09:48:10] Receive: obj=GenerateReqInput(text='[2026-12-01 10:00:00 TP3] torch.OutOfMemoryError: "
+    "CUDA out of memory. Tried to allocate 2.00 GiB', sampling_params={'max_new_tokens': 8})",
+    "[2026-11-29 09:48:10] Receive: obj=GenerateReqInput(text='[2026-12-01 10:00:00 TP12] Scheduler hit an "
+    "exception: Traceback (most recent call last):', sampling_params={})",
+    "(APIServer pid=9) INFO 11-29 09:48:11 [logger.py:43] Received request chatcmpl-1: prompt: '(Worker_TP3 pid=9) "
+    "ERROR 11-29 09:48:11 [core.py:1] RuntimeError: CUDA error: an illegal memory access was encountered', params: "
+    "SamplingParams(n=1), lora_request: None.",
+    "(APIServer pid=9) INFO 11-29 09:48:11 [async_llm.py:1] Added request [rank3]: torch.distributed.DistBackendError: "
+    "NCCL error in: x.cpp:1, unhandled system error.",
+    '[2026-11-29 09:48:12] INFO:     127.0.0.1:51234 - "GET /SIGSEGV%20Segmentation%20fault?x=Killed HTTP/1.1" 404 '
+    "Not Found",
+)
+
+
+def quoting_log(path: Path) -> Path:
+    """A healthy SGLang TP8 log (the READY fixture) with QUOTING_REQUESTS served after its ready line."""
+    path.write_text(READY_LOG.read_text() + "\n".join(QUOTING_REQUESTS) + "\n")
+    return path
 
 
 @dataclass(frozen=True)

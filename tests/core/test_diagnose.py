@@ -44,7 +44,7 @@ def test_other_keyerror_is_not_blamed_on_the_tables() -> None:
         ("torch.distributed.DistBackendError: NCCL error in: x.cpp:1, unhandled system error", "NCCL", "relaunch"),
         ("/bin/sh: line 1: 4821 Killed   python -m sglang.launch_server", "OOM killer", "relaunch"),
         ("Segmentation fault (core dumped)", "native crash", "relaunch"),
-        ("Received sigquit from a child process. It usually means the child failed.", "first error above", None),
+        ("Received sigquit from a child process. It usually means the child failed.", "own error is named instead of this line", None),
         ("TorchSymmMemCommunicator: Device capability 12 not supported, communicator is not available.",
          "silently off", "patch"),
         ("torch symmetric memory multicast operations are not supported.", "PCIe", None),

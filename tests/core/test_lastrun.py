@@ -8,6 +8,8 @@ import os
 import re
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -92,15 +94,19 @@ def test_no_launch_start_in_the_window_judges_the_recent_part_and_says_so(
     assert f"--- first error (line {first}) ---" in text
 
 
-def test_lines_before_a_far_attach_point_are_estimated_not_counted(
+def test_lines_before_a_far_attach_point_are_counted_apart_from_the_verdict(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past ATTACH_COUNT_LIMIT the verdict prints ``line ~N``, estimated from the MiB before the attach
-    point, and nothing counts the newlines before it (the verdict's work does not grow with the file)."""
+    """Past ATTACH_COUNT_LIMIT the lines before the attach point are counted in a thread of their own (the
+    verdict never waits on it): the verdict prints the file's own line number once they are counted, ``line ~N``
+    estimated from the MiB before the attach point until then; here the count is held until the verdict is out."""
     monkeypatch.setattr(follow, "ATTACH_COUNT_LIMIT", 1 * MB)  # as if the 20 MB skipped were many GB
     counted: list[int] = []
+    release = threading.Event()
     real = follow.count_lines
 
     def counting(fd: int, start: int, end: int, block: int = follow.READ_BYTES) -> int:
+        if threading.current_thread().name == "symmtui-count":
+            release.wait(60)  # the verdict comes first: its numbers are estimates
         counted.append(end - start)
         return real(fd, start, end, block)
 
@@ -112,12 +118,21 @@ def test_lines_before_a_far_attach_point_are_estimated_not_counted(
     out = io.StringIO()
     res = wait_on(log, out=out)
     text = out.getvalue()
+    release.set()
     assert res.state is State.CRASHED, text
-    assert counted == []
     first = _line_of(log, b"Scheduler hit an exception", after=starts[2])
     m = re.search(r"--- first error \(line ~(\d+)\) ---", text)
     assert m is not None, text
     assert abs(int(m.group(1)) - first) <= 0.02 * first, (m.group(1), first)
+    # counted since: the same follower's numbering is now the file's own
+    f = follow.LogFollower(log, attach_at=lambda fd, size: (starts[2], None))
+    f.poll()
+    deadline = time.monotonic() + 60
+    while not f.numbering().counted:
+        assert time.monotonic() < deadline, "the lines before the attach point were never counted"
+        time.sleep(0.01)
+    assert f.numbering().label(1) == f"line {_line_of(log, b'', after=starts[2])}"
+    f.close()
     # the line number is estimated, the byte offset is exact: the log pane places the event by it
     said = res.board.cause
     assert said is not None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.catalogue import builtin_entries, builtin_files, parse_text
+from symmtui.core.catalogue import builtin_entries, builtin_files, parse_builtin
 from symmtui.core.decode import strip_ansi
 from symmtui.core.events import EventBuilder
 from symmtui.core.rules import Rule, RuleSet
@@ -21,7 +21,8 @@ LOGS = sorted([*(TESTS / "corpus").glob("*/*.log"), *(TESTS / "fixtures").glob("
 
 
 def _checked_entries() -> tuple[Rule, ...]:
-    return tuple(r for name, text in builtin_files() for r in parse_text(text, f"symmtui/catalogue/{name}"))
+    """The shipped catalogue (its files and the engine files' entries) parsed with every check."""
+    return parse_builtin(check_patterns=True)
 
 
 @lru_cache(maxsize=1)

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from symmtui.core.catalogue import builtin_entries
 from symmtui.core.rules import ByteScanner, Kind, RuleSet, message_part, required_literal, strip_ansi
 from symmtui.errors import UserError
 
@@ -88,8 +89,8 @@ EXAMPLES: list[tuple[str, str]] = [
     ("nccl-error", "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled cuda error"),
     ("cuda-error", "RuntimeError: CUDA error: unspecified launch failure"),  # vllm-project/vllm#27430
     ("device-side-assert", "RuntimeError: CUDA error: device-side assert triggered"),  # sgl-project/sglang#271
-    ("key-error", "KeyError: 'model'"),
-    ("runtime-error", "RuntimeError: Expected all tensors to be on the same device"),
+    ("python-exception", "KeyError: 'model'"),
+    ("python-exception", "RuntimeError: Expected all tensors to be on the same device"),
     ("server-args", "[2026-11-29 09:40:03] server_args=ServerArgs(model_path='/models/x', tp_size=8)"),
     ("vllm-version", "INFO 10-29 06:48:05 [api_server.py:1024] vLLM API server version 0.11.0"),
     ("vllm-api-server-start", "(APIServer pid=1) INFO 10-29 06:49:05 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000"),
@@ -107,10 +108,47 @@ EXAMPLES: list[tuple[str, str]] = [
     ("cuda-graph-progress", "Capturing batches (bs=124 avail_mem=9.44 GB):  26%|##      | 6/23 [00:06<00:17,  1.05it/s]"),
     ("uvicorn-started", "[2026-11-29 09:48:01] INFO:     Started server process [48213]"),
     ("uvicorn-running", "[2026-11-29 09:48:01] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)"),
+    ("tgi-args", '2023-02-21T06:28:55.309769Z  INFO text_generation_launcher: Args { model_id: "bigscience/bloom", revision: None, num_shard: 1, quantize: false, max_concurrent_requests: 128, max_input_length: 1000, max_batch_size: 32, max_waiting_tokens: 20, port: 3000, shard_uds_path: "/tmp/text-generation-server", master_addr: "localhost", master_port: 29500, huggingface_hub_cache: None, weights_cache_override: Some("/root/autodl-tmp/bloom"), disable_custom_kernels: false, json_output: false, otlp_endpoint: None, cors_allow_origin: [] }'),  # huggingface/text-generation-inference#79
+    ("tgi-shard-starting", "2023-02-21T06:29:05.320211Z  INFO text_generation_launcher: Waiting for shard 0 to be ready..."),  # huggingface/text-generation-inference#79
+    ("tgi-router-connected", "2025-05-01T01:31:02.842858Z  INFO text_generation_router::server: router/src/server.rs:2266: Connected"),  # huggingface/text-generation-inference#3203
+    ("tgi-shard-failed", "2023-07-07T17:55:43.805488Z ERROR text_generation_launcher: Webserver Crashed"),  # huggingface/text-generation-inference#563
+    ("engine-assertion-failed", "ggml.c:1542: GGML_ASSERT(type >= 0 && type < GGML_TYPE_COUNT) failed"),  # ollama/ollama#13325
+    ("engine-assertion-failed", "  what():  [TensorRT-LLM][ERROR] Assertion failed: elts_per_rank % elts_per_thread == 0 (/app/tensorrt_llm/cpp/tensorrt_llm/kernels/customAllReduceKernels.cu:324)"),  # triton-inference-server/tensorrtllm_backend#381
+    ("uncaught-cpp-exception", "terminate called after throwing an instance of 'std::runtime_error'"),  # InternLM/lmdeploy#698
+    ("cuda-error", "[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): out of memory (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:112)"),  # triton-inference-server/tensorrtllm_backend#195
+    ("native-crash", "Signal (11) received."),  # triton-inference-server/server#8284
+    ("go-panic", "panic: runtime error: invalid memory address or nil pointer dereference"),  # ollama/ollama#4112
+    ("go-panic", "2023/12/09 03:04:03 [Recovery] 2023/12/09 - 03:04:03 panic recovered:"),  # ollama/ollama#1049
+    ("rust-panic", "thread 'main' panicked at 'Unable to warmup model: Generation(\"Allocation on device 0 would exceed allowed memory. (out of memory)\")', router/src/main.rs:216:18"),  # huggingface/text-generation-inference#563 (its message cut here)
+    ("triton-model-loading", 'I0120 08:28:09.425338 2049 model_lifecycle.cc:473] "loading: postprocessing:1"'),  # triton-inference-server/server#7950
+    ("triton-service-started", "I0122 09:48:46.347909 1180 grpc_server.cc:2495] Started GRPCInferenceService at 0.0.0.0:8001"),  # triton-inference-server/server#6821
+    ("triton-model-load-failed", "| inception_graphdef | 1       | UNAVAILABLE: Not found: model configuration is not provided for model 'inception_graphdef'                   |"),  # triton-inference-server/server#5197
+    ("backend-library-missing", 'E0120 08:28:09.425599 2049 model_lifecycle.cc:654] "failed to load \'tensorrt_llm\' version 1: Invalid argument: unable to find backend library for backend \'tensorrtllm\', try specifying runtime on the model configuration."'),  # triton-inference-server/server#7950
+    ("kv-cache-no-memory", "RuntimeError: Trying to create tensor with negative dimension -56: [-56, 8, 20, 128]"),  # InternLM/lmdeploy#1362
+    ("cuda-oom-load", "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 35533.34 MiB on device 0: cudaMalloc failed: out of memory"),  # ollama/ollama#8447
+    ("cache-dir-not-writable", "RuntimeError: Unable to write to NIM_CACHE_PATH (/mnt/models/cache)"),  # NVIDIA/nim-deploy#16
+    ("gpu-memory-busy", "(EngineCore_DP0 pid=17374) ERROR 09-28 15:47:24 [core.py:718] ValueError: Free memory on device (3.22/4.0 GiB) on startup is less than desired GPU memory utilization (0.9, 3.6 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."),  # vllm-project/vllm#25837
+    ("trtllm-version", "[TensorRT-LLM] TensorRT LLM version: 1.2.0rc2"),  # NVIDIA/TensorRT-LLM#9680
+    ("engine-core-init-failed", "RuntimeError: Executor worker returned error"),  # NVIDIA/TensorRT-LLM#7706
+    ("llamacpp-listening", "0.08.526.749 I srv  llama_server: listening on http://127.0.0.1:8080"),  # ggml-org/llama.cpp#25121
+    ("llamacpp-model-loading", "llama_model_load: vocab only - skipping tensors"),  # ollama/ollama#8492
+    ("llamacpp-request-ok", '{"function":"log_server_request","level":"INFO","line":2737,"method":"POST","msg":"request","params":{},"path":"/completion","remote_addr":"127.0.0.1","remote_port":49364,"status":200,"tid":"140300294606848","timestamp":1714696428}'),  # ollama/ollama#4112
+    ("rayserve-app-ready", "INFO 2025-08-29 18:02:42,869 serve 519120 -- Application 'default' is ready at http://127.0.0.1:8000/."),  # ray-project/ray#55754
+    # constructed from the format strings of TGI's launcher/src/main.rs and router/src/server.rs, of Triton's src/main.cc,
+    # NIM's banner and Ray Serve's access and deployment records (no public log in the corpus quotes them):
+    ("nim-banner", "== NVIDIA Inference Microservice LLM NIM =="),
+    ("rayserve-request-ok", "(ProxyActor pid=2202) INFO 2025-08-29 18:02:50,100 proxy 10.0.0.1 3d79a85d-ac51 -- POST /v1/chat/completions 200 812.4ms"),
+    ("rayserve-deploy-failed", "(ServeController pid=2203) ERROR 2025-08-29 18:02:50,100 controller 2203 -- Deploying app 'default' failed with exception:"),
+    ("triton-server-failed", "error: creating server: Internal - failed to load all models"),
+    ("tgi-download", "2024-04-29T11:11:11.331520Z  INFO download: text_generation_launcher: Starting check and download process for bigscience/bloom-560m"),
+    ("tgi-webserver-starting", "2024-04-29T11:12:40.100000Z  INFO text_generation_launcher: Starting Webserver"),
+    ("tgi-warmup", "2024-04-29T11:12:41.200000Z  INFO text_generation_router::server: router/src/server.rs:1700: Warming up model"),
 ]
+# An entry may carry its own example (an engine file's entries do: a new engine is one data file).
+EXAMPLES += [(r.id, r.example) for r in builtin_entries() if r.example]
 # Entries matched only with their context (a traceback's frames), and the line that names them without it.
-NEEDS_CONTEXT = {"sm120-symm-mem-keyerror": "key-error", "vllm-symm-mem-sm120": "key-error", "cuda-oom-kv-cache": "cuda-oom",
-                 "cuda-oom-load": "cuda-oom", "weight-name-mismatch": "key-error"}
+NEEDS_CONTEXT = {"sm120-symm-mem-keyerror": "python-exception", "vllm-symm-mem-sm120": "python-exception", "cuda-oom-kv-cache": "cuda-oom",
+                 "cuda-oom-load": "cuda-oom", "weight-name-mismatch": "python-exception"}
 # the frames an entry's context needs (default: SGLang's symmetric-memory tables at the KV cache's allocation)
 CONTEXT_FRAMES = {"weight-name-mismatch": ('\n  File "/x/vllm/model_executor/models/qwen2.py", line 371, in load_weights'
                                           "\n    param = params_dict[name]"),  # vllm-project/llm-compressor#959
@@ -133,8 +171,13 @@ def test_every_builtin_line_entry_has_an_example() -> None:
 
 @pytest.mark.parametrize(("rule_id", "line"), EXAMPLES)
 def test_example_names_its_rule(rule_id: str, line: str) -> None:
-    m = RuleSet().match(line)
-    assert m is not None and m.rule.id == NEEDS_CONTEXT.get(rule_id, rule_id)
+    rs = RuleSet()
+    m = rs.match(line)
+    death = rs.death_match(line)  # a death names its line before any other entry (events.EventBuilder)
+    assert m is not None and (m.rule.id in (rule_id, NEEDS_CONTEXT.get(rule_id, rule_id))
+                              or (death is not None and death.rule.id == rule_id))
+    if death is not None and death.rule.id == rule_id and m.rule.id != rule_id:
+        return  # a death is diagnosed by the most specific entry its text names (here another one)
     entry = RuleSet().by_id(rule_id)
     if entry is not None and entry.cause:
         frames = CONTEXT_FRAMES.get(rule_id, "\n  File \"/x/torch_symm_mem.py\", line 1, in init_memory_pool") \

@@ -79,7 +79,7 @@ def test_odd_bytes_do_not_break_it(tmp_path: Path) -> None:
     assert rep.progress == (2, 4)
     rules = [e.rule_id for e in rep.errors]
     assert "killed" not in rules  # beyond the 1 MiB head of the long line
-    assert rules == ["key-error", "native-crash"] and rep.errors[1].line_no == 5
+    assert rules == ["python-exception", "native-crash"] and rep.errors[1].line_no == 5
     assert rep.verdict == "crashed" and rep.cause is not None and rep.cause.summary == "KeyError: 7"
 
 
@@ -190,7 +190,7 @@ def test_scan_judges_odd_lines_as_the_follower_does(tmp_path: Path) -> None:
     builder = EventBuilder()
     live = [e for batch in iter_lines(log) for ln in batch for e in builder.feed(ln)] + builder.flush()
     want = [(e.rule_id, e.line_no, e.summary) for e in live if e.kind is Kind.CRASH]
-    assert [r for r, _, _ in want] == ["key-error", "native-crash", "native-crash"]
+    assert [r for r, _, _ in want] == ["python-exception", "native-crash", "native-crash"]
     assert [(e.rule_id, e.line_no, e.summary) for e in scan_file(log).errors] == want
 
 

@@ -30,6 +30,7 @@ def test_installed_wheel_ships_and_finds_themes(tmp_path: Path) -> None:
     for theme in ("symmtui-dark", "symmtui-light", "symmtui-contrast"):
         assert f"symmtui/_themes/{theme}.toml" in names
     assert "symmtui/ui/app.tcss" in names
+    assert {"symmtui/engines/any.toml", "symmtui/engines/sglang.toml", "symmtui/engines/ollama.toml"} <= set(names)
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
@@ -43,9 +44,9 @@ def test_installed_wheel_ships_and_finds_themes(tmp_path: Path) -> None:
     # Dependencies (textual...) come from this venv's site-packages; symmtui only from the new venv.
     env = dict(os.environ, PYTHONPATH=sysconfig.get_paths()["purelib"])
     probe = (
-        "import json, symmtui; from symmtui.ui import themes; "
+        "import json, symmtui; from symmtui.ui import themes; from symmtui.core import enginetable; "
         "print(json.dumps({'file': symmtui.__file__, 'sources': [str(s) for s in themes.theme_sources()], "
-        "'themes': sorted(themes.load_themes())}))"
+        "'themes': sorted(themes.load_themes()), 'engines': list(enginetable.table().names())}))"
     )
     out = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, cwd=tmp_path, env=env,
                          timeout=120)
@@ -54,3 +55,4 @@ def test_installed_wheel_ships_and_finds_themes(tmp_path: Path) -> None:
     assert data["file"].startswith(str(venv)), data
     assert any(s.startswith(str(venv)) and s.endswith("_themes") for s in data["sources"]), data
     assert {"symmtui-dark", "symmtui-light", "symmtui-contrast"} <= set(data["themes"])
+    assert {"sglang", "vllm", "ollama"} <= set(data["engines"])  # the engine table ships and loads from the wheel
