@@ -196,7 +196,7 @@ def crash_report(what: str, details: str) -> str:
     head = (f"symmtui {__version__}, Python {sys.version.split()[0]}, pid {os.getpid()}\n"
             f"command: {' '.join(redact_argv(sys.argv))}\nerror: {what}\n\n")
     try:
-        folder = paths.state_dir("crashes")
+        folder = paths.user_state_dir("crashes")  # the user's own, also inside the demo (its temp dir goes)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         for n in range(100):
             path = folder / f"crash-{stamp}-{os.getpid()}{f'-{n}' if n else ''}.txt"

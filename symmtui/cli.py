@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import importlib
 import os
@@ -128,12 +129,17 @@ def _dispatch(argv: Sequence[str] | None, signals: bool = False) -> int:
     return code
 
 
+GONE_TERMINAL = frozenset({errno.EIO, errno.EPIPE, errno.ENXIO})
+
+
 def _thread_error(info: threading.ExceptHookArgs) -> None:
     """A worker thread's unexpected exception (a bug): its traceback to a crash file, and the verb ends with one
     line saying where it went, exit 2 (``boundary.run_checked``); with $SYMMTUI_DEBUG, the traceback here."""
     if os.environ.get(boundary.DEBUG_ENV) or info.exc_type is SystemExit:
         threading.__excepthook__(info)
         return
+    if isinstance(info.exc_value, OSError) and info.exc_value.errno in GONE_TERMINAL:
+        return  # the terminal went away (a closed pane, a dropped ssh): the screen's writer has nothing to write to
     import traceback
 
     name = info.thread.name if info.thread is not None else "a worker"

@@ -16,9 +16,12 @@ The shipped catalogue is ours and keeps Python's ``re`` (it uses look-arounds, a
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import re2
 
@@ -26,7 +29,24 @@ from symmtui.errors import UserError
 
 MAX_PATTERN = 4096
 """Characters a user pattern may have (one option value: boundary.MAX_VALUE_CHARS)."""
-MAX_MEM = 32 << 20  # a pattern whose program needs more than this is refused, not run
+MAX_MEM = 8 << 20  # a pattern whose program needs more than this is refused, not run (its compile: < 0.1 s)
+MAX_PROGRAM = 2_000_000  # RE2 instructions a file's user patterns may compile to, together (about 1 s to compile)
+MAX_REPEAT = 1000  # RE2's own limit on a counted repeat; one past it RE2 reads as literal text
+CACHE = 256  # compiled patterns kept (a catalogue's pattern is compiled by the loader, the rule, the prefilter)
+_REPEAT = re.compile(r"(?<!\\)\{(\d+)(?:,(\d*))?\}")
+_BUDGET: ContextVar[list[int] | None] = ContextVar("symmtui_pattern_budget", default=None)
+
+
+@contextmanager
+def budget(instructions: int) -> Iterator[None]:
+    """The patterns compiled inside together get at most ``instructions`` of RE2 program (a catalogue file:
+    each pattern's compile costs about its program's size, so a file of a thousand costly entries cannot hold
+    a verb for minutes before it even starts)."""
+    token = _BUDGET.set([instructions])
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
 EVERY_LINE_PROBES = ("x", "0", "ok", "Load weight begin.")  # unrelated lines: a pattern matching all of them is not specific
 
 
@@ -130,9 +150,16 @@ def compile_user(pattern: str, *, what: str = "pattern", ignore_case: bool = Fal
     plain text, not a regex."""
     if limit is not None and len(pattern) > limit:
         raise PatternError(f"{what} is {len(pattern)} characters long: at most {limit}")
+    if not literal:
+        big = next((int(n) for m in _REPEAT.finditer(pattern) for n in m.groups() if n and int(n) > MAX_REPEAT), None)
+        if big is not None:
+            raise PatternError(f"bad {what} {_cut(pattern)!r}: a repeat counts at most {MAX_REPEAT} ({{{big}}} given)")
+    source = f"(?m){pattern}" if lines and not literal else pattern
+    key = (source, ignore_case, lines, literal)
+    rx = _CACHE.get(key)
     try:
-        source = f"(?m){pattern}" if lines and not literal else pattern
-        rx = re2.compile(source, _OPTIONS[(ignore_case, lines, literal)])
+        if rx is None:
+            rx = re2.compile(source, _OPTIONS[(ignore_case, lines, literal)])
     except re2.error as exc:
         why = _reason(exc).replace(source, pattern)  # the pattern as typed, without the "(?m)" of ``lines``
         hint = next((f" ({name} are not supported: RE2 runs a user pattern in time linear in the line, and "
@@ -145,9 +172,21 @@ def compile_user(pattern: str, *, what: str = "pattern", ignore_case: bool = Fal
     twice = next((n for n in names if names.count(n) > 1), None)
     if twice is not None:  # RE2 takes it, and one of them would be lost: say so, as Python's re does
         raise PatternError(f"{what} {_cut(pattern)!r} names the group {twice!r} twice: give each group its own name")
+    left = _BUDGET.get()
+    if left is not None:
+        left[0] -= int(rx.programsize)
+        if left[0] < 0:
+            raise PatternError(f"{what} {_cut(pattern)!r}: the patterns of this file compile to more RE2 program "
+                               "than symmtui runs on every line (a counted repeat of a wide class, {n} of [\\w\\s], "
+                               "multiplies it): use fewer or smaller repeats")
+    _CACHE[key] = rx
+    _CACHE.move_to_end(key)
+    if len(_CACHE) > CACHE:
+        _CACHE.popitem(last=False)
     return UserPattern(pattern, ignore_case, rx)
 
 
+_CACHE: OrderedDict[tuple[str, bool, bool, bool], Any] = OrderedDict()
 _GROUP_NAME = re.compile(r"\(\?P?<([A-Za-z_][A-Za-z0-9_]*)>")
 
 

@@ -8,6 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from symmtui import patterns
 from symmtui.core.ruletypes import (
     ACTION_TYPES,
     HANG_PHASES,
@@ -419,7 +420,8 @@ def load_file(path: Path) -> tuple[Rule, ...]:
     if found is None:
         return ()
     text = boundary.read_text(found, what="the user catalogue", max_bytes=MAX_FILE_BYTES)
-    rules = parse_text(text, str(path), user=True)
+    with patterns.budget(patterns.MAX_PROGRAM):  # a file of costly patterns is refused, not compiled for minutes
+        rules = parse_text(text, str(path), user=True)
     if len(rules) > MAX_USER_ENTRIES:
         raise _fail(str(path), "entry", f"{len(rules)} entries; at most {MAX_USER_ENTRIES} (each is tried on every line)")
     return rules

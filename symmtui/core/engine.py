@@ -42,6 +42,7 @@ MAX_PENDING_LINES = 100_000  # lines kept for a slow on_update; older ones are d
 QUIET_FLUSH = 2.0  # an open traceback with no new line for this long is closed as it is
 MAX_REPLAY_EVENTS = 50_000
 PID_SETTLE = 0.5  # after the process is gone, wait this long at most for its last log lines
+STOP_JOIN = 1.0  # seconds a stop waits for each of a generation's threads (a follower mid-match is left)
 HEARTBEAT = 1.0  # with nothing new, an update this often all the same: readers show the time passing
 SETTLE_QUIET = 0.2  # after a crash, the log quiet this long (other ranks' copies arrive within ms) ...
 SETTLE_MAX = 1.0  # ... or this long since its cause last gained a copy: the crash is settled (printed, notified)
@@ -327,7 +328,10 @@ class Bringup:
             self._follower.wake()  # blocked in inotify: look at the stop event now
         threads, self._threads = self._threads, []
         for t in threads:
-            t.join(timeout=10)
+            # a thread inside one long match of a user's pattern (RE2: bounded, but seconds on 64 KiB lines)
+            # is left to end by itself (a daemon; its results are of a stopped generation): a verb's exit and
+            # a signal never wait for it
+            t.join(timeout=STOP_JOIN)
         if self._follower is not None:
             self._follower.close()
             self._numbering = self._follower.numbering()

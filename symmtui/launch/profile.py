@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from symmtui import boundary, paths
+from symmtui import boundary, paths, patterns
 from symmtui.core.timeouts import DEFAULT_STALL, DEFAULT_TIMEOUT
 from symmtui.errors import UserError
 
@@ -534,7 +534,8 @@ def _entries(path: Path, value: Any) -> tuple[Rule, ...]:
         return ()
     from symmtui.core.catalogue import parse_entries
 
-    return parse_entries(value, str(path), user=True, key="rules.entry")
+    with patterns.budget(patterns.MAX_PROGRAM):  # a profile of costly patterns is refused, not compiled for minutes
+        return parse_entries(value, str(path), user=True, key="rules.entry")
 
 
 def _log_command(loc: _Locator, value: Any, shell: bool) -> LogCommand | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import sys
 from typing import Any
 
@@ -27,7 +28,15 @@ def run_app(app: App[Any], **run: Any) -> Any:
     if not os.environ.get(boundary.DEBUG_ENV):  # debugging: Textual's own traceback on the terminal, as it was
         app.error_console = Console(file=captured, width=120, color_system=None, markup=False, highlight=False)
     with boundary.ending_on_internal_errors(lambda: app.call_later(app.exit, None, 2)):
-        result = app.run(**run)
+        try:
+            result = app.run(**run)
+        finally:
+            # Textual's driver leaves its SIGCONT/SIGTSTP handlers behind: a SIGCONT after the app ended (tmux
+            # sends one with the SIGHUP of a closed pane) ran Textual's resume on no event loop, in the middle
+            # of the clean-up (a RuntimeError; the demo's temp dir was left)
+            for sig in (signal.SIGCONT, signal.SIGTSTP):
+                with contextlib.suppress(ValueError, OSError):  # not the main thread: nothing was installed
+                    signal.signal(sig, signal.SIG_DFL)
     if app.return_code not in (None, 0, 2):  # 1: Textual caught an exception (2: a thread's, already recorded)
         details = captured.getvalue()
         last = [ln.strip() for ln in details.splitlines() if ln.strip() and not ln.startswith((" ", "│", "╰", "╭"))]

@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from symmtui import boundary
 from symmtui.verbs import demo
@@ -71,8 +72,11 @@ def resolve_token(host: str) -> str:
                         f"the port could drive the dashboard; unset {serveauth.TOKEN_ENV} (a random token goes "
                         "in the printed URL) or serve on 127.0.0.1 and use an SSH tunnel")
     if given and (len(given) < serveauth.MIN_TOKEN or not given.isprintable() or any(c in given for c in " &#?/")):
-        raise UserError(f"{serveauth.TOKEN_ENV}: give at least {serveauth.MIN_TOKEN} characters without spaces "
-                        "or & # ? / (or unset it: a random token is made)")
+        raise UserError(f"{serveauth.TOKEN_ENV}: give at least {serveauth.MIN_TOKEN} printable characters, without "
+                        "spaces, invisible characters or & # ? / (or unset it: a random token is made)")
+    if given and len(quote(given, safe="")) > serveauth.MAX_TOKEN_URL:
+        raise UserError(f"{serveauth.TOKEN_ENV}: {len(quote(given, safe=''))} characters once in a URL; at most "
+                        f"{serveauth.MAX_TOKEN_URL} (a browser's request line must hold it): give a shorter token")
     return given
 
 

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 TOKEN_ENV = "SYMMTUI_SERVE_TOKEN"  # a fixed token (for a bookmark); empty: none, refused off loopback
 MIN_TOKEN = 16  # characters of a token given in TOKEN_ENV
+MAX_TOKEN_URL = 1024  # its characters once percent-encoded in the URL (aiohttp reads a request line of 8190 bytes)
 LOOPBACK_NAMES = frozenset({"localhost"})
 
 

@@ -16,7 +16,7 @@ from symmtui.core.decode import LogLine
 from symmtui.core.events import Event, EventBuilder
 from symmtui.core.rules import Kind
 from symmtui.patterns import PatternError
-from symmtui.ui.widgets import log_file
+from symmtui.ui.widgets import log_file, log_filters
 from symmtui.ui.widgets.log_file import LogFile, clean, follow
 from symmtui.ui.widgets.log_filters import FilterRule, Records, compile_search, count, find, keep, matching
 from symmtui.ui.widgets.log_index import (
@@ -327,14 +327,16 @@ def write(path: Path, texts: list[str]) -> LogFile:
     st.lists(st.text(alphabet="abAB \t\x1b[m\x00\rü", max_size=12), min_size=1, max_size=30),
     st.text(alphabet="abAB ü^$.", min_size=1, max_size=4),
     st.integers(min_value=16, max_value=200),
+    st.integers(min_value=1, max_value=64),
 )
 def test_matching_agrees_with_a_line_by_line_search(
-    tmp_path_factory: pytest.TempPathFactory, texts: list[str], needle: str, chunk: int,
+    tmp_path_factory: pytest.TempPathFactory, texts: list[str], needle: str, chunk: int, piece: int,
 ) -> None:
-    """Chunks of plain bytes searched whole, others row by row: the same rows as the text each row shows."""
+    """Chunks of plain bytes searched a piece at a time, others row by row: the same rows as the text each row
+    shows, wherever the chunks and pieces are cut."""
     file = write(tmp_path_factory.mktemp("m") / "m.log", texts)
-    saved = log_file.CHUNK
-    log_file.CHUNK = chunk
+    saved, saved_piece = log_file.CHUNK, log_filters.PIECE
+    log_file.CHUNK, log_filters.PIECE = chunk, piece
     try:
         rx, _regex = compile_search(needle)
         got = [row for _stop, rows in matching(rx, file, 0, file.rows) for row in rows]
@@ -348,7 +350,7 @@ def test_matching_agrees_with_a_line_by_line_search(
                 expect = next((r for r in order if r in want), None)
                 assert find(rx, file, start, forward, lambda _r: True, lambda: False, step=3) == expect
     finally:
-        log_file.CHUNK = saved
+        log_file.CHUNK, log_filters.PIECE = saved, saved_piece
         file.close()
 
 
@@ -437,3 +439,22 @@ def test_counts_report_while_counting_and_say_when_done(tmp_path: Path, monkeypa
     assert sum(len(f.rows) for f in reports) == 1_000
     assert re.fullmatch(r"\d+", str(reports[-1].judged)) and reports[-1].judged == 2_000
     file.close()
+
+
+def test_a_stopped_match_ends_within_a_piece_not_a_chunk(tmp_path: Path) -> None:
+    """A costly user pattern costs about a second per 64 KiB: ``stopped`` is asked before each piece, and once it
+    says stop nothing more is matched and the chunk is not reported (a quit or a new filter waits one piece)."""
+    file = write(tmp_path / "big.log", ["x" * 1000] * 3000)  # 3 MB: three chunks of sixteen pieces each
+    rx, _regex = compile_search("never here")
+    asked = 0
+
+    def stopped() -> bool:
+        nonlocal asked
+        asked += 1
+        return asked > 3
+
+    assert list(matching(rx, file, 0, file.rows, stopped=stopped)) == []
+    assert asked == 4  # three pieces matched, the fourth not: the first chunk never reported
+    every = list(matching(rx, file, 0, file.rows))
+    assert len(every) >= 3 and all(rows == [] for _stop, rows in every) and every[-1][0] == file.rows
+    assert [f.done for f in count(rx, file, lambda: False, lambda: True)] == []

@@ -28,6 +28,7 @@ __all__ = ["MAX_RECORD", "FilterRule", "Found", "Records", "compile_search", "co
 
 MAX_RECORD = 400
 """Lines a record spans at most (the engine closes a traceback longer than this as incomplete)."""
+PIECE = 64 << 10  # bytes of lines one RE2 call matches at most (see matching)
 SAMPLE = 2_000  # rows looked at to tell whether a file's lines carry prefixes
 
 
@@ -67,9 +68,13 @@ Seen = Callable[[int, bytes, bool], None]
 """``seen(first, data, plain)``: the chunk of rows from ``first`` that a scan read (``LogFile.chunks``)."""
 
 
-def matching(rx: UserPattern, file: LogFile, lo: int, hi: int,
-             seen: Seen | None = None) -> Iterator[tuple[int, list[int]]]:
-    """``(stop, rows)`` for each chunk of rows [lo, hi) read: the rows before ``stop`` that ``rx`` matches."""
+def matching(rx: UserPattern, file: LogFile, lo: int, hi: int, seen: Seen | None = None,
+             stopped: Callable[[], bool] = lambda: False) -> Iterator[tuple[int, list[int]]]:
+    """``(stop, rows)`` for each chunk of rows [lo, hi) read: the rows before ``stop`` that ``rx`` matches.
+
+    A chunk is matched a PIECE of lines at a time, ``stopped`` asked before each: one RE2 call over a megabyte
+    costs up to 20 s with a costly pattern (``(.*a){1000}z``), over a piece a second at most, so a new filter, a
+    quit or a signal never waits on a pattern for long. Stopped, it ends without the chunk."""
     starts = file.starts
     for first, last, data, plain, exact in file.chunks(lo, hi):
         if seen is not None:
@@ -79,18 +84,37 @@ def matching(rx: UserPattern, file: LogFile, lo: int, hi: int,
             base = starts[first]
             local = None if exact else _local_starts(data)
             prev = -1
-            for m in rx.finditer_bytes(data):
-                at = m.start()
-                row = (bisect_right(starts, base + at, first, last) - 1) if local is None else \
-                    first + bisect_right(local, at) - 1
-                if row != prev:
-                    rows.append(row)
-                    prev = row
+            for at0, piece in _pieces(data):
+                if stopped():
+                    return
+                for m in rx.finditer_bytes(piece):
+                    at = at0 + m.start()
+                    row = (bisect_right(starts, base + at, first, last) - 1) if local is None else \
+                        first + bisect_right(local, at) - 1
+                    if row != prev:
+                        rows.append(row)
+                        prev = row
         else:
+            size = 0
             for row, text in zip(range(first, last), _texts(data), strict=True):
+                size += len(text)
+                if size >= PIECE:
+                    if stopped():
+                        return
+                    size = 0
                 if rx.search(text) is not None:
                     rows.append(row)
         yield last, rows
+
+
+def _pieces(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """``data`` cut after a newline every PIECE bytes or so: (offset, piece)."""
+    at = 0
+    while at < len(data):
+        cut = data.find(b"\n", at + PIECE)
+        end = len(data) if cut < 0 else cut + 1
+        yield at, data[at:end] if at or end < len(data) else data
+        at = end
 
 
 def _local_starts(data: bytes) -> list[int]:
@@ -128,7 +152,7 @@ def count(rx: UserPattern, file: LogFile, wait: Wait, stopped: Callable[[], bool
         found: list[int] = []
         size = 0
         rows = file.rows if file.indexed else file.filled
-        for stop, hits in matching(rx, file, pos, rows):
+        for stop, hits in matching(rx, file, pos, rows, stopped=stopped):
             found += hits
             size += file.stop_of(stop - 1) - file.starts[pos] if stop > pos else 0
             pos = stop
@@ -137,6 +161,8 @@ def count(rx: UserPattern, file: LogFile, wait: Wait, stopped: Callable[[], bool
             if size >= every:
                 yield Found(found, pos, False)
                 found, size = [], 0
+        if stopped():
+            return
         pos = max(pos, rows)
         yield Found(found, pos, file.indexed)
         if not wait():
@@ -154,15 +180,18 @@ def find(rx: UserPattern, file: LogFile, start: int, forward: bool, shown: Calla
     for lo, hi in spans:
         if forward:
             for a in range(lo, hi, step):
-                for _stop, rows in matching(rx, file, a, min(hi, a + step)):
+                for _stop, rows in matching(rx, file, a, min(hi, a + step), stopped=stopped):
                     for row in rows:
                         if shown(row):
                             return row
-                    if stopped():
-                        return None
+                if stopped():
+                    return None
         else:
             for b in range(hi, lo, -step):
-                hits = [row for _stop, rows in matching(rx, file, max(lo, b - step), b) for row in rows]
+                hits = [row for _stop, rows in matching(rx, file, max(lo, b - step), b, stopped=stopped)
+                        for row in rows]
+                if stopped():
+                    return None
                 for row in reversed(hits):
                     if shown(row):
                         return row
@@ -263,9 +292,9 @@ def keep(rules: Sequence[FilterRule], file: LogFile, blocks: Sequence[tuple[int,
         while pos < rows:
             stop = _chunk_end(file, pos, rows)
             for rx in ins:
-                _add_records(kept, records, rx, file, pos, stop)
+                _add_records(kept, records, rx, file, pos, stop, stopped)
             for rx in outs:
-                _add_records(hidden, records, rx, file, pos, stop)
+                _add_records(hidden, records, rx, file, pos, stop, stopped)
             size += file.stop_of(stop - 1) - file.starts[pos]
             pos = stop
             if stopped():
@@ -286,8 +315,8 @@ def _chunk_end(file: LogFile, pos: int, rows: int) -> int:
 
 
 def _add_records(ranges: list[tuple[int, int]], records: Records, rx: UserPattern, file: LogFile,
-                 lo: int, hi: int) -> None:
-    for _stop, rows in matching(rx, file, lo, hi, records.window):
+                 lo: int, hi: int, stopped: Callable[[], bool]) -> None:
+    for _stop, rows in matching(rx, file, lo, hi, records.window, stopped):
         for row in rows:
             if ranges and ranges[-1][0] <= row <= ranges[-1][1]:
                 continue
