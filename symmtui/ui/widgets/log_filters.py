@@ -108,12 +108,14 @@ def matching(rx: UserPattern, file: LogFile, lo: int, hi: int, seen: Seen | None
 
 
 def _pieces(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """``data`` cut after a newline every PIECE bytes or so: (offset, piece)."""
+    """``data`` cut after a newline every PIECE bytes or so: (offset, piece); one piece at least (an empty row)."""
     at = 0
-    while at < len(data):
+    while True:
         cut = data.find(b"\n", at + PIECE)
         end = len(data) if cut < 0 else cut + 1
         yield at, data[at:end] if at or end < len(data) else data
+        if end >= len(data):
+            return
         at = end
 
 
