@@ -37,11 +37,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench import peers_tui
 from bench.engine import CRASH_ALTERNATIVES, READY, STARTUP, serving_block
 from bench.longlog import NEW_LAUNCH_CRASH
+from bench.peerkit import Table, Tree
+from bench.peers_tui import PARTS
 from bench.startup import export
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,45 +59,6 @@ RCHAR = (
     "sys.stderr.write('RCHAR %s\\n' % io['rchar'])\n"
     "os._exit(code)\n"
 )
-
-
-@dataclass
-class Tree:
-    """A symmtui source tree to time: this one, or an exported revision."""
-
-    label: str
-    path: Path
-
-    def env(self, tmp: Path) -> dict[str, str]:
-        env = dict(os.environ, PYTHONPATH=str(self.path), XDG_STATE_HOME=str(tmp / "state"),
-                   XDG_CONFIG_HOME=str(tmp / "config"))
-        return env
-
-    def argv(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "symmtui", *args]
-
-
-@dataclass
-class Table:
-    """The printed rows: measure, one column per tree, the peers, the target and whether it was met."""
-
-    trees: list[Tree]
-    rows: list[tuple[str, list[str], str, str, bool | None]] = field(default_factory=list)
-
-    def add(self, measure: str, values: list[str], peer: str, target: str, ok: bool | None) -> None:
-        self.rows.append((measure, values, peer, target, ok))
-        print(f"  -> {measure}: {' / '.join(values)} | {peer} | {target} | {self._ok(ok)}", flush=True)
-
-    @staticmethod
-    def _ok(ok: bool | None) -> str:
-        return "-" if ok is None else "met" if ok else "NOT met"
-
-    def print(self) -> None:
-        cols = " | ".join(f"symmtui ({t.label})" for t in self.trees)
-        print(f"\n| measure | {cols} | peer, same run | goal | met |")
-        print("|---|" + "---|" * len(self.trees) + "---|---|---|")
-        for measure, values, peer, target, ok in self.rows:
-            print(f"| {measure} | {' | '.join(values)} | {peer} | {target} | {self._ok(ok)} |")
 
 
 def median(xs: list[float]) -> float:
@@ -423,7 +386,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=10, help="runs per timed row (default 10)")
     ap.add_argument("--toolong", metavar="DIR", help="a folder holding toolong (pip install --target DIR toolong)")
     args = ap.parse_args(argv)
-    from bench.peers_tui import PARTS
 
     only = [x for x in args.only.split(",") if x]
     unknown = set(only) - set(ROWS) - set(PARTS)
@@ -463,8 +425,6 @@ def main(argv: list[str] | None = None) -> int:
             f.unlink()
         parts = set(PARTS) if "tui" in only else set(only) & set(PARTS)
         if parts:
-            from bench import peers_tui
-
             peers_tui.rows(table, tmp, quick=args.quick, toolong=args.toolong, parts=parts)
         table.print()
         print(f"load average at the end {os.getloadavg()[0]:.1f}")

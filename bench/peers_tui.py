@@ -20,12 +20,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import psutil
 
-if TYPE_CHECKING:
-    from bench.peers import Table, Tree
+from bench.peerkit import Table, Tree
 
 SOCKET = f"bench-peers-{os.getpid()}"
 SIZE = (120, 40)
