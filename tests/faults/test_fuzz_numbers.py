@@ -99,7 +99,7 @@ def _verb(*argv: str) -> tuple[int, str, str]:
 @given(lines=hostile_lines())
 def test_wait_and_scan_judge_absurd_numbers_without_a_traceback(lines: list[str]) -> None:
     with _log(lines) as log:
-        code, out, _ = _verb("wait", "--log", str(log), "--timeout", "1", "--no-record")
+        code, out, _ = _verb("wait", "--log", str(log), "--timeout", "0.3", "--no-record")
         assert code in (0, 1, 124) and out
         event(f"wait exit {code}")
         for argv in (("scan", str(log)), ("scan", "--json", str(log))):
