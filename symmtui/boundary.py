@@ -17,12 +17,13 @@ import signal
 import stat
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
-from symmtui import clitext
+from symmtui import __version__, clitext, paths
 from symmtui.errors import InputError as InputError  # re-exported: the verbs' one import for input errors
 from symmtui.errors import UserError
 from symmtui.paths import usable_dir as usable_dir
@@ -45,7 +46,7 @@ _QUOTED = re.compile("'([^']{" + str(MAX_SHOWN + 1) + ",})'")
 
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean wait?)`` for a near miss among ``choices``, else ``""``."""
-    import difflib
+    import difflib  # here: difflib (~2 ms) only for a near miss's message
 
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""
@@ -188,10 +189,7 @@ _ENDERS: list[Callable[[], object]] = []  # how the running front end ends on on
 def crash_report(what: str, details: str) -> str:
     """Write an internal error's details (the traceback) to ``$XDG_STATE_HOME/symmtui/crashes/`` (0600); the words
     that say where they went, or how to see them when no file could be written."""
-    import time
-
-    from symmtui import __version__, paths
-    from symmtui.redact import redact_argv
+    from symmtui.redact import redact_argv  # here: a crash report only (every start imports boundary)
 
     head = (f"symmtui {__version__}, Python {sys.version.split()[0]}, pid {os.getpid()}\n"
             f"command: {' '.join(redact_argv(sys.argv))}\nerror: {what}\n\n")
@@ -279,7 +277,7 @@ def run_checked(body: Callable[[], int]) -> int:
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             raise
-        import traceback
+        import traceback  # here: a crash only (traceback ~2 ms; every start imports boundary)
 
         what = f"{exc.__class__.__name__}: {exc}"
         clitext.print_error(_internal_line(what, crash_report(what, "".join(traceback.format_exception(exc)))))
@@ -366,6 +364,7 @@ def regex_problem(pattern: str) -> str | None:
     """Why a user's regex (``--ready``, ``--crash``, a profile's ``[rules]``) cannot be used, or None: RE2
     (``patterns.compile_user``) runs every user pattern in time linear in the line, and refuses what it cannot
     run so (look-arounds, back-references) in one line."""
+    # here: RE2 and inspect (~13 ms): only a start given a user regex pays them
     from symmtui.patterns import PatternError, compile_user
 
     try:

@@ -82,6 +82,7 @@ def running(profile: Profile) -> LaunchRecord | None:
 def _url(url: str | None) -> str | None:
     """``url``, checked (a malformed one is a UserError); the prober (httpx) loads only for a URL."""
     if url is not None:
+        # an HTTP probe's check (httpx, ~50 ms): only a spec with --url pays it
         from symmtui.core.probe import check_url
 
         check_url(url)
@@ -92,6 +93,7 @@ def _nodes(profile: Profile, *, url: str | None, follow: bool, new_only: bool = 
            tail_lines: int | None = None) -> tuple[NodePlan, ...]:
     """A ``[[nodes]]`` profile's nodes: each its log (file or ``log_cmd``), its launch (a Supervisor of its
     own: ``launch.nodes.node_profile``) and stop command; the head probes the URL."""
+    # a profile's nodes: only a spec with a profile
     from symmtui.launch.nodes import node_profile, watched_log
 
     plans = []
@@ -170,6 +172,7 @@ def wait_spec(*, log: Path | None, log_cmd: LogCommand | None, url: str | None, 
     """`symmtui wait`: follow a log (file or command), a URL, a pid, or a profile's (every node's) log."""
     profile = None
     if config is not None:
+        # a profile (tomllib, ~10 ms): only a spec that names one
         from symmtui.launch.profile import load_profile
 
         profile = load_profile(config)
@@ -243,7 +246,7 @@ def stacks_spec(*, config: str | None, pid: int | None, log: Path | None) -> Ses
     if pid is not None:
         node = NodePlan(hostname(), log, pid=pid, follow=False)
         return SessionSpec(f"pid {pid}", hostname(), (node,), bringup_settings())
-    from symmtui.launch import state
+    from symmtui.launch import state  # the launcher's state, a profile: only the stacks verb's spec
     from symmtui.launch.profile import load_profile
 
     profile = load_profile(config)
@@ -261,6 +264,7 @@ def stacks_spec(*, config: str | None, pid: int | None, log: Path | None) -> Ses
 def gpu_sources(specs: Sequence[str], nvml: Nvml) -> GpuSource | None:
     """What the dashboard samples for ``specs`` (``--gpus`` / ``server.gpus``): None for NVML alone (the
     Session samples ``nvml`` itself), else one source over them all (``gpu.specs.open_sources``)."""
+    # the GPU sources (NVML, exporters): only a spec that watches GPUs
     from symmtui.gpu.specs import NVML, open_sources
 
     if [s.strip().lower() for s in specs] in ([], [NVML]):
@@ -270,6 +274,7 @@ def gpu_sources(specs: Sequence[str], nvml: Nvml) -> GpuSource | None:
 
 def nodes_source(profile: Profile, *, nvml: Nvml | None = None, timeout: float = 2.0) -> GpuSource:
     """Every node's GPUs as one source, each GPU's ``host`` the node's name (rows grouped by node)."""
+    # the GPU sources (NVML, exporters): only a spec that watches GPUs
     from symmtui.gpu.multi import MultiSource
     from symmtui.gpu.named import NamedSource
     from symmtui.gpu.specs import open_source
@@ -284,7 +289,7 @@ def dashboard_spec(config: str | None, log: str | None, url: str | None, *, log_
     """`symmtui [--config FILE] [--log PATH | --log-cmd CMD] [--url URL] [--gpus SPEC]...`: a profile's
     server (its running launch, or its log; every node of a ``[[nodes]]`` profile), or an attach,
     followed from the last lines; its GPUs from ``gpus`` (else the profile's ``server.gpus``, else NVML)."""
-    from symmtui.gpu.nvml import Nvml
+    from symmtui.gpu.nvml import Nvml  # NVML and a profile: only the dashboard's spec
     from symmtui.gpu.specs import NVML
     from symmtui.launch.profile import find_profile, load_profile
 
@@ -332,7 +337,7 @@ def demo_spec(speed: float, story: str = "crash", *, nodes: int = 1, record_bund
               isolate: bool = True, stall: float | None = None, tp: int | None = None) -> tuple[SessionSpec, Demo | NodesDemo]:
     """`symmtui demo`: its temp dir, sandbox and stand-in NVML (or the 2-node story's two simulated nodes
     and exporters), the profile, and the first launch (the crash story's dies with KeyError: 12)."""
-    from symmtui.bundle.wire import demo_bundle_path
+    from symmtui.bundle.wire import demo_bundle_path  # the demo's simulated servers: only `symmtui demo`
     from symmtui.demo.nodes import TP, build_nodes_demo
     from symmtui.demo.story import HOST_NAME, PROFILE_NAME, build_demo
 
@@ -369,14 +374,17 @@ def open_session(spec: SessionSpec) -> Session:
         raise
     try:  # each plug-in's modules load only when the spec names it (the recorder's, httpx, prometheus_client)
         if spec.metrics is not None:
+            # prometheus_client (~90 ms): only with --metrics-port
             from symmtui.metrics import plug_in as metrics_plug_in
 
             metrics_plug_in(session, spec.metrics)
         if spec.record is not None:
+            # the recorder (envinfo, bundle codec, ~60 ms): only a recorded session
             from symmtui.bundle.wire import record
 
             record(session, spec.record)
         if spec.notify is not None:
+            # the notifier (httpx for webhooks): only with notifications on
             from symmtui.notify.notifier import plug_in as notify_plug_in
 
             notify_plug_in(session, spec.notify)

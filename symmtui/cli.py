@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import errno
 import gc
-import importlib
 import os
 import sys
 import threading
@@ -14,26 +13,44 @@ from types import ModuleType
 from typing import Any, cast
 
 from symmtui import __version__, boundary, clitext
+from symmtui.verbs import (
+    dashboard,
+    demo,
+    gpus,
+    history,
+    launch,
+    patch,
+    replay,
+    report,
+    scan,
+    serve,
+    stacks,
+    stop,
+    wait,
+)
 
-# verb name -> module under symmtui.verbs. Each module defines
+# verb name -> its module under symmtui.verbs. Each module defines
 #   HELP: str                                   one line for --help
 #   add_arguments(parser: argparse.ArgumentParser) -> None
 #   run(args: argparse.Namespace) -> int         the exit code
-VERBS: dict[str, str] = {
-    "wait": "symmtui.verbs.wait",
-    "scan": "symmtui.verbs.scan",
-    "gpus": "symmtui.verbs.gpus",
-    "patch": "symmtui.verbs.patch",
-    "launch": "symmtui.verbs.launch",
-    "stop": "symmtui.verbs.stop",
-    "demo": "symmtui.verbs.demo",
-    "stacks": "symmtui.verbs.stacks",
-    "report": "symmtui.verbs.report",
-    "replay": "symmtui.verbs.replay",
-    "history": "symmtui.verbs.history",
-    "serve": "symmtui.verbs.serve",
+# Every start imports every verb module (their HELP lines, the named verb's options), so a verb module
+# imports only light modules at its top: what its run() needs is imported there, when that verb runs
+# (the start-up design: `python -m bench.startup` times it).
+VERBS: dict[str, ModuleType] = {
+    "wait": wait,
+    "scan": scan,
+    "gpus": gpus,
+    "patch": patch,
+    "launch": launch,
+    "stop": stop,
+    "demo": demo,
+    "stacks": stacks,
+    "report": report,
+    "replay": replay,
+    "history": history,
+    "serve": serve,
 }
-DASHBOARD = "symmtui.verbs.dashboard"
+DASHBOARD = dashboard  # no verb: the dashboard (its options are the top-level ones)
 EXAMPLES = """\
 each verb's options: symmtui VERB --help; every verb: docs/verbs.md; the dashboard: docs/dashboard.md
 
@@ -42,10 +59,6 @@ examples:
   symmtui wait --log server.log --url http://127.0.0.1:30000/health
                                       block until the server is ready: exit 0 ready, 1 crashed, 124 timed out
   symmtui scan server.log             a finished log's phases, errors, diagnosis and verdict"""
-
-def _load(name: str) -> ModuleType:
-    return importlib.import_module(name)
-
 
 class _VerbParsers(argparse._SubParsersAction):  # type: ignore[type-arg]
     """Sub-commands whose options are added when their verb is the one given: a start builds one
@@ -63,7 +76,7 @@ class _VerbParsers(argparse._SubParsersAction):  # type: ignore[type-arg]
 
 
 def build_parser(*, every_verb: bool = False) -> argparse.ArgumentParser:
-    """The whole command line; verbs are imported here (they import no heavy modules at top level).
+    """The whole command line (the verb modules import no heavy modules at top level).
 
     A verb's options are added when the command line names that verb (``every_verb``: all of them
     now, for code that reads the parser's options rather than parsing with it)."""
@@ -74,11 +87,10 @@ def build_parser(*, every_verb: bool = False) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"symmtui {__version__}")
-    _load(DASHBOARD).add_arguments(parser)
+    DASHBOARD.add_arguments(parser)
     sub = cast(_VerbParsers, parser.add_subparsers(dest="verb", metavar="VERB", action=_VerbParsers))
     sub.pending = {}
-    for verb, modname in VERBS.items():
-        mod = _load(modname)
+    for verb, mod in VERBS.items():
         p = sub.add_parser(verb, help=mod.HELP, description=mod.HELP)
         if every_verb:
             mod.add_arguments(p)
@@ -124,8 +136,7 @@ def _dispatch(argv: Sequence[str] | None, signals: bool = False) -> int:
     boundary.check_values(args)
     if signals and args.verb not in OWN_SIGNALS:
         boundary.stop_on_signals()  # before anything starts: a log command, the demo's servers
-    modname = VERBS[args.verb] if args.verb else DASHBOARD
-    code: int = _load(modname).run(args)
+    code: int = (VERBS[args.verb] if args.verb else DASHBOARD).run(args)
     return code
 
 
@@ -140,7 +151,7 @@ def _thread_error(info: threading.ExceptHookArgs) -> None:
         return
     if isinstance(info.exc_value, OSError) and info.exc_value.errno in GONE_TERMINAL:
         return  # the terminal went away (a closed pane, a dropped ssh): the screen's writer has nothing to write to
-    import traceback
+    import traceback  # here: ~2 ms, paid by a crashing thread only, not by every start
 
     name = info.thread.name if info.thread is not None else "a worker"
     details = "".join(traceback.format_exception(info.exc_type, info.exc_value, info.exc_traceback))

@@ -9,6 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from symmtui import boundary
+
 # Every temp file ends so: a stray one (left by a power cut) says whose it is, and matches ``*.tmp``.
 TEMP_SUFFIX = ".symmtui.tmp"
 
@@ -86,8 +88,6 @@ def read_json(path: Path) -> Any:
     when it cannot be read and ValueError when it is not JSON text or not a regular file (an
     InputError): the caller words both for its own file (what it is, what to do).
     """
-    from symmtui import boundary
-
     if boundary.regular_file(path, what="the state file", missing_ok=True, hint="remove it") is None:
         return None
     data = json.loads(boundary.read_bytes(path, what="the state file", max_bytes=MAX_STATE_BYTES, hint="remove it"))

@@ -24,7 +24,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in
     "bundle notify metrics",  # the plug-ins (and the replay), side by side above the Session they observe
     "build",  # the one builder: options -> spec -> Session with its plug-ins
     "ui",  # the dashboard (Textual)
-    "verbs cli __main__",  # the command line
+    "verbs",  # the command line's verbs
+    "cli __main__",  # the command line: it imports every verb module (their HELP lines and options)
 ))
 SAME_LAYER = {("__main__", "cli")}  # `python -m symmtui` is the command line
 

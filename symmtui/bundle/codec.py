@@ -27,6 +27,7 @@ from symmtui.core.readiness import PhaseSpan, Snapshot, State
 from symmtui.core.rules import Action, Kind
 from symmtui.core.verdict import Changes
 from symmtui.gpu.results import NA, GpuInfo, NAType, NvLink
+from symmtui.gpu.topology import Topology
 
 CLASSES: dict[str, type[Any]] = {
     cls.__name__: cls for cls in (Event, Snapshot, PhaseSpan, RankSummary, RankState, GpuInfo, NvLink,
@@ -38,8 +39,6 @@ ENUMS: dict[str, type[Enum]] = {"State": State, "Kind": Kind}
 def _known(name: str) -> type[Any] | None:
     """A class the bundle keeps; the topology's module (NVML) is loaded only when one is met."""
     if name == "Topology" and name not in CLASSES:
-        from symmtui.gpu.topology import Topology
-
         CLASSES[name] = Topology
     return CLASSES.get(name)
 MAX_DEPTH = 32

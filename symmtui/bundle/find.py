@@ -6,6 +6,7 @@ from pathlib import Path
 
 from symmtui.bundle import store
 from symmtui.bundle.format import SUFFIX, BundleError
+from symmtui.launch.profile import load_profile
 
 MAX_LOGS = 10_000  # a profile's log_dir holds one log per launch: the newest this many are looked at
 
@@ -24,7 +25,6 @@ def find_bundle(given: str | None, config: str | None) -> Path:
             raise BundleError(f"no bundle ({SUFFIX}) in {where} yet: `symmtui wait` or `launch` records one "
                               "(unless --no-record), or give the bundle's path")
         return found
-    from symmtui.launch.profile import load_profile
 
     profile = load_profile(config)
     logs: list[Path] = []

@@ -45,6 +45,7 @@ from symmtui.gpu.results import NA, GpuInfo, GpuProcess
 from symmtui.gpu.results import GpuSample as NvmlSample
 from symmtui.gpu.sampler import GpuSnapshot
 from symmtui.gpu.topology import Topology
+from symmtui.proc.identity import Outcome, Signalled
 from symmtui.session import intents
 from symmtui.session.intents import Intent
 from symmtui.session.mailbox import Mailbox, Wake
@@ -339,7 +340,6 @@ class ReplaySession:
             self._send(Notice(intent.text, intent.severity))
             return cast(A, None)
         if isinstance(intent, intents.SignalProcess):  # the process view's k / K: answered, not raised
-            from symmtui.proc.identity import Outcome, Signalled
 
             return cast(A, Signalled(Outcome.REFUSED, f"{READ_ONLY}: pid {intent.listed.pid} not signalled"))
         raise UserError(READ_ONLY)

@@ -8,7 +8,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from symmtui import patterns
+from symmtui import boundary, paths, patterns
+from symmtui.core import catcache, enginetable, ruletypes
+from symmtui.core.enginetable import SHARED, engine_files
 from symmtui.core.ruletypes import (
     ACTION_TYPES,
     HANG_PHASES,
@@ -20,6 +22,7 @@ from symmtui.core.ruletypes import (
     required_literal,
 )
 from symmtui.errors import UserError
+from symmtui.patterns import MAX_PATTERN, PatternError, compile_user, matches_every_line
 
 if TYPE_CHECKING:
     from symmtui.patterns import UserPattern
@@ -90,8 +93,6 @@ def _regex(where: str, key: str, pattern: str, *, user: bool) -> Searcher:
         raise _fail(where, key, "empty pattern (it would match every line)")
     rx: Searcher
     if user:
-        from symmtui.patterns import PatternError, compile_user, matches_every_line
-
         try:
             mine = compile_user(pattern, what="pattern", limit=None)  # each is capped by _user_caps
         except PatternError as exc:
@@ -111,8 +112,6 @@ def _regex(where: str, key: str, pattern: str, *, user: bool) -> Searcher:
 
 def _user_caps(where: str, patterns: Sequence[str], contexts: Sequence[str]) -> None:
     """A user entry's patterns: at most MAX_USER_PATTERNS of each list, each as long as ``--ready`` may be."""
-    from symmtui.patterns import MAX_PATTERN
-
     for key, items in (("patterns", patterns), ("context", contexts)):
         if len(items) > MAX_USER_PATTERNS:
             raise _fail(where, key, f"{len(items)} patterns; at most {MAX_USER_PATTERNS} in one entry")
@@ -150,8 +149,6 @@ def _template(where: str, key: str, text: str, fields: frozenset[str]) -> None:
 
 def engines() -> tuple[str, ...]:
     """The names an entry's ``engine`` may take: "any" and every engine of the engine table (symmtui/engines/)."""
-    from symmtui.core import enginetable
-
     return enginetable.names()
 
 
@@ -366,8 +363,6 @@ def parse_builtin(check_patterns: bool = False) -> tuple[Rule, ...]:
     symmtui/catalogue/*.toml in name order, then the engine files' markers and wrappers, the generic entries last
     (see ``ordered``). Its
     patterns are not compiled here (tests check every shipped entry in full: tests/core/test_lazy_rules.py)."""
-    from symmtui.core.enginetable import SHARED, engine_files
-
     shipped: list[Rule] = []
     for name, text in builtin_files():
         shipped.extend(parse_text(text, f"symmtui/catalogue/{name}", check_patterns=check_patterns))
@@ -393,8 +388,6 @@ def ordered(rules: Sequence[Rule]) -> tuple[Rule, ...]:
 def builtin_entries() -> tuple[Rule, ...]:
     """The shipped catalogue: symmtui/catalogue/*.toml in name order, parsed once and cached in the
     user's cache directory (core/catcache.py)."""
-    from symmtui.core import catcache, enginetable, ruletypes
-
     sources = [*sorted(f for f in SHIPPED.iterdir() if f.name.endswith(".toml")),
                *sorted(f for f in enginetable.FOLDER.iterdir() if f.name.endswith(".toml")),
                Path(__file__), Path(ruletypes.__file__)]
@@ -403,16 +396,12 @@ def builtin_entries() -> tuple[Rule, ...]:
 
 def user_file() -> Path:
     """Where a user's own entries live: ``$XDG_CONFIG_HOME/symmtui/catalogue.toml``."""
-    from symmtui import paths
-
     return paths.config_dir() / "catalogue.toml"
 
 
 def load_file(path: Path) -> tuple[Rule, ...]:
     """The entries of a user's catalogue file; a file that is not there gives none. Read through the CLI
     boundary: a FIFO or a device is refused without being opened, the size is capped (one line, exit 2)."""
-    from symmtui import boundary
-
     hint = "make it a TOML file of [[entry]] tables (docs/catalogue.md) or remove it"
     if not path.parent.is_dir():
         return ()  # no config folder (or a file where it should be): no user entries

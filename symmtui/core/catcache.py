@@ -23,6 +23,7 @@ from typing import Any
 from symmtui import boundary
 from symmtui.core.ruletypes import Action, Kind, Rule
 from symmtui.errors import InputError
+from symmtui.paths import cache_dir
 
 FORMAT = 1  # bump when the cached layout changes
 MAX_BYTES = 8 << 20  # the cache of the shipped catalogue is ~0.2 MB
@@ -30,8 +31,6 @@ MAX_BYTES = 8 << 20  # the cache of the shipped catalogue is ~0.2 MB
 
 def cache_file(folder: Path, kind: str = "catalogue") -> Path:
     """Where the cache of the ``kind`` ("catalogue", "engines") read from ``folder`` lives."""
-    from symmtui.paths import cache_dir
-
     tag = binascii.crc32(os.fsencode(os.path.abspath(folder)))
     return cache_dir() / f"{kind}-{tag:08x}.{sys.implementation.cache_tag}.marshal"
 
@@ -94,6 +93,7 @@ def _rule(row: dict[str, Any]) -> Rule:
 
 
 def _write(cache: Path, data: bytes) -> None:
+    # here: writing a cache is a miss's cost; a start that reads the cache writes nothing
     from symmtui.fsatomic import write_atomic
 
     try:

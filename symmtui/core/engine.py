@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from symmtui.core.events import PROCESS_EXIT, Event, EventBuilder
 from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
+from symmtui.core.lastrun import last_launch_attach
 from symmtui.core.lineparts import may_name_a_source, record_source, split_prefix, split_records
 from symmtui.core.logclock import LogTimes
 from symmtui.core.ranks import RankBoard, RankSummary
@@ -289,6 +290,7 @@ class Bringup:
         gen = self._generation
         source = self.source
         if is_log_command(source):
+            # subprocess, pipes: only a source read through a command
             from symmtui.core.logcmd import CommandFollower
 
             seen = self._seen if self.new_only else None
@@ -299,8 +301,6 @@ class Bringup:
             tail = 0 if self.new_only else self.tail_lines
             attach = None
             if tail is None and self.last_launch:
-                from symmtui.core.lastrun import last_launch_attach
-
                 attach = last_launch_attach(self.ruleset)
             self._follower = LogFollower(source, tail_lines=tail, attach_at=attach)
             first = threading.Event()
@@ -308,7 +308,7 @@ class Bringup:
             if tail and not self.new_only:
                 self._spawn(self._backfill_loop, self._follower, stop, gen, first, name="symmtui-backfill")
         if self.url is not None:
-            from symmtui.core.probe import HttpProbe
+            from symmtui.core.probe import HttpProbe  # httpx (~50 ms): only a source with a health URL
 
             lo, hi = self.probe_interval
             self._probe = HttpProbe(self.url, self.probe_timeout, min_interval=lo, max_interval=hi)

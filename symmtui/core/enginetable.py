@@ -17,6 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from symmtui.core import catcache
+from symmtui.core.ruletypes import required_literal
 from symmtui.errors import UserError
 
 with warnings.catch_warnings():  # the public names of re's parser are deprecated aliases; still the stable API
@@ -287,8 +289,6 @@ def _check_prefix(where: str, key: str, raw: dict[str, Any]) -> None:
 
 
 def _check_request(where: str, key: str, raw: dict[str, Any]) -> list[str]:
-    from symmtui.core.ruletypes import required_literal
-
     rx = _regex(where, f"{key}.pattern", _str(where, f"{key}.pattern", raw.get("pattern"), required=True))
     if set(rx.groupindex) - {"content"}:
         raise _fail(where, f"{key}.pattern", "may name only the group 'content'")
@@ -325,8 +325,6 @@ def engine_files() -> list[tuple[str, str]]:
 @lru_cache(maxsize=1)
 def table() -> Table:
     """The shipped table, read once (from the cache when it was made from these files)."""
-    from symmtui.core import catcache
-
     data = catcache.load_data(FOLDER, [*_files(), Path(__file__)], parse_all, "engines")
     return build(data)
 

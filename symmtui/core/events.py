@@ -392,7 +392,7 @@ class EventBuilder:
 
     def _scanner_for(self, data: bytes) -> litscan.LineFinder:
         if self._scanner is None or (self._scanner_sample < RETUNE_BYTES <= len(data)):
-            from symmtui.core import litscan
+            from symmtui.core import litscan  # here: the literal scanner, for a long line only
 
             sample = data[:RETUNE_BYTES]
             self._scanner = litscan.finder(self._scan_rules, sample)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from symmtui.core import inotify
 from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES, LogLine, cut_utf8, make_line, make_lines, newlines
 
 __all__ = [
@@ -397,8 +398,6 @@ class LogFollower:
         polls anyway, as a safety net. Returns at once after ``wake()``, else within
         ``inotify.STOP_CHECK`` of `stop` being set. Nothing wakes an idle follower in between.
         """
-        from symmtui.core import inotify
-
         self._drain(stop, on_batch)  # the lines already there first (an attach's verdict), then arm
         while not stop.is_set() and not self._closed:
             targets = self._watch_targets()

@@ -47,7 +47,7 @@ def literal_mask(literals: Sequence[str], bits: Sequence[int]) -> LiteralMask | 
     if not literals:
         return None
     try:
-        import hyperscan
+        import hyperscan  # hyperscan: optional and heavy; the mask is built on first use
     except ImportError:
         return None
     try:

@@ -22,6 +22,7 @@ from pathlib import Path
 from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES, LogLine
 from symmtui.core.follow import BATCH_BYTES, READ_BYTES, FileNotice, LineSplitter, LogItem, Numbering
 from symmtui.errors import UserError
+from symmtui.proc import identity
 
 __all__ = [
     "Backoff",
@@ -511,8 +512,6 @@ class CommandFollower:
 def _kill_marked(marker: str) -> None:
     """SIGKILL every process whose environment holds ``marker`` (NAME=value): one pass over /proc. A
     process that replaced its whole environment (``env -i``) is not found."""
-    from symmtui.proc import identity
-
     want = marker.encode()
     me = os.getpid()
 

@@ -23,6 +23,7 @@ ended, a cut traceback); after READY a wrapper or generic crash is caused by the
 from __future__ import annotations
 
 import math
+import signal
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -48,8 +49,6 @@ def _stop_codes() -> frozenset[int]:
     """How a server ends when asked to: exit 0, SIGTERM/SIGINT, or a shell's report of a child ended by
     them (128 + the signal: a server launched through `sh -c` / `bash -c`). (signal is imported at a
     process exit, not at every start.)"""
-    import signal
-
     return frozenset({0, -signal.SIGTERM, -signal.SIGINT, 128 + signal.SIGTERM, 128 + signal.SIGINT})
 
 
@@ -149,8 +148,6 @@ def describe_exit(returncode: int | None) -> str:
     if returncode is None:
         return "process exited (exit code unknown: it is not our child)"
     if returncode < 0:
-        import signal
-
         try:
             name = signal.Signals(-returncode).name
         except ValueError:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from symmtui.core.catalogue import builtin_entries, user_entries
 from symmtui.core.decode import strip_ansi as strip_ansi  # the follower's ANSI rule, re-exported
 from symmtui.core.lineparts import split_prefix
+from symmtui.core.litmask import literal_mask
 from symmtui.core.ruletypes import ACTION_TYPES as ACTION_TYPES
 from symmtui.core.ruletypes import HANG_COMPILE as HANG_COMPILE
 from symmtui.core.ruletypes import HANG_GRAPHS as HANG_GRAPHS
@@ -277,8 +278,6 @@ class RuleSet:
         if finder is None and self._asked < MASK_AFTER:
             self._asked += 1
             if self._asked == MASK_AFTER:
-                from symmtui.core.litmask import literal_mask
-
                 finder = self._mask = literal_mask([k for k, _ in self._lit_bits], [b for _, b in self._lit_bits])
         if finder is not None:
             mask = finder.mask(plain)

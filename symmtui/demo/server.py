@@ -18,6 +18,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from symmtui.demo.sandbox import sandbox_has_capability
+
 _OUT_LOCK = threading.Lock()
 
 DETAILS = """\
@@ -456,8 +458,6 @@ def _mmss(seconds: float) -> str:
 
 def _sandbox_has_capability(root: Path, capability: int) -> bool:
     """Ask the sandbox module (imported only when used) whether its tables hold ``capability``."""
-    from symmtui.demo.sandbox import sandbox_has_capability
-
     return sandbox_has_capability(root, capability)
 
 

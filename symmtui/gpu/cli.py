@@ -57,7 +57,7 @@ def _gpus(args: argparse.Namespace) -> int:
         boundary.require_terminal("gpus --watch", streams=("standard output",),
                                   hint="run it in a terminal, or use --watch --json in a pipe (one JSON line per sample)")
     if getattr(args, "source", None):
-        from symmtui.gpu.remote import sources_main
+        from symmtui.gpu.remote import sources_main  # the exporters' client (httpx, ~50 ms): only --source
 
         return sources_main(args)
     standin = args.standin or os.environ.get(STANDIN_ENV) or None
@@ -77,8 +77,6 @@ def _gpus(args: argparse.Namespace) -> int:
     if args.json and args.watch and snap.unavailable_reason is None:
         return _watch_json(nvml, sampler, topo, standin, max_frames=getattr(args, "max_frames", None))
     if args.json:
-        from symmtui.gpu.report import report_json
-
         debug = _debug(nvml, sampler, snap, topo)[1] if args.debug and snap.unavailable_reason is None else None
         doc = report_json(snap, topo, driver=_s(nvml.driver_version()), cuda=_s(nvml.cuda_driver_version()),
                           standin=standin, debug=debug)

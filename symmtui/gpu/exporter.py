@@ -13,12 +13,13 @@ import math
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx
 
+from symmtui.core.httpget import failed
 from symmtui.errors import UserError
 from symmtui.gpu.results import MIB, NA, CallStats, GpuInfo, GpuSample, NAType
 from symmtui.gpu.source import Reading
@@ -168,6 +169,7 @@ class TooManyGpus(ValueError):
 def parse_exposition(text: str) -> list[Series]:
     """The samples of the metrics symmtui reads, through prometheus_client's parser; ValueError if the
     text is not the Prometheus text format."""
+    # prometheus_client's parser: an exporter source's first scrape
     from prometheus_client.parser import text_string_to_metric_families
 
     wanted = _families_wanted(text)
@@ -463,14 +465,10 @@ class ExporterSource:
 
 
 def _replace_lost(info: GpuInfo, reason: str) -> GpuInfo:
-    from dataclasses import replace
-
     return replace(info, lost=True, errors=(("source", reason),))
 
 
 def _why(exc: httpx.HTTPError) -> str:
-    from symmtui.core.httpget import failed
-
     got = failed(exc, "")
     if got.kind == "refused":
         return "connection refused"

@@ -134,6 +134,7 @@ class Nvml:
         mod = self._module
         scenario = os.environ.get(STANDIN_ENV, "").strip()
         if mod is None and scenario:
+            # the stand-in pynvml: only with $SYMMTUI_NVML_STANDIN set
             from symmtui.gpu.standin import shared_standin
 
             try:
@@ -579,7 +580,7 @@ def nvml_from_env(standin: str | None = None) -> Nvml:
     An unknown scenario name raises KeyError naming the known ones (the verb turns it into a UserError).
     """
     if standin:
-        from symmtui.gpu.standin import load_standin
+        from symmtui.gpu.standin import load_standin  # the stand-in pynvml: only when a scenario is named
 
         return Nvml(load_standin(standin))
     return Nvml()

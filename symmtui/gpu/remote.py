@@ -74,15 +74,12 @@ def sources_main(args: argparse.Namespace) -> int:
         if args.json and args.watch:
             return _watch_json(sampler, sources, max_frames=getattr(args, "max_frames", None))
         if args.json:
-            from symmtui.gpu.report import report_json
-
             doc = report_json(snap, None, driver=_driver(sources), cuda=None, standin=None, sources=describe(sources))
             json.dump(doc, sys.stdout, indent=2)
             sys.stdout.write("\n")
             return 0
-        from rich.console import Console
+        from rich.console import Console  # rich: only the human-readable table
 
-        from symmtui.gpu import render
 
         console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
         if args.watch:

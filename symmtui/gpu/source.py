@@ -71,6 +71,6 @@ class NvmlSource:
 
 def as_source(source: Nvml | GpuSource) -> GpuSource:
     """A GpuSource for either an ``Nvml`` or a source already."""
-    from symmtui.gpu.nvml import Nvml
+    from symmtui.gpu.nvml import Nvml  # NVML (~7 ms): a profile's [gpus] check imports this module, not NVML
 
     return NvmlSource(source) if isinstance(source, Nvml) else source

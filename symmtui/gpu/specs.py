@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from symmtui.errors import UserError
 from symmtui.gpu.source import NVML, GpuSource, NvmlSource
+from symmtui.textsafe import visible
 
 if TYPE_CHECKING:
     from symmtui.gpu.nvml import Nvml
@@ -16,9 +18,8 @@ def spec_problem(spec: str) -> str | None:
     """Why ``spec`` names no GPU source (None: it does): ``"nvml"`` or an exporter's http(s) URL with a host."""
     if spec.strip().lower() == NVML:
         return None
-    from symmtui.errors import UserError
+    # the exporter module (httpx, ~50 ms): a profile's [gpus] and --gpus are checked on error paths too
     from symmtui.gpu.exporter import check_source_url
-    from symmtui.textsafe import visible
 
     try:
         check_source_url(spec)
@@ -30,8 +31,6 @@ def spec_problem(spec: str) -> str | None:
 
 def check_specs(specs: list[str] | tuple[str, ...], what: str) -> tuple[str, ...]:
     """The specs, each checked: a UserError (one line naming ``what``, e.g. ``--gpus``) for the first bad one."""
-    from symmtui.errors import UserError
-
     for spec in specs:
         problem = spec_problem(spec)
         if problem is not None:
@@ -47,10 +46,10 @@ def open_source(spec: str, *, nvml: Nvml | None = None, timeout: float = 2.0) ->
     unavailable until it answers: :func:`symmtui.gpu.exporter.ExporterSource.scrape` raises instead).
     """
     if spec.strip().lower() == NVML:
-        from symmtui.gpu.nvml import Nvml
+        from symmtui.gpu.nvml import Nvml  # NVML: only an nvml source
 
         return NvmlSource(nvml if nvml is not None else Nvml())
-    from symmtui.gpu.exporter import ExporterSource
+    from symmtui.gpu.exporter import ExporterSource  # httpx (~50 ms): only an exporter source
 
     return ExporterSource(spec, timeout=timeout)
 
@@ -61,6 +60,6 @@ def open_sources(specs: list[str] | tuple[str, ...], *, nvml: Nvml | None = None
     sources = [open_source(s, nvml=nvml, timeout=timeout) for s in specs]
     if len(sources) == 1:
         return sources[0]
-    from symmtui.gpu.multi import MultiSource
+    from symmtui.gpu.multi import MultiSource  # only several sources
 
     return MultiSource(sources)

@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 from symmtui import __version__
 from symmtui.core import enginetable
 from symmtui.errors import UserError
+from symmtui.gpu.facts import capabilities_of
+from symmtui.gpu.results import NAType
 from symmtui.proc.proctree import environ
 from symmtui.redact import redact, redact_argv, redact_env
 
@@ -316,9 +318,6 @@ def _probe_torch(python: str, torch_dir: Path, command: ServerCommand, timeout: 
 
 def _gpus(nvml: Nvml | None, notes: list[str]) -> tuple[tuple[GpuFact, ...], str | None, str | None, str | None]:
     """(GPUs, driver, CUDA driver, the patch's capability) from NVML; notes say why when not."""
-    from symmtui.gpu.facts import capabilities_of  # NVML (psutil): a capture with GPUs
-    from symmtui.gpu.results import NAType
-
     if nvml is None or not nvml.available():
         reason = "NVML unavailable" if nvml is None else (nvml.unavailable_reason or "NVML unavailable")
         notes.append(f"GPUs not read: {reason}")
@@ -362,6 +361,7 @@ def capture(
     elif python is None:
         notes.append("the server's python is not known (not a python command): package versions not read")
     else:
+        # the patch engine's finder (~45 ms): a capture with a python to read
         from symmtui.patch.finder import locate
 
         try:

@@ -100,7 +100,7 @@ class Profile:
     @property
     def key(self) -> str:
         """Stable id of this profile (a hash of its resolved path) used to name state files."""
-        import hashlib
+        import hashlib  # here: hashlib (~3 ms): the stop verb's error path loads this module
 
         where = str(self.path.resolve()) if self.path is not None else "<no file>"
         return hashlib.sha256(where.encode()).hexdigest()[:16]
@@ -132,7 +132,7 @@ class Profile:
 
 def command_hash(argv: tuple[str, ...] | list[str], cwd: Path | None, env: Mapping[str, str]) -> str:
     """sha256 over argv, cwd and the extra environment (sorted), shortened to 16 hex digits."""
-    import hashlib
+    import hashlib  # here: hashlib (~3 ms): the stop verb's error path loads this module
 
     h = hashlib.sha256()
     for part in argv:
@@ -205,7 +205,7 @@ _AT_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 def parse_profile(text: str, path: Path) -> Profile:
     """Parse profile text; ``path`` names it in errors and anchors relative paths."""
-    import tomllib
+    import tomllib  # here: tomllib (~5 ms): only a profile read from a file
 
     try:
         data = boundary.parse_toml(text)
@@ -281,7 +281,7 @@ def _unknown(loc: _Locator, table: str, keys: Mapping[str, Any], allowed: tuple[
     for key in keys:
         if key not in allowed:
             dotted = f"{table}.{key}" if table else key
-            import difflib
+            import difflib  # here: difflib: only a near miss's message
 
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(allowed)}"
@@ -338,7 +338,7 @@ def _patterns(loc: _Locator, dotted: str, value: Any) -> tuple[str, ...]:
 
 
 def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
-    import hashlib
+    import hashlib  # here: hashlib (~3 ms): the stop verb's error path loads this module
 
     loc = _Locator(text, path)
     base = path.parent.resolve()
@@ -451,6 +451,7 @@ def _build(data: Mapping[str, Any], text: str, path: Path) -> Profile:
 
 def _gpu_specs(loc: _Locator, value: Any) -> tuple[str, ...]:
     """``server.gpus``: "nvml", an exporter's URL, or a list of them (default: "nvml")."""
+    # the GPU specs (exporter, NVML): only a profile with [gpus]
     from symmtui.gpu.specs import NVML, spec_problem
 
     if value is None:
@@ -524,7 +525,7 @@ def _node_command(loc: _Locator, dotted: str, value: Any, shell: bool,
 
 
 def _notify(value: Any, loc: _Locator) -> NotifyConfig:
-    from symmtui.launch.notifyconf import parse_notify
+    from symmtui.launch.notifyconf import parse_notify  # only a profile with [notify]
 
     return parse_notify(value, loc.fail)
 
@@ -532,7 +533,7 @@ def _notify(value: Any, loc: _Locator) -> NotifyConfig:
 def _entries(path: Path, value: Any) -> tuple[Rule, ...]:
     if value is None:
         return ()
-    from symmtui.core.catalogue import parse_entries
+    from symmtui.core.catalogue import parse_entries  # the catalogue (~10 ms): only a profile with [rules]
 
     with patterns.budget(patterns.MAX_PROGRAM):  # a profile of costly patterns is refused, not compiled for minutes
         return parse_entries(value, str(path), user=True, key="rules.entry")
@@ -543,7 +544,7 @@ def _log_command(loc: _Locator, value: Any, shell: bool) -> LogCommand | None:
     with ``log_cmd_shell = true``, which also takes a list, joined)."""
     if value is None:
         return None
-    from symmtui.core.logcmd import LogCommand
+    from symmtui.core.logcmd import LogCommand  # subprocess, pipes: only a profile with a log command
 
     argv, text = _command(loc, value, shell, dotted="server.log_cmd")
     assert argv is not None

@@ -475,6 +475,7 @@ class Supervisor:
         if capability is None:
             return None, "preflight skipped: GPU compute capability unknown (no NVML)"
         try:
+            # guarded: a patch package that cannot load notes the preflight as skipped
             from symmtui.patch import preflight as check
         except ImportError as exc:
             return None, f"preflight skipped: patch check unavailable ({exc})"

@@ -112,6 +112,7 @@ class Session:
         self._closers: list[Callable[[], None]] = []
         self._gpus: Gpus | None = None
         if spec.nvml is not None or spec.gpus is not None or spec.sample_gpus or spec.stacks_gpus:
+            # NVML, topology, the sampler: only a session that watches GPUs
             from symmtui.session.gpus import Gpus
 
             self._gpus = Gpus(spec, self._send)
@@ -146,7 +147,7 @@ class Session:
     def _supervisor(self, plan: NodePlan, gpu_pids: GpuPids | None) -> Supervisor | None:
         if plan.profile is None:
             return None
-        from symmtui.launch.supervisor import Supervisor
+        from symmtui.launch.supervisor import Supervisor  # the launcher: only a session with a profile
 
         sup = Supervisor(plan.profile, gpu_pids=None if plan.remote else gpu_pids, grace=self.spec.grace,
                          gpu_timeout=self.spec.gpu_timeout, port_timeout=self.spec.port_timeout)
@@ -172,6 +173,7 @@ class Session:
         for node in self._nodes:
             plan = node.plan
             if node.supervisor is None and plan.pid is not None:  # what it runs, while it runs (what changed)
+                # the history's reader (statistics, ~60 ms): only an attach with a history
                 from symmtui.session.changes import attached
 
                 self._attached[node.name] = attached(plan.pid)
@@ -624,7 +626,7 @@ class Session:
             return list(pool.map(fn, nodes))
 
     def _stop_command(self, node: Node) -> StopCommandResult:
-        from symmtui.launch.nodes import run_stop_command
+        from symmtui.launch.nodes import run_stop_command  # a node's stop command: only a multi-node stop
 
         assert node.plan.stop is not None and self.spec.profile is not None
         return run_stop_command(self.spec.profile, node.name, node.plan.stop, node.plan.stop_text)
@@ -668,7 +670,7 @@ class Session:
         """Signal a process the user picked from a list (the process view), if it is still what was listed: the
         one identity check (``proc.identity``), made now, with the server's tree read now (blocking: a worker
         thread). A process outside the tree only ``by_pid`` (the user typed its pid)."""
-        from symmtui.proc import identity
+        from symmtui.proc import identity  # psutil: only a signal intent
 
         tree = {p.pid for n in self._nodes for p in n.server_procs()}
         return identity.send_listed(listed, sig, in_tree=listed.pid in tree, by_pid=by_pid)
@@ -687,7 +689,7 @@ class Session:
             raise UserError(self.why_not("patch") or "no patch")
         gpus = self._gpus
         if gpus is None:
-            from symmtui.gpu.facts import patch_facts
+            from symmtui.gpu.facts import patch_facts  # NVML: only a patch intent
 
             return Patcher(site=target.site, package=target.package, python=target.python,
                            facts=lambda: patch_facts(None, None))
@@ -708,6 +710,7 @@ class Session:
         the diagnosis has a fix and the flags or variables it names differ from the last READY launch (they
         are put back as they were); else its first action that is a flag or an environment variable; None
         when there is neither."""
+        # the profile fixer: only a fix intent
         from symmtui.launch.profilefix import APPLICABLE, plan, plan_restore
 
         profile = self.spec.profile
@@ -731,7 +734,7 @@ class Session:
 
     def _apply_fix(self, fix: ProfileFix) -> None:
         """Write the profile change (atomically) and launch with it from now on (the next relaunch)."""
-        from symmtui.launch.profile import load_profile
+        from symmtui.launch.profile import load_profile  # the profile fixer: only a fix intent
         from symmtui.launch.profilefix import apply
 
         apply(fix)
@@ -742,7 +745,7 @@ class Session:
         self._repost()  # the Boards' relaunch says the new command
 
     def _profile_of(self, profile: Profile, plan: NodePlan) -> Profile:
-        from symmtui.launch.nodes import node_profile
+        from symmtui.launch.nodes import node_profile  # a profile's nodes: only a relaunch intent
 
         if not profile.nodes:
             return profile

@@ -19,6 +19,7 @@ from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
 from symmtui.gpu.topology import Topology, read_topology
 from symmtui.launch.report import GpuPids
+from symmtui.proc import proctree
 from symmtui.session.messages import GpuRound, SessionMessage, TopologyRead
 from symmtui.session.spec import SessionSpec
 from symmtui.stacks.gpus import utilization_of
@@ -93,7 +94,6 @@ class Gpus:
         """Every process of our launches (their whole trees)."""
         if not self._launches:
             return []
-        from symmtui.proc import proctree  # psutil: a session that launched something
 
         return [p.pid for r in self._launches
                 for p in proctree.collect(r.pid, r.create_time, r.sid, r.pgid, r.launch_id)]

@@ -100,6 +100,7 @@ class Node:
                record: LaunchRecord | None = None, recorded: bool = False) -> None:
         """Start judging this node's bring-up (its source, its URL, ``pid``); ``record``: the launch it is."""
         if is_log_command(self.source) and self._spool_commands:
+            # subprocess, pipes: only a node read through a command
             from symmtui.core.logcmd import spool_path
 
             self.spool = str(spool_path(state_dir("logcmd")))
@@ -195,7 +196,7 @@ class Node:
         procs = self.launch_procs()
         if procs or self.pid is None:
             return procs
-        from symmtui.proc import proctree
+        from symmtui.proc import proctree  # psutil: only a node that looks at processes
 
         return proctree.tree(self.pid)
 

@@ -60,7 +60,7 @@ class Patcher:
     python: str | None = None
 
     def _facts(self) -> tuple[Capability, PatchFacts]:
-        from symmtui.patch import Capability
+        from symmtui.patch import Capability  # the patch engine (~45 ms): only a session that patches
 
         facts = self.facts()
         if facts.capability is None:
@@ -71,7 +71,7 @@ class Patcher:
         return Capability.of(facts.capability), facts
 
     def check(self) -> PatchView:
-        from symmtui.patch import check, diff
+        from symmtui.patch import check, diff  # the patch engine (~45 ms): only a session that patches
         from symmtui.patch.hostcaps import with_others
 
         cap, facts = self._facts()
@@ -82,7 +82,7 @@ class Patcher:
 
     def apply(self, view: PatchView) -> PatchState:
         """Apply the diff the user saw (refused if the files changed since); the new state as data."""
-        from symmtui.patch import apply
+        from symmtui.patch import apply  # the patch engine (~45 ms): only a session that patches
 
         cap, facts = self._facts()
         result = apply(self.site, self.package, cap, python=self.python, expected=view.report, nvlink=facts.nvlink)
@@ -90,6 +90,6 @@ class Patcher:
 
     def revert(self) -> PatchState:
         """Put the original bytes back."""
-        from symmtui.patch import revert
+        from symmtui.patch import revert  # the patch engine (~45 ms): only a session that patches
 
         return PatchState(applied=False, text=revert(self.site, self.package, python=self.python).message)

@@ -14,6 +14,8 @@ import os
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+import psutil  # type: ignore[import-untyped,unused-ignore]
+
 from symmtui.gpu.results import GpuProcess, is_na
 from symmtui.gpu.sampler import GpuSnapshot
 from symmtui.proc import identity
@@ -121,8 +123,6 @@ def sort_rows(items: Iterable[ProcRow], column: str, reverse: bool = False) -> l
 def host_facts(pids: Iterable[int], cache: dict[int, object] | None = None) -> dict[int, HostFacts]:
     """What /proc says of each pid (blocking reads: a worker thread). ``cache`` keeps psutil's Process objects
     between rounds so CPU % is measured over the time since the last round (the first round says 0)."""
-    import psutil  # type: ignore[import-untyped,unused-ignore]
-
     cache = cache if cache is not None else {}
     out: dict[int, HostFacts] = {}
     for pid in pids:

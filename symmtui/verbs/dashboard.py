@@ -44,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Textual: only the dashboard (every start imports this module: cli.DASHBOARD)
     from symmtui.ui.entry import run_dashboard
 
     if args.dash_log is not None:
@@ -51,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
                               hint="give the server's log file (it may not exist yet)")
     # a program that cannot start is not an error here: the dashboard shows it and keeps trying (wait exits 2)
     log_cmd = log_command_option(args.dash_log_cmd, args.dash_log_cmd_shell, log=args.dash_log)
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.gpu.specs import check_specs
 
     gpus = check_specs(args.dash_gpus or (), "--gpus")

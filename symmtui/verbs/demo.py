@@ -28,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Textual: the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.ui.entry import run_demo
 
     return run_demo(float(args.speed), args.theme, args.story, record=not args.no_record, nodes=args.nodes)

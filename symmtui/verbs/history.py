@@ -24,12 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.launch.history import History
     from symmtui.verbs.historytable import as_json, diff, table
 
     hist = History()
     entries = hist.entries()
     if args.config:
+        # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
         from symmtui.launch.profile import load_profile
 
         key = load_profile(args.config).key

@@ -40,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.launch.claim import claim
     from symmtui.launch.profile import load_profile
 
@@ -51,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.build import Limits, launch_spec, open_session
     from symmtui.core.readiness import State
     from symmtui.launch.cliout import ProgressPrinter

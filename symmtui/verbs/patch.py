@@ -48,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _gpu_facts() -> PatchFacts:
     """The host's capabilities and NVLink between every pair, from the one source the dashboard asks too."""
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.gpu.facts import patch_facts
     from symmtui.gpu.nvml import Nvml
 
@@ -60,6 +61,7 @@ def _gpu_facts() -> PatchFacts:
 
 def _profile_python(path: str) -> tuple[str, dict[str, str], Path | None, list[str]]:
     """The interpreter a launch profile's command runs, with the env and cwd it runs with, and the command."""
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.launch.profile import load_profile
     from symmtui.patch.preflight import launch_python
 
@@ -78,6 +80,7 @@ def _profile_python(path: str) -> tuple[str, dict[str, str], Path | None, list[s
 
 def _targets(args: argparse.Namespace) -> list[tuple[str, Path | None, str | None]]:
     """(package, site, python) for each package to work on."""
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.patch.finder import locate
 
     wanted = [args.package] if args.package else ["sglang", "vllm"]
@@ -131,6 +134,7 @@ def _print_report(report: CheckReport, site: Path | None, python: str | None) ->
 
 
 def _k(key: int | str) -> str:
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.patch.capability import key_text
 
     return key_text(key)
@@ -159,6 +163,7 @@ def _flags(report: CheckReport, site: Path | None, python: str | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run one action over the selected packages; the exit code is the worst of theirs."""
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.patch.capability import Capability
     from symmtui.patch.errors import PatchError
 
@@ -226,6 +231,7 @@ def _one(
     others: tuple[tuple[int, int], ...] = (),
 ) -> tuple[int, dict[str, Any]]:
     """One action on one package: print its text (unless --json); (exit code, JSON result)."""
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.patch import engine
     from symmtui.patch.hostcaps import with_others
 

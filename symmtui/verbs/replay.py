@@ -20,6 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read the bundle (errors before the screen opens), then run the dashboard over it."""
+    # Textual: the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.bundle.format import read_bundle
     from symmtui.bundle.replay import Recording
     from symmtui.ui.entry import check_theme, run_app
@@ -28,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     recording = Recording(read_bundle(args.bundle))  # a damaged one: BundleError, one line
     chosen = check_theme(args.theme)
     boundary.require_terminal("the replay")
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.bundle.replay import ReplaySession
 
     session = ReplaySession(recording, speed=float(args.speed))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from symmtui import boundary
+from symmtui import boundary, clitext
 
 HELP = "print a recorded bring-up (a bundle) as a Markdown report for a GitHub issue, secrets redacted"
 
@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read the bundle, print the report (exit 0), or one error line (exit 2)."""
-    from symmtui import clitext
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.bundle.find import find_bundle
     from symmtui.bundle.format import read_bundle
     from symmtui.bundle.report import markdown

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from symmtui import boundary, clitext
 
@@ -21,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Scan and print; exit 0 ready, 1 crashed, 3 no verdict, 2 unreadable file / bad pattern."""
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.core.rules import user_ruleset
     from symmtui.core.scan import report_json, report_text, scan_file
 
@@ -32,7 +34,6 @@ def run(args: argparse.Namespace) -> int:
                                   f"({exc.strerror or exc}); give a readable log file") from None
     out = clitext.Writer()  # sanitised lines; `symmtui scan ... | head` keeps the exit code
     if args.json:  # json.dumps escapes every control character itself
-        import json
 
         doc = {"schema": SCHEMA, **report_json(rep)}
         for line in json.dumps(clitext.headless_json(doc), indent=2).split("\n"):

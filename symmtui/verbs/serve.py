@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import ipaddress
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from symmtui import boundary
+from symmtui import boundary, clitext
+from symmtui.errors import UserError
 from symmtui.verbs import demo
 from symmtui.verbs.metricsopts import port
 
@@ -48,6 +51,7 @@ def child_argv(args: argparse.Namespace) -> list[str]:
 
 def child_env() -> dict[str, str]:
     """The dashboard's environment: Textual's web driver (as textual-serve sets it), without the token."""
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from importlib.metadata import version
 
     from symmtui.verbs import serveauth
@@ -61,7 +65,7 @@ def child_env() -> dict[str, str]:
 
 def resolve_token(host: str) -> str:
     """The token: $SYMMTUI_SERVE_TOKEN when set (empty: none, only on loopback), else a random one."""
-    from symmtui.errors import UserError
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.verbs import serveauth
 
     given = os.environ.get(serveauth.TOKEN_ENV)
@@ -83,7 +87,6 @@ def resolve_token(host: str) -> str:
 def allowed_names(host: str, sock: socket.socket) -> frozenset[str]:
     """Host/Origin names besides loopback: the bound address and ``--host``; on a wildcard address
     (0.0.0.0, ::) also this machine's addresses and host names."""
-    import ipaddress
     import socket
 
     import psutil  # type: ignore[import-untyped,unused-ignore]
@@ -101,8 +104,7 @@ def allowed_names(host: str, sock: socket.socket) -> frozenset[str]:
 
 def is_loopback(host: str) -> bool:
     """Whether every address ``host`` names is this machine's loopback ("localhost", 127.0.0.1, ::1)."""
-    import ipaddress
-    import socket
+    import socket  # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
 
     try:
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
@@ -113,10 +115,8 @@ def is_loopback(host: str) -> bool:
 
 def listen(host: str, port_number: int) -> socket.socket:
     """A listening socket on ``host``:``port_number``; a bad host or a taken port is one UserError line."""
-    import errno
-    import socket
+    import socket  # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
 
-    from symmtui.errors import UserError
 
     try:
         infos = socket.getaddrinfo(host, port_number, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
@@ -133,6 +133,7 @@ def listen(host: str, port_number: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
+            # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
             from symmtui.proc.ports import port_owner
 
             owner = port_owner(port_number)
@@ -155,14 +156,16 @@ def url_of(sock: socket.socket) -> str:
 def run(args: argparse.Namespace) -> int:
     """Listen, say where (the URL carries the token), serve until Ctrl+C or SIGTERM (every tab's
     dashboard is hung up and quits cleanly first)."""
-    from symmtui import clitext
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.verbs import serveauth
 
     if args.config is not None:
+        # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
         from symmtui.launch.profile import load_profile
 
         load_profile(args.config)  # a bad profile is one line now, not a broken page later
     if args.theme is not None:
+        # Textual: the verb's work, imported when it runs (every start imports this module: cli.VERBS)
         from symmtui.ui.entry import check_theme
 
         check_theme(args.theme)
@@ -178,10 +181,10 @@ def run(args: argparse.Namespace) -> int:
                      "dashboard", sys.stderr)
     story = f"{args.nodes} nodes" if args.nodes > 1 else f"story {args.story}"
     what = f"the dashboard of {args.config}" if args.config is not None else f"the demo ({story})"
-    from urllib.parse import quote
 
     page = f"{url}/?token={quote(token, safe='')}" if token else f"{url}/"  # `+` or `%41` in a fixed token: encoded
     guard = serveauth.Guard(token, int(sock.getsockname()[1]), allowed_names(args.host, sock))
+    # aiohttp, textual-serve: the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.verbs.serveapp import serve
 
     serve(sock, guard, child_argv(args), child_env(), f"symmtui serve: {what} on {page} (Ctrl+C stops)")

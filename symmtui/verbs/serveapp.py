@@ -9,15 +9,21 @@ WebSocket closed, so the server does not wait out its shutdown timeout on an ope
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import socket
 import sys
 from pathlib import Path
 from typing import Any
 
+import aiohttp_jinja2
+import jinja2
+import textual_serve
 from aiohttp import WSCloseCode, WSMsgType, web
 from aiohttp.web_runner import GracefulExit
 
+from symmtui import clitext
+from symmtui.textsafe import visible
 from symmtui.verbs.serveauth import Guard
 from symmtui.verbs.servetab import QUIT_GRACE, Tab, parse_message
 
@@ -39,12 +45,6 @@ def _to_int(value: str | None, default: int, top: int = 1000) -> int:
 
 
 def make_app(guard: Guard, argv: list[str], env: dict[str, str], banner: str) -> web.Application:
-    import aiohttp_jinja2
-    import jinja2
-    import textual_serve
-
-    from symmtui import clitext
-    from symmtui.textsafe import visible
 
     base = Path(textual_serve.__file__).resolve().parent
     app = web.Application(middlewares=[guard.middleware()])
@@ -103,8 +103,6 @@ def make_app(guard: Guard, argv: list[str], env: dict[str, str], banner: str) ->
 
 def serve(sock: socket.socket, guard: Guard, argv: list[str], env: dict[str, str], banner: str) -> None:
     """Serve on ``sock`` until SIGINT or SIGTERM; aiohttp's own logging stays quiet."""
-    import logging
-
     logging.getLogger("aiohttp").setLevel(logging.CRITICAL)
 
     def stop() -> None:

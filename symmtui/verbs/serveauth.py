@@ -111,7 +111,7 @@ class Guard:
 
     def middleware(self) -> Callable[..., Awaitable[Any]]:
         """The aiohttp middleware: 403 with the reason, before any handler runs."""
-        from aiohttp import web
+        from aiohttp import web  # aiohttp (~190 ms): the token and host checks before it run without it
 
         @web.middleware
         async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable[Any]]) -> Any:

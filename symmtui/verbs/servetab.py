@@ -22,6 +22,8 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from symmtui import clitext
+
 QUIT_GRACE = 15.0  # seconds a hung-up dashboard has to stop its servers before its group is SIGKILLed
 START_LINES = 10  # lines of output before Textual's "__GANGLION__" (as textual-serve allows)
 MAX_PACKET = 32 * 1024 * 1024  # one frame from the app; a bigger length is a broken stream
@@ -227,7 +229,6 @@ class Tab:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             await proc.wait()
-            from symmtui import clitext
 
             clitext.note(f"serve: a tab's dashboard (pid {proc.pid}) had not quit {QUIT_GRACE:.0f} s after its "
                          "tab closed: killed", sys.stderr)

@@ -32,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Dump, print, save; exit 0, 2 nothing to dump, 3 ptrace refused for every process."""
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.build import open_session, stacks_spec
     from symmtui.session.intents import DumpStacks
     from symmtui.stacks.pyspy import DEFAULT_LIMIT, find_pyspy

@@ -29,9 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Stop every node; the exit code says what is left (see docs/verbs.md)."""
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.launch.profile import load_profile
 
     profile = load_profile(args.config)  # first: a bad profile is reported before the engine is imported
+    # the session (~150 ms): a missing profile (the error path) exits before it
     from symmtui.build import open_session, stop_spec
     from symmtui.launch.cliout import ProgressPrinter, print_report
     from symmtui.session.intents import KillStranger, Stop

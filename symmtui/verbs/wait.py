@@ -54,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Wait and print the verdict (the Session's close then flushes the notifier and ends the metrics linger)."""
+    # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.build import Limits, open_session, wait_spec
     from symmtui.verbs.printer import Printer
 
@@ -85,7 +86,7 @@ def log_command_option(text: str | None, shell: bool, *, log: str | None, new_on
         raise UserError("--new-only skips what a log file holds at start; a log command decides what it prints "
                         "first: use its own option (docker logs -f --since 0s, kubectl logs -f --since=1s, "
                         "tail -n 0 -F, journalctl -f -n 0)")
-    from symmtui.core.logcmd import LogCommand
+    from symmtui.core.logcmd import LogCommand  # subprocess, pipes: only --log-cmd
 
     return LogCommand.parse(text, shell=shell)
 

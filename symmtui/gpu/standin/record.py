@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timings", type=int, default=0, help="also time N rounds of raw sampling calls")
     args = parser.parse_args(argv)
     try:
-        import pynvml
+        import pynvml  # the real pynvml: only when recording a real GPU
     except ImportError:
         print("record: the Python binding is missing: pip install nvidia-ml-py", file=sys.stderr)
         return 3

@@ -60,7 +60,9 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Input
 
+from symmtui import fsatomic
 from symmtui.core.decode import LogLine
+from symmtui.core.events import MAX_SPANS, EventBuilder
 from symmtui.errors import UserError
 from symmtui.patterns import UserPattern
 from symmtui.textsafe import visible
@@ -1610,8 +1612,6 @@ def _shown_in(hidden: list[tuple[int, int]], frows: array[int] | None, row: int)
 def _write_view(path: Path, file: LogFile, rows: int, frows: array[int] | None, hidden: list[tuple[int, int]],
                 heads: dict[int, str]) -> int:
     """Write the view (a snapshot) to ``path`` atomically: a temp file beside it, renamed over it."""
-    from symmtui import fsatomic
-
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=fsatomic.TEMP_SUFFIX, dir=path.parent)
     temp = Path(name)
     written = 0
@@ -1652,8 +1652,6 @@ def _judge_file(file: LogFile, job: _Job) -> Iterator[tuple[list[EventLike], lis
     """Feed the whole file to the engine's event builder (the shipped rules) in batches: each batch's events (the
     latest of each key) and the rows of one-line events seen more often than the builder keeps spans of (found
     by their text: ``(offset, kind, summary)``), the rows judged, and whether it is done."""
-    from symmtui.core.events import MAX_SPANS, EventBuilder
-
     builder = EventBuilder()
     rows = file.rows
     for lo in range(0, rows, _JUDGE_ROWS):
