@@ -297,6 +297,12 @@ class LogLines(ScrollView, can_focus=True):
         if self._owner.following:
             self._owner._scroll_end()
 
+    def watch_show_horizontal_scrollbar(self, shown: bool) -> None:
+        """A line wider than the pane brought the scrollbar: the pane is a row shorter, and when following its
+        end (the last line) would sit under the scrollbar; scroll to it once the new size is laid out."""
+        if shown and self._owner.following:
+            self.call_after_refresh(self._owner._scroll_end)
+
     # -- rendering
     @property
     def text_width(self) -> int:
