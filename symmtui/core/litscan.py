@@ -67,22 +67,19 @@ class HyperscanFinder:
     def marked_starts(self, buf: bytes | bytearray, end: int) -> tuple[list[int], set[int]]:
         """``candidate_starts`` and, from the same scan, the starts of the lines that hold a ``marked`` literal."""
         ids = self._marked
-        hits: list[tuple[int, int]] = []
         lens = self._lens
-        add = hits.append
-
-        def on_match(pid: int, _start: int, stop: int, _flags: int, _ctx: object) -> None:
-            add((stop - lens[pid], pid))
-
-        self._db.scan(buf if end == len(buf) else memoryview(buf)[:end], match_event_handler=on_match)
         rfind = buf.rfind
         starts: set[int] = set()
         flagged: set[int] = set()
-        for at, pid in hits:
-            ls = rfind(b"\n", 0, at) + 1
-            starts.add(ls)
+        add, mark = starts.add, flagged.add
+
+        def on_match(pid: int, _start: int, stop: int, _flags: int, _ctx: object) -> None:
+            ls = rfind(b"\n", 0, stop - lens[pid]) + 1  # the line's start, found here: no list of hits
+            add(ls)
             if pid in ids:
-                flagged.add(ls)
+                mark(ls)
+
+        self._db.scan(buf if end == len(buf) else memoryview(buf)[:end], match_event_handler=on_match)
         if self._regex is not None:
             extra = self._regex.regex_starts(buf, end)
             starts.update(extra)
