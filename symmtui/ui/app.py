@@ -219,6 +219,8 @@ class SymmApp(App[int]):
     def on_mount(self) -> None:
         self._exit_on_signals()
         self._mailbox = self.session.attach(lambda: self.post_message(MailReady()))
+        for box in self.query(LogSearch):  # each node's pane
+            box.typed_ahead = self._take_typed
         self.log_view.focus()
 
     def _exit_on_signals(self) -> None:
@@ -486,25 +488,18 @@ class SymmApp(App[int]):
             event.prevent_default()
             self._typed += event.character
             search = self.log_view.query_one(LogSearch)
-            if search.has_focus:
-                self._type_into(search)
-
-    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        """The text box took the focus: the keys typed ahead go in now."""
-        if isinstance(event.widget, LogSearch):
-            self._type_into(event.widget)
+            if search.has_focus:  # it took the focus (and the keys typed before) while this key was on its way
+                search.insert_text_at_cursor(self._take_typed())
 
     def on_descendant_blur(self, event: events.DescendantBlur) -> None:
         """The text box closed (Escape, Enter): keys are the dashboard's again."""
         if isinstance(event.widget, LogSearch):
             self._opening, self._typed = None, ""
 
-    def _type_into(self, box: LogSearch) -> None:
-        """The keys typed ahead into ``box``, as a paste: it comes after the box's own focus handling (which
-        selects the old text: typed keys replace it, as typed ones do)."""
-        if self._typed:
-            box.post_message(events.Paste(self._typed))
-            self._typed = ""
+    def _take_typed(self) -> str:
+        """The keys typed ahead for the log pane's text box, handed over once (``LogSearch.typed_ahead``)."""
+        typed, self._typed = self._typed, ""
+        return typed
 
     def action_log(self, action: str, target: str = "view") -> None:
         """A log pane key: ``action`` of the pane shown (``target`` "lines": of its scrolling body)."""

@@ -38,7 +38,7 @@ import tempfile
 import threading
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -490,6 +490,18 @@ class LogSearch(Input):
         super().__init__(placeholder=self.PLACEHOLDERS["search"], compact=True)
         self._owner = owner
         self.mode = "search"
+        self.typed_ahead: Callable[[], str] = lambda: ""
+        """The keys typed after the key that opened the box and before it had the focus (the app keeps them)."""
+
+    def on_focus(self, event: events.Focus) -> None:
+        """The keys typed ahead become the box's text here, in its own queue: keys typed after them are still
+        queued behind this focus (a paste posted by the app came after them: "/prr" read "rrp")."""
+        ahead = self.typed_ahead()
+        if ahead:
+            self.value = ahead  # (typed keys replace the old text, as typing into its selection does)
+            self.cursor_position = len(ahead)
+            self.select_on_focus = False  # Input's own focus handling, after this one, would select them
+            self.call_later(setattr, self, "select_on_focus", True)
 
     def open(self, mode: str) -> None:
         """Show the prompt in ``mode`` and focus it (a search keeps its text; the others start empty)."""
