@@ -185,15 +185,20 @@ async def test_nvml_init_failure_is_explained_in_the_panels() -> None:
 NASTY_FILTERS = (r"(a+){10}$", r"(?:\w+){8}$", r"(.*)(.*)(.*)(.*)(.*)(.*)$x", r"(a|aa)*$", r"(\w|\w)*$")
 
 
+def _wide_log(tmp_path: Path) -> Path:
+    """A start line, 300 lines of 4,000 letters that a trailing `$` or `!` never lets a nasty filter accept, a tail."""
+    log = tmp_path / "server.log"
+    log.write_text("[2026-01-01 00:00:00] server starting\n" + "".join(f"{'a' * 4000}!\n" for _ in range(300))
+                   + "aaaa tail\n")
+    return log
+
+
 @pytest.mark.parametrize("attempt", range(6))
 async def test_lines_wider_than_the_pane_leave_the_last_line_above_the_scrollbar(tmp_path: Path, attempt: int) -> None:
     """A log of lines wider than the pane: the horizontal scrollbar comes once they are laid out, the pane is a row
     shorter, and following, its last line sat under the scrollbar (scrolled one row short: seen in CI, and about
     one start in twelve here; the attempts make a return of it likely to show)."""
-    log = tmp_path / "server.log"
-    log.write_text("[2026-01-01 00:00:00] server starting\n" + "".join(f"{'a' * 4000}!\n" for _ in range(300))
-                   + "aaaa tail\n")
-    session = watched(log)
+    session = watched(_wide_log(tmp_path))
     app = SymmApp(session)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
@@ -210,10 +215,7 @@ async def test_lines_wider_than_the_pane_leave_the_last_line_above_the_scrollbar
 async def test_a_nasty_filter_typed_with_i_leaves_the_dashboard_responsive(tmp_path: Path) -> None:
     """i, a pattern that froze the screen (and `q`) for good under Python's re, Enter: the filter is applied,
     and the next key acts: q quits the dashboard."""
-    log = tmp_path / "server.log"
-    log.write_text("[2026-01-01 00:00:00] server starting\n" + "".join(f"{'a' * 4000}!\n" for _ in range(300))
-                   + "aaaa tail\n")
-    session = watched(log)
+    session = watched(_wide_log(tmp_path))
     app = SymmApp(session)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
