@@ -150,10 +150,7 @@ def _thread_error(info: threading.ExceptHookArgs) -> None:
         threading.__excepthook__(info)
         return
     if isinstance(info.exc_value, OSError) and info.exc_value.errno in GONE_TERMINAL:
-        # the terminal went away (a closed pane or tab, a dropped ssh) and its hang-up was missed: not a bug (no
-        # crash file), but the verb still ends (a dashboard left on a dead terminal would hold its demo for ever)
-        boundary.ended_by_internal_error()
-        return
+        return  # the terminal went away (a closed pane, a dropped ssh): the screen's writer has nothing to write to
     import traceback  # here: ~2 ms, paid by a crashing thread only, not by every start
 
     name = info.thread.name if info.thread is not None else "a worker"
