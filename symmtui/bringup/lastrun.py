@@ -8,10 +8,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES, clean_raw, make_line
-from symmtui.core.events import EventBuilder
-from symmtui.core.readiness import Readiness, ReadinessConfig
-from symmtui.core.rules import RuleSet, required_literal
+from symmtui.judge.events import EventBuilder
+from symmtui.judge.readiness import Readiness, ReadinessConfig
+from symmtui.judge.rules import RuleSet, required_literal
+from symmtui.logs.decode import DEFAULT_MAX_LINE_BYTES, clean_raw, make_line
 from symmtui.patterns import LinesPattern, compile_user
 
 BLOCK = 1 << 20
