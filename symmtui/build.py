@@ -10,7 +10,8 @@ It sits above ``session``, ``bundle`` and ``notify`` because it wires them toget
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -362,12 +363,13 @@ def demo_spec(speed: float, story: str = "crash", *, nodes: int = 1, record_bund
 
 # ---- the Session ------------------------------------------------------------------------------
 
-def open_session(spec: SessionSpec) -> Session:
-    """The Session of ``spec`` with its plug-ins, started (following, sampling), and its first launch made.
+def open_session(spec: SessionSpec, clock: Callable[[], float] = time.monotonic) -> Session:
+    """The Session of ``spec`` with its plug-ins, started (following, sampling), and its first launch made;
+    ``clock``: the one its timeouts, stalls and heartbeats read (tests pass one they move).
 
     A plug-in that cannot start (a taken metrics port) is one UserError line, with nothing left running."""
     try:
-        session = Session(spec)
+        session = Session(spec, clock=clock)
     except BaseException:
         for hook in reversed(spec.cleanup):  # the demo's temp dir: nothing else will remove it
             hook()
