@@ -9,7 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from symmtui.judge.events import EventBuilder
-from symmtui.judge.litscan import LastLiteral
 from symmtui.judge.readiness import Readiness, ReadinessConfig
 from symmtui.judge.rules import RuleSet, required_literal
 from symmtui.logs.decode import DEFAULT_MAX_LINE_BYTES, clean_raw, make_line
@@ -68,6 +67,9 @@ class _Markers:
             else:
                 self.regexes.append(re.compile(rule.pattern.encode(), re.MULTILINE))
         self.needles = tuple(sorted(needles))
+        # here: Hyperscan (~11 ms to import) only for a log big enough to be searched, not for every `wait`
+        from symmtui.judge.litscan import LastLiteral
+
         self._finder = LastLiteral(self.needles)
 
     def last(self, mm: mmap.mmap, lo: int, hi: int) -> tuple[int, str] | None:

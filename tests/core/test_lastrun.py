@@ -94,6 +94,34 @@ def test_no_launch_start_in_the_window_judges_the_recent_part_and_says_so(
     assert f"--- first error (line {first}) ---" in text
 
 
+def test_the_count_of_the_lines_before_a_far_attach_point_begins_once_what_was_there_is_judged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The count takes the GIL from the judging it runs beside (a 600 MB attach): it begins after the batch that
+    ends what the file held was handed on (judged, in the engine), and the numbers then become the file's own."""
+    monkeypatch.setattr(follow, "ATTACH_COUNT_LIMIT", 1 * MB)
+    log = tmp_path / "server.log"
+    info = _write(log, f"file:{READY_LOG}", f"{SERVING}:{24 * MB}", f"file:{KEYERROR_LOG}")
+    starts = info["starts"]
+    assert isinstance(starts, list)
+    f = follow.LogFollower(log, attach_at=lambda fd, size: (starts[2], None), batch_bytes=64 << 10)
+    counting_during: list[bool] = []
+    stop = threading.Event()
+
+    def on_batch(_items: list[follow.LogItem]) -> None:
+        counting_during.append(any(t.name == "symmtui-count" for t in threading.enumerate()))
+        if f.caught_up:
+            stop.set()
+
+    f.watch(stop, on_batch, timeout_ms=50)
+    assert counting_during and not any(counting_during), counting_during
+    deadline = time.monotonic() + 60
+    while not f.numbering().counted:
+        assert time.monotonic() < deadline, "the lines before the attach point were never counted"
+        time.sleep(0.01)
+    assert f.numbering().label(1) == f"line {_line_of(log, b'', after=starts[2])}"
+    f.close()
+
+
 def test_lines_before_a_far_attach_point_are_counted_apart_from_the_verdict(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past ATTACH_COUNT_LIMIT the lines before the attach point are counted in a thread of their own (the
