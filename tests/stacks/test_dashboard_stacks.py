@@ -7,9 +7,9 @@ from pathlib import Path
 from symmtui.build import Limits
 from symmtui.ui.app import SymmApp
 from symmtui.ui.widgets.stacks import StacksView
+from tests.handclock import LeapClock
 from tests.stacks.hang_kit import hung_server
 from tests.stacks.test_stacks_real import needs_ptrace
-from tests.handclock import LeapClock
 from tests.ui.kit import heartbeats, text, wait_for, watched
 
 
