@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 from symmtui.session.settings import BringupSettings
 
 if TYPE_CHECKING:
-    from symmtui.core.logcmd import LogCommand
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.source import GpuSource
     from symmtui.launch.notifyconf import NotifyConfig
     from symmtui.launch.profile import Profile
     from symmtui.launch.state import LaunchRecord
+    from symmtui.logs.logcmd import LogCommand
 
 @dataclass(frozen=True)
 class NodePlan:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.engine import Bringup, EngineUpdate
-from symmtui.core.readiness import ReadinessConfig, State
-from symmtui.core.rules import Kind
+from symmtui.bringup.engine import Bringup, EngineUpdate
+from symmtui.judge.readiness import ReadinessConfig, State
+from symmtui.judge.rules import Kind
 from symmtui.proc.pidwatch import process_exit_status
 from tests.handclock import HandClock
 
@@ -405,7 +405,7 @@ def test_a_crash_settles_a_moment_after_its_last_copy_not_its_first(tmp_path: Pa
     """While other ranks' copies of the cause still arrive (a log that never goes quiet), the crash is not
     settled: SETTLE_MAX runs from the latest copy; SETTLE_CAP bounds it from the crash. A hand clock moves time;
     the quiet rule is taken out of the way (the log keeps talking)."""
-    from symmtui.core import engine
+    from symmtui.bringup import engine
 
     monkeypatch.setattr(engine, "SETTLE_QUIET", 1e6)
     log = tmp_path / "server.log"

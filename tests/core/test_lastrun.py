@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-import symmtui.core.follow as follow
-import symmtui.core.lastrun as lastrun
-from symmtui.core.lastrun import find_last_launch
-from symmtui.core.readiness import State
-from symmtui.core.rules import RuleSet
+import symmtui.bringup.lastrun as lastrun
+import symmtui.logs.follow as follow
+from symmtui.bringup.lastrun import find_last_launch
+from symmtui.judge.readiness import State
+from symmtui.judge.rules import RuleSet
 
 from .engine_kit import FIXTURES, KEYERROR_LOG, READY_LOG, env, symmtui_cmd, wait_on
 
@@ -196,8 +196,8 @@ def test_find_last_launch_reads_backwards_and_falls_back(tmp_path: Path) -> None
 def test_a_user_launch_start_with_no_literal_is_found_by_re2_in_place(tmp_path: Path) -> None:
     """A user catalogue's launch-start entry whose pattern has no literal to look for (run by RE2, main's
     hardening) is searched for block by block in the mapped file, as the shipped markers are."""
-    from symmtui.core.catalogue import user_file
-    from symmtui.core.rules import user_ruleset
+    from symmtui.judge.rules import user_ruleset
+    from symmtui.tables.catalogue import user_file
 
     user_file().parent.mkdir(parents=True, exist_ok=True)
     user_file().write_text("[[entry]]\nid = \"our-boot\"\nkind = \"phase\"\nroles = [\"new_run\"]\n"

@@ -11,28 +11,28 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from symmtui.core.events import PROCESS_EXIT, Event, EventBuilder
-from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
-from symmtui.core.lastrun import last_launch_attach
-from symmtui.core.lineparts import may_name_a_source, record_source, split_prefix, split_records
-from symmtui.core.logclock import LogTimes
-from symmtui.core.ranks import RankBoard, RankSummary
-from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
-from symmtui.core.rules import Kind, RuleSet
+from symmtui.bringup.lastrun import last_launch_attach
+from symmtui.judge.events import PROCESS_EXIT, Event, EventBuilder
+from symmtui.judge.logclock import LogTimes
+from symmtui.judge.ranks import RankBoard, RankSummary
+from symmtui.judge.readiness import Readiness, ReadinessConfig, Snapshot, State
+from symmtui.judge.rules import Kind, RuleSet
+from symmtui.logs.follow import FileNotice, LogFollower, LogLine, Numbering
+from symmtui.logs.lineparts import may_name_a_source, record_source, split_prefix, split_records
 from symmtui.proc.pidwatch import ProcRef
 
 if TYPE_CHECKING:  # imported where used: the prober (HTTP, ssl, a thread pool) for a URL, the log
     # command's follower (subprocess, pipes) for a command, the last launch's start for last_launch
     from typing_extensions import TypeIs  # typing's own from Python 3.13
 
-    from symmtui.core.logcmd import CommandFollower, LogCommand, ReplayFilter
-    from symmtui.core.probe import HttpProbe, ProbeResult
+    from symmtui.bringup.probe import HttpProbe, ProbeResult
+    from symmtui.logs.logcmd import CommandFollower, LogCommand, ReplayFilter
 
 
 def is_log_command(value: object) -> TypeIs[LogCommand]:
-    """``isinstance(value, LogCommand)`` without importing core.logcmd: until something imported it,
+    """``isinstance(value, LogCommand)`` without importing logs.logcmd: until something imported it,
     no LogCommand exists."""
-    module = sys.modules.get("symmtui.core.logcmd")
+    module = sys.modules.get("symmtui.logs.logcmd")
     return module is not None and isinstance(value, module.LogCommand)
 
 
@@ -66,7 +66,7 @@ class EngineUpdate:
     dropped_lines: int = 0
     generation: int = 0
     ranks: RankSummary | None = None
-    """Who is behind, for a log whose lines name their rank (None otherwise): core.ranks."""
+    """Who is behind, for a log whose lines name their rank (None otherwise): judge.ranks."""
     caught_up: bool = True
     """Everything the log held when it was opened has been judged: a READY now is not overtaken by an older
     line still unread (a crash after READY in a finished log). A log command is always caught up."""
@@ -96,12 +96,12 @@ class Bringup:
 
     ``tail_lines``: attach at the last N lines (the display gets those at once) and scan the earlier
     part in a background thread; None reads the file in order, from the start of its last launch when
-    ``last_launch`` (an existing log over a few MB: found by reading backwards, see core.lastrun; the
+    ``last_launch`` (an existing log over a few MB: found by reading backwards, see bringup.lastrun; the
     part before is not judged, an "attached" notice says so), else from its start. ``new_only``: judge
     only lines written after start. ``on_update`` is called from one engine thread, at most ~20 times a second,
     and at once when the state changes.
 
-    ``log_path`` may be a ``LogCommand`` instead of a file: its output is the log (``core.logcmd``:
+    ``log_path`` may be a ``LogCommand`` instead of a file: its output is the log (``logs.logcmd``:
     restarted with backoff when it exits). ``tail_lines`` and ``last_launch`` do not apply to it (the
     command decides what it replays); ``new_only`` skips, after a ``restart``, the lines the command
     prints again that the previous generation had shown (a first start has nothing to compare with).
@@ -298,7 +298,7 @@ class Bringup:
         source = self.source
         if is_log_command(source):
             # subprocess, pipes: only a source read through a command
-            from symmtui.core.logcmd import CommandFollower
+            from symmtui.logs.logcmd import CommandFollower
 
             seen = self._seen if self.new_only else None
             command = CommandFollower(source, replay=seen, spool=self.log_spool)
@@ -315,7 +315,7 @@ class Bringup:
             if tail and not self.new_only:
                 self._spawn(self._backfill_loop, self._follower, stop, gen, first, name="symmtui-backfill")
         if self.url is not None:
-            from symmtui.core.probe import HttpProbe  # httpx (~50 ms): only a source with a health URL
+            from symmtui.bringup.probe import HttpProbe  # httpx (~50 ms): only a source with a health URL
 
             lo, hi = self.probe_interval
             self._probe = HttpProbe(self.url, self.probe_timeout, min_interval=lo, max_interval=hi)

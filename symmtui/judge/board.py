@@ -18,14 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from symmtui.clitext import headless, mmss
-from symmtui.core.diagnose import Diagnosis
-from symmtui.core.eta import LiveEta, about, combined
-from symmtui.core.events import Event
-from symmtui.core.logclock import LogTimes, elapsed
-from symmtui.core.ranks import RankSummary
-from symmtui.core.readiness import Snapshot, State
-from symmtui.core.rules import Action, Kind
-from symmtui.core.verdict import WORDS, Changes, Finding, NodeView, Verdict, verdict_of
+from symmtui.judge.diagnose import Diagnosis
+from symmtui.judge.eta import LiveEta, about, combined
+from symmtui.judge.events import Event
+from symmtui.judge.logclock import LogTimes, elapsed
+from symmtui.judge.ranks import RankSummary
+from symmtui.judge.readiness import Snapshot, State
+from symmtui.judge.rules import Action, Kind
+from symmtui.judge.verdict import WORDS, Changes, Finding, NodeView, Verdict, verdict_of
 
 INTENTS = ("launch", "relaunch", "patch", "fix", "stacks")
 """The intents a Board says can or cannot be asked now (``Board.why_not``)."""

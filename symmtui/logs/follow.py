@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from symmtui.core import inotify
-from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES, LogLine, cut_utf8, make_line, make_lines, newlines
+from symmtui.logs import inotify
+from symmtui.logs.decode import DEFAULT_MAX_LINE_BYTES, LogLine, cut_utf8, make_line, make_lines, newlines
 
 __all__ = [
     "BATCH_BYTES",
@@ -65,7 +65,7 @@ class FileNotice:
     follows. attached: reading starts partway into an existing file (``attach_at``); the message says
     where and why. error: the file cannot be read (the message says why and what to do); the follower
     retries on every change and sends "opened" when it succeeds.
-    A log command (``core.logcmd``; ``path`` is its program): started (a run began), exited (it ended;
+    A log command (``logs.logcmd``; ``path`` is its program): started (a run began), exited (it ended;
     restarting after a wait), replayed (a restart printed lines already shown: skipped), error (cannot start).
     """
 
@@ -191,7 +191,7 @@ class _Splitter:
 
 
 LineSplitter = _Splitter
-"""Bytes of a stream -> LogLines (CR progress, caps): a file generation here, a command's output in core.logcmd."""
+"""Bytes of a stream -> LogLines (CR progress, caps): a file generation here, a command's output in logs.logcmd."""
 
 
 def tail_offset(fd: int, size: int, lines: int, block: int = 64 << 10) -> int:
