@@ -65,7 +65,7 @@ def note_of(verdict: Board, *, name: str, host: str, log_path: str | None = None
         return None
     snap = verdict.snapshot
     word = verdict.label
-    after = snap.verdict_elapsed if snap.verdict_elapsed is not None and state.final else snap.elapsed
+    after = verdict.about.elapsed  # the Board's one figure (`wait` and the bundle say the same)
     phase = snap.phase
     cause: str | None = None
     action: str | None = None
