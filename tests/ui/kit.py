@@ -15,7 +15,7 @@ from typing import Any
 from textual.app import App
 from textual.pilot import Pilot
 
-from symmtui.build import dashboard_spec, demo_spec, open_session, watch_spec
+from symmtui.build import dashboard_spec, demo_spec, open_demo, open_session, watch_spec
 from symmtui.core import board as boards
 from symmtui.core.board import Board, NodeInput
 from symmtui.core.decode import LogLine
@@ -288,14 +288,16 @@ def demo_session(speed: float, story: str = "crash", *, nodes: int = 1, tp: int 
                  **changes: object) -> tuple[Session, Demo | NodesDemo]:
     """`symmtui demo`'s Session (built as the verb builds it, ``changes`` made to its spec) and its demo."""
     spec, demo = demo_spec(speed, story, nodes=nodes, tp=tp, record_bundle=False)
-    return open_session(replace(spec, **changes)), demo  # type: ignore[arg-type]
+    return open_demo(replace(spec, **changes), demo), demo  # type: ignore[arg-type]
 
 
 def watched(source: Path | LogCommand | None = None, *,
-            observe: Callable[[SessionMessage], None] | None = None, **kw: object) -> Session:
+            observe: Callable[[SessionMessage], None] | None = None, nvml: Nvml | None = None,
+            **kw: object) -> Session:
     """A Session that watches ``source`` (and a URL, a pid: ``kw``), built and started as `wait`'s is;
-    ``observe`` hears every message from the first (an observer registered before the start)."""
-    session = Session(watch_spec(source, **kw))  # type: ignore[arg-type]
+    ``observe`` hears every message from the first (an observer registered before the start); ``nvml``: a
+    stand-in the test drives, handed to the Session."""
+    session = Session(watch_spec(source, **kw), nvml=nvml)  # type: ignore[arg-type]
     if observe is not None:
         session.observe(observe)
     session.start()
