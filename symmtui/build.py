@@ -10,6 +10,7 @@ It sits above ``session``, ``bundle`` and ``notify`` because it wires them toget
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -337,15 +338,16 @@ def demo_spec(speed: float, story: str = "crash", *, nodes: int = 1, record_bund
 
 # ---- the Session ------------------------------------------------------------------------------
 
-def open_session(spec: SessionSpec, *, nvml: Nvml | None = None,
+def open_session(spec: SessionSpec, clock: Callable[[], float] = time.monotonic, *, nvml: Nvml | None = None,
                  on_close: Sequence[Callable[[], None]] = ()) -> Session:
-    """The Session of ``spec`` with its plug-ins, started (following, sampling), and its first launch made.
+    """The Session of ``spec`` with its plug-ins, started (following, sampling), and its first launch made;
+    ``clock``: the one its timeouts, stalls and heartbeats read (tests pass one they move).
 
     What only the caller could make goes to the Session, which owns it from here: ``nvml`` (a stand-in it
     drives), ``on_close`` (run last when it closes, or at once when it cannot be built: the demo's temp dir).
     A plug-in that cannot start (a taken metrics port) is one UserError line, with nothing left running."""
     try:
-        session = Session(spec, nvml=nvml)
+        session = Session(spec, clock=clock, nvml=nvml)
     except BaseException:
         for hook in reversed(on_close):  # the demo's temp dir: nothing else will remove it
             hook()
@@ -377,8 +379,8 @@ def open_session(spec: SessionSpec, *, nvml: Nvml | None = None,
     return session
 
 
-def open_demo(spec: SessionSpec, demo: Demo | NodesDemo) -> Session:
+def open_demo(spec: SessionSpec, demo: Demo | NodesDemo, clock: Callable[[], float] = time.monotonic) -> Session:
     """The demo's Session (``demo_spec``'s pair): its stand-in NVML and its clean-up handed over with it."""
     from symmtui.demo.story import Demo as StoryDemo  # the demo's own: only `symmtui demo`
 
-    return open_session(spec, nvml=demo.nvml if isinstance(demo, StoryDemo) else None, on_close=(demo.close,))
+    return open_session(spec, clock, nvml=demo.nvml if isinstance(demo, StoryDemo) else None, on_close=(demo.close,))

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES, clean_raw, make_line
 from symmtui.core.events import EventBuilder
+from symmtui.core.litscan import LastLiteral
 from symmtui.core.readiness import Readiness, ReadinessConfig
 from symmtui.core.rules import RuleSet, required_literal
 from symmtui.patterns import LinesPattern, compile_user
@@ -67,6 +68,7 @@ class _Markers:
             else:
                 self.regexes.append(re.compile(rule.pattern.encode(), re.MULTILINE))
         self.needles = tuple(sorted(needles))
+        self._finder = LastLiteral(self.needles)
 
     def last(self, mm: mmap.mmap, lo: int, hi: int) -> tuple[int, str] | None:
         """The last line starting in [lo, hi) that starts a launch, as ``(offset, text)``: the file's bytes
@@ -77,7 +79,7 @@ class _Markers:
             at, top = -1, hi
             while at < 0 and top > lo:  # a block at a time: a marker near the end ends the search there
                 bottom = max(lo, top - BLOCK)
-                at = max((mm.rfind(n, bottom, min(hi, top + reach)) for n in self.needles), default=-1)
+                at = self._finder.last(mm, bottom, min(hi, top + reach))
                 for rx in self.regexes:  # rules without a literal: a regex over the block (none ships)
                     if isinstance(rx, LinesPattern):  # a user's rule, RE2: over a copy of the block
                         for hit in rx.finditer(mm[bottom:top]):

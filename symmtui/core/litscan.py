@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -85,6 +86,39 @@ class HyperscanFinder:
             starts.update(extra)
             flagged.update(extra)
         return sorted(starts), flagged
+
+
+class LastLiteral:
+    """The last of a few literals in a buffer: one Hyperscan pass over it for all of them (``rfind`` a literal at
+    a time without Hyperscan). The backward search for a launch start: 5 literals over 64 MB took 185-216 ms
+    with ``mmap.rfind`` each, 23 ms in one Hyperscan pass (2-core VM, under load)."""
+
+    def __init__(self, needles: tuple[bytes, ...], *, fast: bool = True) -> None:
+        self.needles = needles
+        self._lens = [len(n) for n in needles]
+        self._db: Any = None
+        if fast and _hs is not None and needles:
+            try:
+                db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+                db.compile(expressions=[b"".join(b"\\x%02x" % c for c in n) for n in needles],
+                           ids=list(range(len(needles))), elements=len(needles), flags=0)
+                self._db = db
+            except _hs.error:  # a CPU Hyperscan does not support: rfind, slower
+                self._db = None
+
+    def last(self, mm: mmap.mmap, lo: int, hi: int) -> int:
+        """The offset of the last occurrence of any needle that lies wholly in ``mm[lo:hi]``, or -1 (in place: the
+        mapped file is not copied)."""
+        if self._db is None:
+            return max((mm.rfind(n, lo, hi) for n in self.needles), default=-1)
+        lens, best = self._lens, [-1]
+
+        def on_match(pid: int, _start: int, stop: int, _flags: int, _ctx: object) -> None:
+            best[0] = max(best[0], lo + stop - lens[pid])
+
+        with memoryview(mm) as whole, whole[lo:hi] as part:  # both released before the caller closes the map
+            self._db.scan(part, match_event_handler=on_match)
+        return best[0]
 
 
 def available() -> bool:

@@ -123,7 +123,8 @@ class Session:
             self._gpus = Gpus(spec, self._send, nvml=nvml)
         gpu_pids = self._gpus.gpu_pids() if self._gpus is not None else None
         self._nodes = tuple(Node(plan, spec.settings, self._supervisor(plan, gpu_pids), spool=spec.spool_log_commands,
-                                 probe_timeout=spec.probe_timeout, on_update=self._on_update) for plan in spec.nodes)
+                                 probe_timeout=spec.probe_timeout, on_update=self._on_update, clock=clock)
+                            for plan in spec.nodes)
         self.named = len(self._nodes) > 1
         """The texts name the node (a server of several nodes): the node column."""
         blank = Readiness(spec.settings.readiness, 0.0).snapshot(0.0)

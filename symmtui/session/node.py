@@ -7,6 +7,7 @@ Where the engine follows is kept once (``source``); the file its batches read ba
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,8 +46,10 @@ class Node:
     """A node's engine and launch: ``follow``, ``watch`` a new launch, ``finish`` it in the history."""
 
     def __init__(self, plan: NodePlan, settings: BringupSettings, supervisor: Supervisor | None, *,
-                 spool: bool, probe_timeout: float, on_update: OnUpdate) -> None:
+                 spool: bool, probe_timeout: float, on_update: OnUpdate,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.plan = plan
+        self.clock = clock  # the Session's: the engine's timeouts, stalls and heartbeats read it
         self.name = plan.name
         self.settings = settings
         self.supervisor = supervisor
@@ -114,6 +117,7 @@ class Node:
             self.source, ruleset=self.settings.ruleset, config=self.settings.readiness, url=self.plan.url, pid=pid,
             new_only=new_only, tail_lines=tail_lines, on_update=lambda up: self._on_update(self, up),
             probe_timeout=self._probe_timeout, exit_reason=self._exit_reason, log_spool=self.spool,
+            clock=self.clock,
         )
         self.engine.start()  # now: its clock starts with the launch
 

@@ -48,3 +48,25 @@ def test_same_lines_as_the_byte_scanner(lines: list[str], drop: int) -> None:
         end = buf.rfind(b"\n", 0, end - 1) + 1
     fast, slow = _both(buf, end)
     assert fast == slow
+
+
+_NEEDLES = (b"server_args=ServerArgs(", b"vLLM API server version", b"LLM version: ", b"ab", b"b")
+_LAST = (litscan.LastLiteral(_NEEDLES), litscan.LastLiteral(_NEEDLES, fast=False))
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(st.one_of(st.sampled_from([n.decode() for n in _NEEDLES]), st.text(max_size=8)), max_size=8),
+       cut=st.tuples(st.integers(0, 200), st.integers(0, 200)))
+def test_the_last_literal_in_a_window_of_a_mapped_file_is_rfinds(tmp_path_factory: pytest.TempPathFactory,
+                                                                  parts: list[str], cut: tuple[int, int]) -> None:
+    """One Hyperscan pass over a window of the mapped file gives the offset that ``mmap.rfind`` of each needle gives:
+    the last needle lying wholly in ``[lo, hi)``, -1 for none."""
+    import mmap
+
+    data = "".join(parts).encode() or b"\n"
+    path = tmp_path_factory.mktemp("last") / "log"
+    path.write_bytes(data)
+    lo, hi = sorted(min(c, len(data)) for c in cut)
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), len(data), prot=mmap.PROT_READ) as mm:
+        want = max((mm.rfind(n, lo, hi) for n in _NEEDLES), default=-1)
+        assert [finder.last(mm, lo, hi) for finder in _LAST] == [want, want]

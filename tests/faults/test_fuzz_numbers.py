@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from symmtui.cli import main
 from symmtui.ui.app import SymmApp
 from tests.faults.hostile_kit import EXIT_CODES
-from tests.ui.kit import settle, text, wait_for, watched
+from tests.handclock import LeapClock
+from tests.ui.kit import heartbeats, text, wait_for, watched
 
 TESTS = Path(__file__).resolve().parents[1]
 EXAMPLES = int(os.environ.get("SYMMTUI_FUZZ_EXAMPLES", "25"))
@@ -112,14 +113,14 @@ def test_wait_and_scan_judge_absurd_numbers_without_a_traceback(lines: list[str]
 @given(lines=hostile_lines())
 async def test_the_dashboard_shows_absurd_numbers_without_a_traceback(lines: list[str]) -> None:
     with _log(lines) as log:
-        session = watched(log)
+        clock = LeapClock()
+        session = watched(log, clock=clock)
         app = SymmApp(session)
         try:
             async with app.run_test(size=(120, 40)) as pilot:
                 last = lines[-1][:30].strip()
                 await wait_for(pilot, lambda: not last or last.split()[0] in text(app), "the last line shown")
-                await pilot.pause(1.5)  # heartbeats: the Board (the ETA from the last lines' rate, the clock) shown again
-                await settle(pilot)
+                await heartbeats(pilot, clock)  # the Board (the ETA from the last lines' rate, the clock) shown again
                 shown = text(app)
                 assert "277777777767500" not in shown
             assert app.return_code in (None, 0)

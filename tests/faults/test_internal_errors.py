@@ -22,7 +22,8 @@ from symmtui.paths import state_dir
 from symmtui.ui.app import SymmApp
 from symmtui.ui.entry import run_app
 from tests.faults.hostile_kit import ROOT
-from tests.ui.kit import READY_LOG, settle, text, wait_for, watched
+from tests.handclock import LeapClock
+from tests.ui.kit import READY_LOG, heartbeats, text, wait_for, watched
 
 
 class BuggyApp(App[int]):
@@ -115,7 +116,8 @@ async def test_absurd_shard_figures_show_no_estimate_in_the_dashboard(tmp_path: 
     start = lines[:next(i for i, ln in enumerate(lines) if "Load weight begin" in ln) + 1]
     log = tmp_path / "server.log"
     log.write_text("".join(start) + SHARDS.format(total=total, rate=rate))
-    session = watched(log)
+    clock = LeapClock()
+    session = watched(log, clock=clock)
     app = SymmApp(session)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
@@ -123,8 +125,7 @@ async def test_absurd_shard_figures_show_no_estimate_in_the_dashboard(tmp_path: 
             await wait_for(pilot, lambda: "checkpoint shards" in text(app), "the shard line")
             await wait_for(pilot, lambda: "loading weights" in text(app) and str(eta.render()).startswith("ETA"),
                            "the gauge in its loading phase")
-            await pilot.pause(1.5)  # heartbeats: the Board (its ETA from the line's rate) built and shown again
-            await settle(pilot)
+            await heartbeats(pilot, clock)  # the Board (its ETA from the line's rate) built and shown again
             assert str(eta.render()).startswith("ETA no history yet"), eta.render()  # no figure, not an absurd one
             assert "277777777767500" not in text(app)
         assert app.return_code in (None, 0)

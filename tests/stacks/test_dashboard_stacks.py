@@ -7,15 +7,17 @@ from pathlib import Path
 from symmtui.build import Limits
 from symmtui.ui.app import SymmApp
 from symmtui.ui.widgets.stacks import StacksView
+from tests.handclock import LeapClock
 from tests.stacks.hang_kit import hung_server
 from tests.stacks.test_stacks_real import needs_ptrace
-from tests.ui.kit import text, wait_for, watched
+from tests.ui.kit import heartbeats, text, wait_for, watched
 
 
 @needs_ptrace
 async def test_stalled_dumps_once_and_the_panel_names_the_odd_rank(tmp_path: Path) -> None:
     with hung_server(tmp_path, hang_rank=5) as (proc, log):
-        session = watched(log, pid=proc.pid, limits=Limits(timeout=None, stall=0.5), auto_stacks=True)
+        clock = LeapClock()
+        session = watched(log, pid=proc.pid, limits=Limits(timeout=None, stall=0.5), auto_stacks=True, clock=clock)
         app = SymmApp(session)
         try:
             async with app.run_test(size=(160, 50)) as pilot:
@@ -30,7 +32,7 @@ async def test_stalled_dumps_once_and_the_panel_names_the_odd_rank(tmp_path: Pat
                 gauge = app.query_one("#gauge-ranks")
                 assert gauge.display
                 assert "7/8 ranks finished init distributed; TP5" in screen
-                await pilot.pause(0.75)  # still STALLED (3 engine ticks): no second automatic dump
+                await heartbeats(pilot, clock, 3)  # still STALLED, 3 Boards on: no second automatic dump
                 assert view.taken is first
                 assert len(list(log.parent.glob("server.log.stacks-*.json"))) == 1
                 await pilot.press("s")
@@ -44,12 +46,13 @@ async def test_stalled_dumps_once_and_the_panel_names_the_odd_rank(tmp_path: Pat
 @needs_ptrace
 async def test_no_auto_stacks_waits_for_the_key(tmp_path: Path) -> None:
     with hung_server(tmp_path, hang_rank=2, tp=4) as (proc, log):
-        session = watched(log, pid=proc.pid, limits=Limits(timeout=None, stall=0.5))  # no auto_stacks
+        clock = LeapClock()
+        session = watched(log, pid=proc.pid, limits=Limits(timeout=None, stall=0.5), clock=clock)  # no auto_stacks
         app = SymmApp(session)
         try:
             async with app.run_test(size=(160, 50)) as pilot:
                 await wait_for(pilot, lambda: "STALLED" in text(app), "STALLED")
-                await pilot.pause(0.5)
+                await heartbeats(pilot, clock)  # STALLED for two Boards more: no dump without the key
                 view = app.query_one(StacksView)
                 assert view.taken is None and not view.display
                 await pilot.press("s")

@@ -19,7 +19,7 @@ from symmtui.build import dashboard_spec, demo_spec, open_demo, open_session, wa
 from symmtui.core import board as boards
 from symmtui.core.board import Board, NodeInput
 from symmtui.core.decode import LogLine
-from symmtui.core.engine import EngineUpdate
+from symmtui.core.engine import HEARTBEAT, EngineUpdate
 from symmtui.core.events import Event, EventBuilder
 from symmtui.core.follow import LogFollower
 from symmtui.core.logcmd import LogCommand
@@ -61,7 +61,7 @@ from symmtui.session.node import eta_of
 from symmtui.session.patching import Patcher
 from symmtui.stacks.gpus import evidence, utilization_of
 from symmtui.ui.screens.confirm import KEY_GUARD
-from tests.handclock import HandClock
+from tests.handclock import HandClock, LeapClock
 from tests.ui.screen_text import screen_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -264,6 +264,19 @@ async def wait_for(pilot: Pilot[object], predicate: Callable[[], bool], what: st
         await pilot.pause(0.05)
 
 
+async def heartbeats(pilot: Pilot[object], clock: LeapClock, beats: int = 2) -> None:
+    """Time passing, without waiting for it: ``clock`` leaps past the engine's heartbeat ``beats`` times, and each
+    time the app lays out a newer Board (built by the heartbeat: the ETA from the lines' rate, the log's clock)."""
+    app = pilot.app
+    for _ in range(beats):
+        seen = getattr(app, "board", None)
+        before = seen.seq if seen is not None else -1
+        clock.leap(HEARTBEAT)
+        await wait_for(pilot, lambda seq=before: (b := getattr(app, "board", None)) is not None and b.seq > seq,
+                       "a Board built by the heartbeat")
+    await settle(pilot)
+
+
 async def send_keys(pilot: Pilot[object], *keys: str) -> None:
     """Press ``keys`` (the app handles each as a key from the terminal) without ``Pilot.press``'s wait for an
     idle process, which lasts up to 2 s a key while this process's threads work (a relaunch, the demo's
@@ -285,19 +298,20 @@ def text(app: App[object]) -> str:
 
 
 def demo_session(speed: float, story: str = "crash", *, nodes: int = 1, tp: int | None = None,
-                 **changes: object) -> tuple[Session, Demo | NodesDemo]:
-    """`symmtui demo`'s Session (built as the verb builds it, ``changes`` made to its spec) and its demo."""
+                 clock: Callable[[], float] = time.monotonic, **changes: object) -> tuple[Session, Demo | NodesDemo]:
+    """`symmtui demo`'s Session (built as the verb builds it, ``changes`` made to its spec; ``clock``: its) and
+    its demo."""
     spec, demo = demo_spec(speed, story, nodes=nodes, tp=tp, record_bundle=False)
-    return open_demo(replace(spec, **changes), demo), demo  # type: ignore[arg-type]
+    return open_demo(replace(spec, **changes), demo, clock), demo  # type: ignore[arg-type]
 
 
 def watched(source: Path | LogCommand | None = None, *,
-            observe: Callable[[SessionMessage], None] | None = None, nvml: Nvml | None = None,
-            **kw: object) -> Session:
+            observe: Callable[[SessionMessage], None] | None = None,
+            clock: Callable[[], float] = time.monotonic, nvml: Nvml | None = None, **kw: object) -> Session:
     """A Session that watches ``source`` (and a URL, a pid: ``kw``), built and started as `wait`'s is;
-    ``observe`` hears every message from the first (an observer registered before the start); ``nvml``: a
-    stand-in the test drives, handed to the Session."""
-    session = Session(watch_spec(source, **kw), nvml=nvml)  # type: ignore[arg-type]
+    ``observe`` hears every message from the first (an observer registered before the start); ``clock``: its;
+    ``nvml``: a stand-in the test drives, handed to the Session."""
+    session = Session(watch_spec(source, **kw), clock=clock, nvml=nvml)  # type: ignore[arg-type]
     if observe is not None:
         session.observe(observe)
     session.start()

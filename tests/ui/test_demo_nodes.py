@@ -22,7 +22,8 @@ from symmtui.ui.widgets.gauge import ReadinessGauge
 from symmtui.ui.widgets.gpu_panel import GpuTable
 from symmtui.ui.widgets.header import StatusHeader
 from symmtui.ui.widgets.stacks import StacksView
-from tests.ui.kit import FIXTURES, answer, dashboard, demo_session, send_keys, text, wait_for
+from tests.handclock import LeapClock
+from tests.ui.kit import FIXTURES, answer, dashboard, demo_session, heartbeats, send_keys, text, wait_for
 
 
 def _aggregate(app: SymmApp) -> State | None:
@@ -31,7 +32,8 @@ def _aggregate(app: SymmApp) -> State | None:
 
 @pytest.mark.timeout(120)
 async def test_demo_nodes_hang_on_node1_stalled_then_relaunch_ready() -> None:
-    session, demo = demo_session(40.0, nodes=2, tp=4)  # TP4: two ranks a node, TP3 (node1's second) hangs
+    clock = LeapClock()
+    session, demo = demo_session(40.0, nodes=2, tp=4, clock=clock)  # TP4: two ranks a node, TP3 (node1's second) hangs
     try:
         app = SymmApp(session)
         async with app.run_test(size=(140, 48)) as pilot:
@@ -72,7 +74,8 @@ async def test_demo_nodes_hang_on_node1_stalled_then_relaunch_ready() -> None:
             gauge = str(app.query_one("#gauge-nodes").render()) + str(app.query_one("#state-banner").render())
             assert "READY" in gauge and "stalled" not in gauge, gauge
             assert not app.query_one(StacksView).display and "nccl_comm_init_rank" not in text(app)
-            await pilot.pause(3.0)  # past the nodes' 2 s stall: a node that went quiet once serving stays ready
+            clock.leap(3.0)  # past the nodes' 2 s stall: a node that went quiet once serving stays ready
+            await heartbeats(pilot, clock)
             gauge = str(app.query_one(ReadinessGauge).query_one("#gauge-nodes").render())
             assert app.query_one(StatusHeader).state is State.READY and "stalled" not in gauge, gauge
     finally:
