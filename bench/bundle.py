@@ -61,10 +61,10 @@ def wait_latency(trials: int, tmp: Path) -> tuple[list[float], list[float]]:
 
 def bringup_bundle(tmp: Path) -> tuple[int, int, int, float, float]:
     """(raw log bytes, log gzipped alone, bundle bytes, ingest seconds, write seconds) of a 10-minute TP8 bring-up."""
+    from symmtui.bringup.engine import EngineUpdate
     from symmtui.bundle.recorder import Recorder
-    from symmtui.core.board import board_of
-    from symmtui.core.engine import EngineUpdate
-    from symmtui.core.verdict import NodeView
+    from symmtui.judge.board import board_of
+    from symmtui.judge.verdict import NodeView
     from symmtui.launch.envinfo import EnvInfo
     from symmtui.session.messages import EngineBatch, GpuRound, TopologyRead
     from tests.ui.kit import READY_LOG, fixed_gpus, read_lines, replay

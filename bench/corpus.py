@@ -147,7 +147,7 @@ def run_wait(log: Path, timeout: float = WAIT_TIMEOUT_S) -> str:
 def judge(case: Case, wait_timeout: float = WAIT_TIMEOUT_S,
           wait: Callable[[Path, float], str] = run_wait) -> Outcome:
     """Scan and wait on one case and compare with its label (``wait``: how `symmtui wait` is run)."""
-    from symmtui.core.scan import report_json, scan_file
+    from symmtui.bringup.scan import report_json, scan_file
 
     rep = report_json(scan_file(case.log))
     cause = rep.get("cause")

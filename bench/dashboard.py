@@ -38,14 +38,14 @@ RUNS = 3
 
 def engine_batches() -> list[Any]:
     """One EngineBatch per fixture line, judged by the real rules and readiness machine on a fixed clock."""
-    from symmtui.core.board import board_of
-    from symmtui.core.decode import LogLine
-    from symmtui.core.engine import EngineUpdate
-    from symmtui.core.events import EventBuilder
-    from symmtui.core.follow import LogFollower
-    from symmtui.core.readiness import Readiness, ReadinessConfig
-    from symmtui.core.rules import RuleSet
-    from symmtui.core.verdict import NodeView, findings, ordered_events
+    from symmtui.bringup.engine import EngineUpdate
+    from symmtui.judge.board import board_of
+    from symmtui.judge.events import EventBuilder
+    from symmtui.judge.readiness import Readiness, ReadinessConfig
+    from symmtui.judge.rules import RuleSet
+    from symmtui.judge.verdict import NodeView, findings, ordered_events
+    from symmtui.logs.decode import LogLine
+    from symmtui.logs.follow import LogFollower
     from symmtui.session.messages import EngineBatch
 
     follower = LogFollower(FIXTURE)
@@ -77,7 +77,7 @@ def tick_snapshots(batches: list[Any], count: int) -> list[Any]:
     clock moving."""
     from dataclasses import replace
 
-    from symmtui.core.readiness import State
+    from symmtui.judge.readiness import State
 
     starting = [b for b in batches if b.snapshot.state is State.STARTING]
     base = starting[len(starting) // 2]

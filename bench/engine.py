@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         scan_s, scan_out = _timed([sys.executable, "-m", "symmtui", "scan", str(log)], args.runs)
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         scan1_s, _ = _timed([sys.executable, "-c",
-                             "import sys; from symmtui.core.scan import scan_file; scan_file(sys.argv[1], workers=1)",
+                             "import sys; from symmtui.bringup.scan import scan_file; scan_file(sys.argv[1], workers=1)",
                              str(log)], args.runs)
         rss_mb = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
         mb = size / 1e6

@@ -56,8 +56,8 @@ def _child(argv: list[str], tree: Path) -> tuple[float, float]:
 
 def feed_many_seconds(path: Path) -> float:
     """Seconds the live engine's event builder takes over the file's lines (batches as the follower hands them)."""
-    from symmtui.core.events import EventBuilder
-    from symmtui.core.follow import iter_lines
+    from symmtui.judge.events import EventBuilder
+    from symmtui.logs.follow import iter_lines
 
     batches = [list(b) for b in iter_lines(path)]
     builder = EventBuilder(thin_serving=True)

@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from symmtui.core.follow import FileNotice, LogFollower, LogItem, LogLine, iter_lines
-from symmtui.core.logcmd import CommandFollower, LogCommand
+from symmtui.logs.follow import FileNotice, LogFollower, LogItem, LogLine, iter_lines
+from symmtui.logs.logcmd import CommandFollower, LogCommand
 
 FLOOD_RATE = 50_000
 LINES_TARGET = 650_000
@@ -272,7 +272,7 @@ def _child(args: list[str]) -> subprocess.Popen[str]:
 
 
 def baseline_rss() -> float:
-    code = ("import resource, symmtui.core.follow, watchfiles._rust_notify;"
+    code = ("import resource, symmtui.logs.follow, watchfiles._rust_notify;"
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
     return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                 cwd=REPO).stdout)
@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"({SHELL_LOOP_PERIOD_S / 2 / med:,.0f}x sooner than the loop)")
 
             base = baseline_rss()
-            print(f"\npeak RSS (child processes; python + symmtui.core.follow + watchfiles imported: {base:.0f} MB)")
+            print(f"\npeak RSS (child processes; python + symmtui.logs.follow + watchfiles imported: {base:.0f} MB)")
             log = tmp / "big.log"
             lines = make_log(log, big)
             proc = _child([str(log), "whole", str(lines)])

@@ -36,7 +36,7 @@ NEW_LAUNCH_CRASH = (
     + "[2026-11-30 08:00:21] Received sigquit from a child process. It usually means the child failed.\n"
 ).replace("2026-11-29 09:40", "2026-11-30 08:00")
 OLD_PATH = (  # the engine judging the log from its start (no last-launch attach), as `wait` did before
-    "import sys; from symmtui.core.engine import Bringup; from symmtui.core.readiness import ReadinessConfig; "
+    "import sys; from symmtui.bringup.engine import Bringup; from symmtui.judge.readiness import ReadinessConfig; "
     "b = Bringup(sys.argv[1], config=ReadinessConfig(timeout=600, stall=None), last_launch=False); b.start(); "
     "s = b.wait_final(); b.stop(); print(s.state.value.upper()); sys.exit(0 if s.state.value == 'ready' else 1)"
 )
@@ -133,7 +133,7 @@ def bench_scan(tmp: Path, size: int, runs: int) -> bool:
     print(f"  {'cores':<10}{'method':<46}{'seconds':>9}{'MB/s':>8}{'vs grep':>9}")
     grep = ["grep", "-c", "-E", CRASH_ALTERNATIVES, str(log)]
     scan = [sys.executable, "-m", "symmtui", "scan", str(log)]
-    one = [sys.executable, "-c", "import sys; from symmtui.core.scan import scan_file; "
+    one = [sys.executable, "-c", "import sys; from symmtui.bringup.scan import scan_file; "
            "sys.exit(scan_file(sys.argv[1], workers=1).exit_code)", str(log)]
     for label, cpus in sets:
         best: dict[str, float] = {}

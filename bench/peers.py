@@ -185,7 +185,7 @@ def row_scan(table: Table, tmp: Path, runs: int, mb: int) -> None:
     have_rg = shutil.which("rg") is not None
     res: dict[str, list[float]] = {}
     faults: dict[str, list[float]] = {}
-    one = [sys.executable, "-c", "import sys; from symmtui.core.scan import scan_file; "
+    one = [sys.executable, "-c", "import sys; from symmtui.bringup.scan import scan_file; "
            "sys.exit(scan_file(sys.argv[1], workers=1).exit_code)", str(log)]
     for _ in range(runs):
         res.setdefault("one", []).append(timed(one, table.trees[0].env(tmp), REPO, cpus=cpus)[1])

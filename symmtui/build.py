@@ -29,12 +29,12 @@ from symmtui.session.spec import GpuPlan, Metrics, NodePlan, Notify, PatchTarget
 # prometheus_client), NVML and the GPU sources (psutil), the profile and its launcher's state are
 # imported where a spec names them.
 if TYPE_CHECKING:
-    from symmtui.core.logcmd import LogCommand
     from symmtui.demo.nodes import NodesDemo
     from symmtui.demo.story import Demo
     from symmtui.gpu.nvml import Nvml
     from symmtui.launch.profile import Profile
     from symmtui.launch.state import LaunchRecord
+    from symmtui.logs.logcmd import LogCommand
 
 
 
@@ -83,7 +83,7 @@ def _url(url: str | None) -> str | None:
     """``url``, checked (a malformed one is a UserError); the prober (httpx) loads only for a URL."""
     if url is not None:
         # an HTTP probe's check (httpx, ~50 ms): only a spec with --url pays it
-        from symmtui.core.probe import check_url
+        from symmtui.bringup.probe import check_url
 
         check_url(url)
     return url
@@ -100,7 +100,7 @@ def _nodes(profile: Profile, *, url: str | None, follow: bool, new_only: bool = 
     for spec in profile.nodes:
         source: Path | LogCommand | None
         if spec.log_cmd is not None:
-            from symmtui.core.logcmd import LogCommand  # subprocess, pipes: a node read through a command
+            from symmtui.logs.logcmd import LogCommand  # subprocess, pipes: a node read through a command
 
             source = LogCommand(spec.log_cmd, spec.log_cmd_text, profile.shell)
             source.check()

@@ -25,9 +25,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric, StateSetMetricFami
 from prometheus_client.registry import Collector
 
 from symmtui import clitext
-from symmtui.core.board import NodeBoard
-from symmtui.core.readiness import Snapshot, State
 from symmtui.errors import UserError
+from symmtui.judge.board import NodeBoard
+from symmtui.judge.readiness import Snapshot, State
 from symmtui.launch.history import History
 from symmtui.launch.profile import Profile
 from symmtui.proc.ports import port_owner

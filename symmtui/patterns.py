@@ -7,7 +7,7 @@ what it cannot run in linear time (back-references, look-arounds): the error say
 
 Linear is not free: ``(.*a){1000}`` costs about a second on a 64 KiB line of ``a``. RE2 gives up the GIL while
 it matches, so a verb's other threads (its deadline, its signals) go on meanwhile; the engine matches outside
-the lock its verdict is judged under (core/engine.py). Patterns are compiled without numbered groups
+the lock its verdict is judged under (bringup/engine.py). Patterns are compiled without numbered groups
 (``never_capture``: nothing reads them, and capturing costs most of a long match); named groups stay.
 
 The shipped catalogue is ours and keeps Python's ``re`` (it uses look-arounds, and its patterns are tested).

@@ -13,7 +13,7 @@ import pytest
 
 from symmtui.cli import build_parser, main
 from symmtui.clitext import headless
-from symmtui.core.catalogue import builtin_entries
+from symmtui.tables.catalogue import builtin_entries
 
 ROOT = Path(__file__).resolve().parent.parent
 CRASH_LOG = ROOT / "tests" / "fixtures" / "sglang-tp8-symm-mem-keyerror.log"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from symmtui.cli import VERBS, build_parser
-from symmtui.core.catalogue import builtin_entries
+from symmtui.tables.catalogue import builtin_entries
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

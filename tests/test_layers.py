@@ -16,7 +16,10 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in
     "paths clitext",  # state dirs; the command line's text conventions and writer
     "boundary proc",  # the CLI boundary (argparse types, file readers); /proc, process trees, ports
     "fsatomic",  # atomic writes; the state files read back through the boundary
-    "core",  # the engine (its HTTP GET too: the exporter source uses it)
+    "tables",  # the engine table and the catalogue read from their TOML, their rule types, their cache
+    "logs",  # reading a log: bytes to lines, a file followed or a command's output, records (by the engine table)
+    "judge",  # judging it: rules, events, tracebacks, ranks, readiness, diagnosis, the verdict, the Board
+    "bringup",  # running the watch: the Bringup threads, the HTTP probe (its GET: the exporter source uses it), scan
     "gpu patch",  # NVML and exporters; the SM120 patch
     "stacks launch",  # py-spy dumps; profiles, the supervisor, the history
     "demo",  # the simulated server and its profiles
@@ -119,11 +122,11 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
 
 def test_the_check_sees_an_upward_import_a_sibling_and_a_lazy_one(tmp_path: Path) -> None:
     package = tmp_path / "symmtui"
-    for name, text in {"core/engine.py": "def f():\n    from symmtui.ui import app\n",
-                       "core/__init__.py": "", "ui/__init__.py": "", "ui/app.py": "from symmtui.core import engine\n",
+    for name, text in {"bringup/engine.py": "def f():\n    from symmtui.ui import app\n",
+                       "bringup/__init__.py": "", "ui/__init__.py": "", "ui/app.py": "from symmtui.bringup import engine\n",
                        "gpu/__init__.py": "", "gpu/x.py": "from symmtui.patch.y import z\n", "patch/__init__.py": "",
                        "patch/y.py": ""}.items():
         (package / name).parent.mkdir(parents=True, exist_ok=True)
         (package / name).write_text(text)
-    assert upward(package) == ["symmtui.core.engine imports symmtui.ui.app: a layer above it",
+    assert upward(package) == ["symmtui.bringup.engine imports symmtui.ui.app: a layer above it",
                                "symmtui.gpu.x imports symmtui.patch.y: a sibling of its layer"]

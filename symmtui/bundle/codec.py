@@ -20,14 +20,14 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
-from symmtui.core.board import Board, Eta, NodeBoard, Relaunch, Said
-from symmtui.core.events import Event
-from symmtui.core.ranks import RankState, RankSummary
-from symmtui.core.readiness import PhaseSpan, Snapshot, State
-from symmtui.core.rules import Action, Kind
-from symmtui.core.verdict import Changes
 from symmtui.gpu.results import NA, GpuInfo, NAType, NvLink
 from symmtui.gpu.topology import Topology
+from symmtui.judge.board import Board, Eta, NodeBoard, Relaunch, Said
+from symmtui.judge.events import Event
+from symmtui.judge.ranks import RankState, RankSummary
+from symmtui.judge.readiness import PhaseSpan, Snapshot, State
+from symmtui.judge.rules import Action, Kind
+from symmtui.judge.verdict import Changes
 
 CLASSES: dict[str, type[Any]] = {
     cls.__name__: cls for cls in (Event, Snapshot, PhaseSpan, RankSummary, RankState, GpuInfo, NvLink,

@@ -29,21 +29,21 @@ from symmtui import fsatomic
 from symmtui.bundle import format as fmt
 from symmtui.bundle import store
 from symmtui.bundle.codec import encode
-from symmtui.core.diagnose import event_json
-from symmtui.core.readiness import State
 from symmtui.errors import UserError
+from symmtui.judge.diagnose import event_json
+from symmtui.judge.readiness import State
 from symmtui.launch.envinfo import EnvInfo, ServerCommand, capture
 from symmtui.redact import redact
 from symmtui.session.messages import VERDICTS, EngineBatch, GpuRound, Notice, SessionMessage, TopologyRead
 
 if TYPE_CHECKING:
-    from symmtui.core.board import Board, Said
-    from symmtui.core.ranks import RankSummary
-    from symmtui.core.readiness import Snapshot
-    from symmtui.core.rules import RuleSet
-    from symmtui.core.verdict import Changes
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.sampler import GpuSnapshot
+    from symmtui.judge.board import Board, Said
+    from symmtui.judge.ranks import RankSummary
+    from symmtui.judge.readiness import Snapshot
+    from symmtui.judge.rules import RuleSet
+    from symmtui.judge.verdict import Changes
 
 ENV_WAIT_AT_CLOSE = 5.0  # seconds the final write waits for an environment capture still running
 CLOSE_JOIN = 30.0  # the most close() waits for the worker's final write

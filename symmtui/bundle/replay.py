@@ -28,23 +28,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from symmtui.bringup.engine import EngineUpdate
 from symmtui.bundle.codec import decode
 from symmtui.bundle.format import Bundle, BundleError
 from symmtui.bundle.recorder import GPU_FIELDS
-from symmtui.core import board as boards
-from symmtui.core.board import Board, NodeBoard, NodeInput, Said
-from symmtui.core.decode import LogLine
-from symmtui.core.engine import EngineUpdate
-from symmtui.core.events import Event
-from symmtui.core.ranks import RankSummary
-from symmtui.core.readiness import Snapshot, State
-from symmtui.core.rules import strip_ansi
-from symmtui.core.verdict import NodeView, findings, ordered_events
 from symmtui.errors import UserError
 from symmtui.gpu.results import NA, GpuInfo, GpuProcess
 from symmtui.gpu.results import GpuSample as NvmlSample
 from symmtui.gpu.sampler import GpuSnapshot
 from symmtui.gpu.topology import Topology
+from symmtui.judge import board as boards
+from symmtui.judge.board import Board, NodeBoard, NodeInput, Said
+from symmtui.judge.events import Event
+from symmtui.judge.ranks import RankSummary
+from symmtui.judge.readiness import Snapshot, State
+from symmtui.judge.rules import strip_ansi
+from symmtui.judge.verdict import NodeView, findings, ordered_events
+from symmtui.logs.decode import LogLine
 from symmtui.proc.identity import Outcome, Signalled
 from symmtui.session import intents
 from symmtui.session.intents import Intent

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from symmtui import paths
-from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
 from symmtui.demo.sandbox import write_sandbox
 from symmtui.errors import UserError
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.standin import load_standin, standin_host
 from symmtui.gpu.standin.host import StandinHost
+from symmtui.judge.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
 from symmtui.launch.profile import Profile, load_profile
 from symmtui.proc.pidwatch import process_exit_status
 

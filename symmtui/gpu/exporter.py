@@ -19,7 +19,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx
 
-from symmtui.core.httpget import failed
+from symmtui.bringup.httpget import failed
 from symmtui.errors import UserError
 from symmtui.gpu.results import MIB, NA, CallStats, GpuInfo, GpuSample, NAType
 from symmtui.gpu.source import Reading

@@ -6,7 +6,7 @@ action's flag or variable, and those its words name, e.g. ``--enable-torch-symm-
 program and its arguments, other flags and variables, the directory, the host). Whatever one launch did
 not record (versions not read before its verdict, no GPUs, a line of an older symmtui) is not a change.
 A secret's value is never shown: it is "changed". :func:`since_ready` finds the last READY launch of the
-same profile and words the whole (``core.verdict.Changes``); :func:`restore` turns the culprits into the
+same profile and words the whole (``judge.verdict.Changes``); :func:`restore` turns the culprits into the
 profile changes that put them back as they were ("back to what worked").
 """
 
@@ -18,13 +18,13 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from symmtui.core import enginetable
-from symmtui.core.diagnose import Diagnosis
-from symmtui.core.rules import Action
-from symmtui.core.verdict import Changes
+from symmtui.judge.diagnose import Diagnosis
+from symmtui.judge.rules import Action
+from symmtui.judge.verdict import Changes
 from symmtui.launch.facts import LaunchFacts, is_cut, is_secret
 from symmtui.launch.history import HistoryEntry
 from symmtui.launch.timings import upgrades
+from symmtui.tables import enginetable
 
 NAMED, VERSIONS, GPUS, PATCH, MODEL, REST = range(6)
 VERSION_ORDER = ("torch", "nccl", "driver", "cuda driver", "cuda (torch)")

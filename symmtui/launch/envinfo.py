@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from symmtui import __version__
-from symmtui.core import enginetable
 from symmtui.errors import UserError
 from symmtui.gpu.facts import capabilities_of
 from symmtui.gpu.results import NAType
 from symmtui.proc.proctree import environ
 from symmtui.redact import redact, redact_argv, redact_env
+from symmtui.tables import enginetable
 
 if TYPE_CHECKING:
     from symmtui.gpu.nvml import Nvml

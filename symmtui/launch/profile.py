@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from symmtui import boundary, paths, patterns
-from symmtui.core.timeouts import DEFAULT_STALL, DEFAULT_TIMEOUT
 from symmtui.errors import UserError
+from symmtui.judge.timeouts import DEFAULT_STALL, DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:  # imported where used: a verb that fails on its profile imports neither the engine nor these
-    from symmtui.core.logcmd import LogCommand
-    from symmtui.core.rules import Rule
+    from symmtui.judge.rules import Rule
     from symmtui.launch.notifyconf import NotifyConfig
+    from symmtui.logs.logcmd import LogCommand
 
 PROFILE_NAME = "symmtui.toml"
 DEFAULT_GRACE = 30.0
@@ -533,7 +533,7 @@ def _notify(value: Any, loc: _Locator) -> NotifyConfig:
 def _entries(path: Path, value: Any) -> tuple[Rule, ...]:
     if value is None:
         return ()
-    from symmtui.core.catalogue import parse_entries  # the catalogue (~10 ms): only a profile with [rules]
+    from symmtui.tables.catalogue import parse_entries  # the catalogue (~10 ms): only a profile with [rules]
 
     with patterns.budget(patterns.MAX_PROGRAM):  # a profile of costly patterns is refused, not compiled for minutes
         return parse_entries(value, str(path), user=True, key="rules.entry")
@@ -544,7 +544,7 @@ def _log_command(loc: _Locator, value: Any, shell: bool) -> LogCommand | None:
     with ``log_cmd_shell = true``, which also takes a list, joined)."""
     if value is None:
         return None
-    from symmtui.core.logcmd import LogCommand  # subprocess, pipes: only a profile with a log command
+    from symmtui.logs.logcmd import LogCommand  # subprocess, pipes: only a profile with a log command
 
     argv, text = _command(loc, value, shell, dotted="server.log_cmd")
     assert argv is not None

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from symmtui import boundary, fsatomic
-from symmtui.core.rules import Action
 from symmtui.errors import UserError
+from symmtui.judge.rules import Action
 
 APPLICABLE = frozenset({"flag_add", "flag_remove", "env"})
 RESTORES = APPLICABLE | {"env_unset"}  # what a "back to what worked" change may do

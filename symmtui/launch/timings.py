@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from symmtui.core.readiness import READY_WAITING_HEALTH
+from symmtui.judge.readiness import READY_WAITING_HEALTH
 from symmtui.launch.history import HistoryEntry
 
 SLOWER = 1.5

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from symmtui.core.board import Board
-from symmtui.core.readiness import State
+from symmtui.judge.board import Board
+from symmtui.judge.readiness import State
 from symmtui.redact import redact
 from symmtui.textsafe import shorten, visible
 

@@ -8,9 +8,9 @@ import shutil
 import time
 from collections.abc import Iterable
 
-from symmtui.core.rules import Action
-from symmtui.core.verdict import Changes, Finding, Verdict
 from symmtui.errors import UserError
+from symmtui.judge.rules import Action
+from symmtui.judge.verdict import Changes, Finding, Verdict
 from symmtui.launch.changes import hints_of, last_ready, restore, since_ready
 from symmtui.launch.envinfo import ServerCommand
 from symmtui.launch.facts import LaunchFacts, of_command

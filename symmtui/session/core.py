@@ -8,7 +8,7 @@ a thread of its own, the front end through a bounded mailbox it empties when it 
 moment the engine makes it.
 
 The protocol every front end uses (the replay implements it too, ``bundle.replay``): ``attach(wake)``
-gives the mailbox, where a Board (``core.board``) comes with every batch and every timed wake-up;
+gives the mailbox, where a Board (``judge.board``) comes with every batch and every timed wake-up;
 ``observe``; ``ask(intent)`` (``session.intents``: blocking, call it from a worker thread); ``close``.
 Nothing else: a front end never asks the Session for state.
 """
@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from symmtui import boundary, clitext
-from symmtui.core import board as boards
-from symmtui.core.board import Board, NodeInput, Relaunch
-from symmtui.core.engine import HEARTBEAT, EngineUpdate
-from symmtui.core.eta import LiveEta, RateMeter, live_eta
-from symmtui.core.logclock import LogTimes
-from symmtui.core.readiness import Readiness, Snapshot, State
-from symmtui.core.verdict import Changes, NodeView, Verdict, findings, ordered_events, verdict_of
+from symmtui.bringup.engine import HEARTBEAT, EngineUpdate
 from symmtui.errors import UserError
+from symmtui.judge import board as boards
+from symmtui.judge.board import Board, NodeInput, Relaunch
+from symmtui.judge.eta import LiveEta, RateMeter, live_eta
+from symmtui.judge.logclock import LogTimes
+from symmtui.judge.readiness import Readiness, Snapshot, State
+from symmtui.judge.verdict import Changes, NodeView, Verdict, findings, ordered_events, verdict_of
 from symmtui.session import intents
 from symmtui.session.intents import Intent, Launched, NodeStop
 from symmtui.session.mailbox import Mailbox, Relay, Wake
@@ -58,9 +58,9 @@ from symmtui.stacks.gpus import evidence, utilization_of
 if TYPE_CHECKING:
     import signal
 
-    from symmtui.core.rules import Action
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.source import GpuSource
+    from symmtui.judge.rules import Action
     from symmtui.launch.envinfo import EnvInfo, ServerCommand
     from symmtui.launch.facts import LaunchFacts
     from symmtui.launch.nodes import StopCommandResult
@@ -534,7 +534,7 @@ class Session:
         raise UserError(f"this session cannot {type(intent).__name__}")
 
     def why_not(self, intent: str) -> str | None:
-        """None when ``intent`` (one of ``core.board.INTENTS``) can be asked of this Session, else why not
+        """None when ``intent`` (one of ``judge.board.INTENTS``) can be asked of this Session, else why not
         (every Board carries the answers)."""
         if intent in ("launch", "relaunch"):
             missing = [n.name for n in self._nodes if n.supervisor is None or n.supervisor.profile.argv is None]

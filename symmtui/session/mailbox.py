@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 
-from symmtui.core.board import Board
+from symmtui.judge.board import Board
 from symmtui.session.messages import (
     EngineBatch,
     GpuRound,

@@ -1,6 +1,6 @@
 """What a Session posts: plain frozen dataclasses that carry their data (no Textual).
 
-Every message a node's engine makes names its node and carries the Session's Board (``core.board.Board``):
+Every message a node's engine makes names its node and carries the Session's Board (``judge.board.Board``):
 the one value a reader lays out, so a reader never works out the verdict, a cause or a next step itself.
 """
 
@@ -9,17 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from symmtui.core.readiness import State
+from symmtui.judge.readiness import State
 
 if TYPE_CHECKING:
-    from symmtui.core.board import Board
-    from symmtui.core.engine import EngineUpdate
-    from symmtui.core.events import Event
-    from symmtui.core.follow import FileNotice, LogLine
-    from symmtui.core.ranks import RankSummary
-    from symmtui.core.readiness import Snapshot
+    from symmtui.bringup.engine import EngineUpdate
     from symmtui.gpu.sampler import GpuSnapshot
     from symmtui.gpu.topology import Topology
+    from symmtui.judge.board import Board
+    from symmtui.judge.events import Event
+    from symmtui.judge.ranks import RankSummary
+    from symmtui.judge.readiness import Snapshot
+    from symmtui.logs.follow import FileNotice, LogLine
     from symmtui.stacks.report import StacksReport
 
 VERDICTS = (State.READY, State.CRASHED, State.STALLED, State.TIMED_OUT, State.STOPPED)

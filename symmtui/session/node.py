@@ -12,19 +12,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from symmtui.core.engine import Bringup, EngineUpdate, is_log_command
-from symmtui.core.readiness import Snapshot, State
+from symmtui.bringup.engine import Bringup, EngineUpdate, is_log_command
 from symmtui.errors import UserError
+from symmtui.judge.readiness import Snapshot, State
 from symmtui.paths import state_dir
 from symmtui.session.outcome import outcome_of
 from symmtui.session.settings import BringupSettings
 from symmtui.session.spec import NodePlan
 
 if TYPE_CHECKING:  # a watch-only `wait` loads neither the launcher, psutil nor a log command's follower
-    from symmtui.core.logcmd import LogCommand
     from symmtui.launch.history import Estimate
     from symmtui.launch.state import LaunchRecord
     from symmtui.launch.supervisor import Supervisor
+    from symmtui.logs.logcmd import LogCommand
     from symmtui.proc.proctree import ProcInfo
 
 OnUpdate = Callable[["Node", EngineUpdate], None]
@@ -104,7 +104,7 @@ class Node:
         """Start judging this node's bring-up (its source, its URL, ``pid``); ``record``: the launch it is."""
         if is_log_command(self.source) and self._spool_commands:
             # subprocess, pipes: only a node read through a command
-            from symmtui.core.logcmd import spool_path
+            from symmtui.logs.logcmd import spool_path
 
             self.spool = str(spool_path(state_dir("logcmd")))
         self.batch_log_path = self.log_path

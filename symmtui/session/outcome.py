@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from symmtui.core.readiness import Snapshot, State
+from symmtui.judge.readiness import Snapshot, State
 
 RECORDED = (State.READY, State.CRASHED, State.TIMED_OUT)
 """States that end a launch in the history (STOPPED means we stopped watching, not that it ended)."""

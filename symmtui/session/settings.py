@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT, ReadinessConfig
-from symmtui.core.rules import RuleSet, user_ruleset
+from symmtui.judge.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT, ReadinessConfig
+from symmtui.judge.rules import RuleSet, user_ruleset
 
 if TYPE_CHECKING:
     from symmtui.launch.profile import Profile

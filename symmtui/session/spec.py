@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Literal
 from symmtui.session.settings import BringupSettings
 
 if TYPE_CHECKING:
-    from symmtui.core.logcmd import LogCommand
     from symmtui.launch.notifyconf import NotifyConfig
     from symmtui.launch.profile import Profile
     from symmtui.launch.state import LaunchRecord
+    from symmtui.logs.logcmd import LogCommand
 
 @dataclass(frozen=True)
 class NodePlan:

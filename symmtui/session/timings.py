@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import time
 
-from symmtui.core.readiness import Snapshot
 from symmtui.errors import UserError
+from symmtui.judge.readiness import Snapshot
 from symmtui.launch.history import History, HistoryEntry
 from symmtui.launch.timings import compare, compare_launch
 from symmtui.session.outcome import outcome_of

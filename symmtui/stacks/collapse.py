@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from symmtui.core import enginetable
-from symmtui.core.ranks import compact, sort_key
-from symmtui.core.rules import RuleSet
+from symmtui.judge.ranks import compact, sort_key
+from symmtui.judge.rules import RuleSet
 from symmtui.stacks.model import Frame, Group, ProcDump
 from symmtui.stacks.phase import engine_of, hints_for, phase_of
+from symmtui.tables import enginetable
 
 
 def key_packages() -> tuple[str, ...]:

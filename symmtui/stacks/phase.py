@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from symmtui.core import enginetable, rules
-from symmtui.core.catalogue import hang_text
-from symmtui.core.rules import RuleSet
+from symmtui.judge import rules
+from symmtui.judge.rules import RuleSet
 from symmtui.stacks.model import Frame, Hint
+from symmtui.tables import enginetable
+from symmtui.tables.catalogue import hang_text
 
 NCCL_INIT = rules.HANG_NCCL_INIT
 PEERS = rules.HANG_PEERS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from symmtui.core.ranks import rank_tags
+from symmtui.judge.ranks import rank_tags
 from symmtui.proc.proctree import environ
 
 # SGLang: "sglang::scheduler_DP1_TP3"; vLLM: "VLLM::Worker_TP3", "VLLM::EngineCore_DP0", "VllmWorker TP3"

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from symmtui import boundary, fsatomic
-from symmtui.core.lineparts import split_records
-from symmtui.core.ranks import RankBoard
-from symmtui.core.rules import RuleSet, strip_ansi
 from symmtui.errors import UserError
+from symmtui.judge.ranks import RankBoard
+from symmtui.judge.rules import RuleSet, strip_ansi
+from symmtui.logs.lineparts import split_records
 from symmtui.proc import access
 from symmtui.proc.proctree import ProcInfo
 from symmtui.stacks.collapse import collapse, group_line

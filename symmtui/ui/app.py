@@ -24,10 +24,10 @@ from textual.widget import Widget
 from textual.widgets import Button, Footer, Input
 
 from symmtui import boundary
-from symmtui.core.board import Board, Said
-from symmtui.core.readiness import State
-from symmtui.core.verdict import PATCHED_ACTION
 from symmtui.errors import UserError
+from symmtui.judge.board import Board, Said
+from symmtui.judge.readiness import State
+from symmtui.judge.verdict import PATCHED_ACTION
 from symmtui.launch.profilefix import ProfileFix
 from symmtui.paths import user_state_dir
 from symmtui.session.intents import ApplyFix, Intent, Launch, PlanFix, RequestStacks

@@ -14,8 +14,8 @@ from textual.app import App
 
 from symmtui import boundary
 from symmtui.build import dashboard_spec, demo_spec, open_demo, open_session
-from symmtui.core.logcmd import LogCommand
 from symmtui.errors import UserError
+from symmtui.logs.logcmd import LogCommand
 from symmtui.ui.app import SymmApp
 from symmtui.ui.themes import DEFAULT_THEME, load_themes
 

@@ -9,8 +9,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from symmtui.core.rules import PHASE_ORDER
 from symmtui.errors import UserError
+from symmtui.judge.rules import PHASE_ORDER
 from symmtui.launch import changes
 from symmtui.launch.history import HistoryEntry
 from symmtui.launch.timings import compare, seconds

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
 def _launch_and_wait(args: argparse.Namespace, profile: Profile) -> int:
     # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
     from symmtui.build import Limits, launch_spec, open_session
-    from symmtui.core.readiness import State
+    from symmtui.judge.readiness import State
     from symmtui.launch.cliout import ProgressPrinter
     from symmtui.session.intents import Launch, StillRunning
     from symmtui.verbs.printer import Printer

@@ -2,7 +2,7 @@
 
 One printer for any number of nodes: with several, each node's lines lead with its name (the node
 column) and the verdict block names the node it is about. It only lays out the Boards the Session posts
-(``core.board``: the cause, its next step, the other errors and warnings are worded there); it prints
+(``judge.board``: the cause, its next step, the other errors and warnings are worded there); it prints
 Boards until one is decided (``Board.decided``), and never asks the Session for anything.
 """
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from symmtui import clitext
-from symmtui.core.board import Board, Said
-from symmtui.core.events import PROCESS_EXIT
-from symmtui.core.readiness import State
+from symmtui.judge.board import Board, Said
+from symmtui.judge.events import PROCESS_EXIT
+from symmtui.judge.readiness import State
 from symmtui.session.messages import EngineBatch, Notice, StacksTaken
 from symmtui.session.protocol import SessionLike
 

@@ -23,8 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Scan and print; exit 0 ready, 1 crashed, 3 no verdict, 2 unreadable file / bad pattern."""
     # the verb's work, imported when it runs (every start imports this module: cli.VERBS)
-    from symmtui.core.rules import user_ruleset
-    from symmtui.core.scan import report_json, report_text, scan_file
+    from symmtui.bringup.scan import report_json, report_text, scan_file
+    from symmtui.judge.rules import user_ruleset
 
     ruleset = user_ruleset(args.ready, args.crash)
     try:

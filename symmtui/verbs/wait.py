@@ -12,7 +12,7 @@ from symmtui.errors import UserError
 from symmtui.verbs import metricsopts
 
 if TYPE_CHECKING:
-    from symmtui.core.logcmd import LogCommand
+    from symmtui.logs.logcmd import LogCommand
 
 HELP = "wait for a server to be ready: follow its log (and /health, and its pid); exit 0 ready, 1 crashed, 124 timed out"
 
@@ -86,7 +86,7 @@ def log_command_option(text: str | None, shell: bool, *, log: str | None, new_on
         raise UserError("--new-only skips what a log file holds at start; a log command decides what it prints "
                         "first: use its own option (docker logs -f --since 0s, kubectl logs -f --since=1s, "
                         "tail -n 0 -F, journalctl -f -n 0)")
-    from symmtui.core.logcmd import LogCommand  # subprocess, pipes: only --log-cmd
+    from symmtui.logs.logcmd import LogCommand  # subprocess, pipes: only --log-cmd
 
     return LogCommand.parse(text, shell=shell)
 

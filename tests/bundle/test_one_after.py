@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from symmtui.bringup.engine import EngineUpdate
 from symmtui.bundle.format import read_bundle
 from symmtui.bundle.recorder import Recorder
 from symmtui.bundle.report import markdown
-from symmtui.core.board import board_of
-from symmtui.core.engine import EngineUpdate
-from symmtui.core.verdict import NodeView, findings, ordered_events
+from symmtui.judge.board import board_of
+from symmtui.judge.verdict import NodeView, findings, ordered_events
 from symmtui.launch.envinfo import EnvInfo
 from symmtui.metrics import BringupMetrics
 from symmtui.notify.message import note_of

@@ -14,7 +14,7 @@ from symmtui.bundle import store
 from symmtui.bundle.format import SUFFIX, read_bundle
 from symmtui.bundle.replay import Recording, ReplaySession
 from symmtui.cli import main
-from symmtui.core.readiness import State
+from symmtui.judge.readiness import State
 from symmtui.session.messages import EngineBatch, GpuRound, SessionMessage
 from symmtui.verbs.printer import EXIT_CRASHED
 from tests.launch.helpers import free_port, run_cli, stop_at_end, write_profile

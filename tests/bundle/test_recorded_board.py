@@ -9,9 +9,9 @@ from pathlib import Path
 
 from symmtui.bundle.format import SUFFIX, read_bundle
 from symmtui.bundle.replay import Recording, ReplaySession
-from symmtui.core.catalogue import user_file
-from symmtui.core.readiness import State
+from symmtui.judge.readiness import State
 from symmtui.session.messages import EngineBatch
+from symmtui.tables.catalogue import user_file
 from tests.core.engine_kit import env, symmtui_cmd
 
 CAUSE = "OWN-CATALOGUE-CAUSE: the widget melted"

@@ -9,19 +9,19 @@ from pathlib import Path
 
 import pytest
 
+from symmtui.bringup.engine import EngineUpdate
 from symmtui.bundle import format as fmt
 from symmtui.bundle import store
 from symmtui.bundle.codec import decode, encode
 from symmtui.bundle.format import read_bundle
 from symmtui.bundle.recorder import Recorder
 from symmtui.bundle.replay import Recording
-from symmtui.core.board import board_of
-from symmtui.core.decode import LogLine
-from symmtui.core.engine import EngineUpdate
-from symmtui.core.events import Event
-from symmtui.core.readiness import Snapshot, State
-from symmtui.core.verdict import NodeView
+from symmtui.judge.board import board_of
+from symmtui.judge.events import Event
+from symmtui.judge.readiness import Snapshot, State
+from symmtui.judge.verdict import NodeView
 from symmtui.launch.envinfo import EnvInfo
+from symmtui.logs.decode import LogLine
 from symmtui.session.messages import EngineBatch, GpuRound, TopologyRead
 from tests.ui.kit import CRASH_LOG, fixed_gpus, read_lines, replay
 

@@ -12,7 +12,7 @@ from symmtui.build import demo_spec, open_demo
 from symmtui.bundle.format import SUFFIX, read_bundle
 from symmtui.bundle.replay import READ_ONLY, Recording, ReplaySession, states_in
 from symmtui.bundle.report import markdown
-from symmtui.core.readiness import State
+from symmtui.judge.readiness import State
 from symmtui.session.intents import ApplyPatch, CheckPatch, Launch
 from symmtui.session.mailbox import Mailbox
 from symmtui.session.messages import EngineBatch, SessionMessage, VerdictReached

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from symmtui.core.follow import FileNotice, LogFollower, LogItem, LogLine
+from symmtui.logs.follow import FileNotice, LogFollower, LogItem, LogLine
 
 WRITER = Path(__file__).resolve().parents[1] / "fixtures" / "log_writer.py"
 WAIT = 20.0  # generous: a loaded CI box must not make these flaky

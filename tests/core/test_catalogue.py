@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.catalogue import (
+from symmtui.bringup.scan import scan_file
+from symmtui.judge.diagnose import diagnose
+from symmtui.judge.events import EventBuilder
+from symmtui.judge.readiness import Readiness, ReadinessConfig, State
+from symmtui.judge.rules import ACTION_TYPES, Kind, RuleSet, user_ruleset
+from symmtui.launch.profile import load_profile
+from symmtui.tables.catalogue import (
     CatalogueError,
     builtin_entries,
     load_file,
     parse_text,
     user_file,
 )
-from symmtui.core.diagnose import diagnose
-from symmtui.core.events import EventBuilder
-from symmtui.core.readiness import Readiness, ReadinessConfig, State
-from symmtui.core.rules import ACTION_TYPES, Kind, RuleSet, user_ruleset
-from symmtui.core.scan import scan_file
-from symmtui.launch.profile import load_profile
 
 from .engine_kit import READY_LOG, env, symmtui_cmd
 

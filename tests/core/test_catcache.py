@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core import catcache
-from symmtui.core.catalogue import SHIPPED, builtin_entries, parse_builtin, parse_text
-from symmtui.core.rules import Rule
+from symmtui.judge.rules import Rule
+from symmtui.tables import catcache
+from symmtui.tables.catalogue import SHIPPED, builtin_entries, parse_builtin, parse_text
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def test_an_unusable_cache_directory_means_parsing(folder: Path, monkeypatch: py
 
 
 def test_the_shipped_catalogue_loads_the_same_cached_or_parsed(tmp_path: Path) -> None:
-    code = ("from symmtui.core.catalogue import builtin_entries, parse_builtin\n"
+    code = ("from symmtui.tables.catalogue import builtin_entries, parse_builtin\n"
             "print(builtin_entries() == parse_builtin())\n")
     for _ in range(2):  # the first may write the cache, the second reads it
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from symmtui.core.diagnose import diagnose
-from symmtui.core.scan import scan_file
+from symmtui.bringup.scan import scan_file
+from symmtui.judge.diagnose import diagnose
 from tests.core.engine_kit import FIXTURES, KEYERROR_LOG, ROOT
 
 RETRACTION = FIXTURES / "sglang-2746-decode-retraction.log"  # sgl-project/sglang#2746
@@ -60,7 +60,7 @@ def test_classify_skips_an_entry_only_when_its_regex_could_not_match() -> None:
     with every entry's regex tried in order: the keys that spare ``classify`` its compiling change no answer."""
     import re
 
-    from symmtui.core.rules import RuleSet, message_part
+    from symmtui.judge.rules import RuleSet, message_part
 
     rs = RuleSet()
     ordered = [r for r in rs.rules if r.diagnoses and r.scope != "exit"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import calendar
 
-from symmtui.core.lineparts import container_body, split_prefix
-from symmtui.core.ranks import rank_of_line
+from symmtui.judge.ranks import rank_of_line
+from symmtui.logs.lineparts import container_body, split_prefix
 
 # `docker logs -t` (openSUSE/supportutils#196)
 DOCKER_T = "2024-04-09T17:33:12.238986028Z nginx: [emerg] host not found in upstream in /etc/nginx/conf.d/proxy.conf:6"

@@ -20,7 +20,7 @@ import pytest
 
 from bench.corpus import WAIT_EXIT, Case, judge, load_cases, read_to_the_end, wait_args
 from symmtui import cli
-from symmtui.core.engine import QUIET_FLUSH
+from symmtui.bringup.engine import QUIET_FLUSH
 
 CASES = load_cases()
 TUNED = [c for c in CASES if c.set_name == "cases"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from symmtui.core.diagnose import diagnose
-from symmtui.core.events import Event, EventBuilder
-from symmtui.core.rules import Kind
+from symmtui.judge.diagnose import diagnose
+from symmtui.judge.events import Event, EventBuilder
+from symmtui.judge.rules import Kind
 
 from .engine_kit import KEYERROR_LOG, lines_of
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.engine import Bringup, EngineUpdate
-from symmtui.core.readiness import ReadinessConfig, State
-from symmtui.core.rules import Kind
+from symmtui.bringup.engine import Bringup, EngineUpdate
+from symmtui.judge.readiness import ReadinessConfig, State
+from symmtui.judge.rules import Kind
 from symmtui.proc.pidwatch import process_exit_status
 from tests.handclock import HandClock
 
-from .engine_kit import KEYERROR_LOG, READY_LOG, Writer, wait_until
+from .engine_kit import KEYERROR_LOG, READY_LOG, Health, Writer, http_server, wait_until
 
 _threads_before: set[threading.Thread] = set()
 
@@ -405,7 +405,7 @@ def test_a_crash_settles_a_moment_after_its_last_copy_not_its_first(tmp_path: Pa
     """While other ranks' copies of the cause still arrive (a log that never goes quiet), the crash is not
     settled: SETTLE_MAX runs from the latest copy; SETTLE_CAP bounds it from the crash. A hand clock moves time;
     the quiet rule is taken out of the way (the log keeps talking)."""
-    from symmtui.core import engine
+    from symmtui.bringup import engine
 
     monkeypatch.setattr(engine, "SETTLE_QUIET", 1e6)
     log = tmp_path / "server.log"
@@ -439,3 +439,23 @@ def test_a_crash_settles_a_moment_after_its_last_copy_not_its_first(tmp_path: Pa
             assert last().snapshot.cause is not None and last().snapshot.cause.count == 2
         finally:
             b.stop()
+
+
+def test_a_health_check_that_answers_before_the_log_is_read_counts_after_the_phases_it_tells_of(tmp_path: Path) -> None:
+    """A server writes its log before its port answers. Attached to a long log (a loaded host, a backlog), the
+    health check answered while the lines of the CUDA-graph phase were unread: READY came with that phase missing
+    from the bring-up's phases (the demo story under load). The check's READY now waits for the log to be read up to
+    where it was when the check answered. (The filler is constructed: ordinary lines, not a server's.)"""
+    lines = READY_LOG.read_text().splitlines(keepends=True)
+    filler = "".join(f"[2026-11-29 09:47:25 TP0] filler line {i} of a long backlog\n" for i in range(200_000))
+    log = tmp_path / "server.log"
+    log.write_text("".join(lines[:133]) + filler + "".join(lines[133:160]))  # up to "Application startup"
+    with http_server(Health(200)) as url:
+        b, _col = _start(log, url=url)
+        try:
+            snap = b.wait_final(60)
+        finally:
+            b.stop()
+    assert snap.state is State.READY and "health check" in snap.detail, snap.detail
+    walked = [span.name for span in snap.phases]
+    assert "capturing CUDA graphs" in walked, walked

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core import enginetable
-from symmtui.core.catalogue import CatalogueError, builtin_entries, parse_text
-from symmtui.core.dialects import dialect
-from symmtui.core.enginetable import EngineTableError, first_chars, parse_file, table
-from symmtui.core.lineparts import MASK, may_name_a_source, request_mask, split_prefix, split_records
+from symmtui.judge.dialects import dialect
+from symmtui.logs.lineparts import MASK, may_name_a_source, request_mask, split_prefix, split_records
+from symmtui.tables import enginetable
+from symmtui.tables.catalogue import CatalogueError, builtin_entries, parse_text
+from symmtui.tables.enginetable import EngineTableError, first_chars, parse_file, table
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted(enginetable.FOLDER.glob("*.toml"))
@@ -181,7 +181,7 @@ def test_a_joining_shapes_hint_is_what_its_match_needs() -> None:
 def test_the_join_filter_never_drops_a_joined_record_of_the_corpus() -> None:
     """Every physical line of the tuned corpus and the device's joined-record logs: where a joining shape's prefix
     starts past the line's first character, the cheap filter lets the regex run."""
-    from symmtui.core import lineparts
+    from symmtui.logs import lineparts
 
     split_records("x")
     parser = lineparts._parser

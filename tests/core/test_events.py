@@ -7,8 +7,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symmtui.core.events import MAX_BLOCK_LINES, Event, EventBuilder, split_prefix
-from symmtui.core.rules import Kind
+from symmtui.judge.events import MAX_BLOCK_LINES, Event, EventBuilder, split_prefix
+from symmtui.judge.rules import Kind
 
 from .engine_kit import KEYERROR_LOG, READY_LOG, lines_of
 
@@ -283,7 +283,7 @@ def test_announced_traceback_on_the_next_line_is_one_event_with_the_rank() -> No
 def test_events_carry_the_byte_offsets_of_their_lines_in_the_file(tmp_path) -> None:
     """Each event and each occurrence span carries the file's byte offsets of its first and last line (the log
     pane places rows by them), read through the real follower's lines, in one batch and line by line."""
-    from symmtui.core.follow import iter_lines
+    from symmtui.logs.follow import iter_lines
 
     log = tmp_path / "x.log"
     filler = "".join(f"[2026-12-01 10:00:00 TP0] step {i} ünïcode\n" for i in range(200))

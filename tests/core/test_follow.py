@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.decode import LogLine, clean_raw, cut_utf8, make_lines, strip_ansi
-from symmtui.core.follow import FileNotice, LogFollower, iter_lines, tail_offset
+from symmtui.logs.decode import LogLine, clean_raw, cut_utf8, make_lines, strip_ansi
+from symmtui.logs.follow import FileNotice, LogFollower, iter_lines, tail_offset
 from tests.core.follow_kit import Collector, final_texts, notices
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -375,7 +375,7 @@ def test_watch_without_inotify_falls_back_to_polling(tmp_path: Path, monkeypatch
     """inotify refused (e.g. fs.inotify.max_user_instances reached: inotify_init1 fails with EMFILE, which this
     machine can only be made to do for every user at once, so it is refused here at libc's door): lines still
     arrive, by timer."""
-    from symmtui.core import inotify
+    from symmtui.logs import inotify
 
     def refused(*args: object) -> None:
         raise OSError(24, "inotify_init1: Too many open files")
@@ -391,7 +391,7 @@ def test_watch_without_inotify_falls_back_to_polling(tmp_path: Path, monkeypatch
 def test_watch_through_watchfiles_where_libc_has_no_inotify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where libc has no inotify (macOS) the follower watches through watchfiles' RustNotify: the real one here
     (inotify underneath, through its Rust crate), with the libc check answering no."""
-    from symmtui.core import inotify
+    from symmtui.logs import inotify
 
     monkeypatch.setattr(inotify, "available", lambda: False)
     made: list[object] = []

@@ -8,7 +8,7 @@ import statistics
 import threading
 from pathlib import Path
 
-from symmtui.core.follow import FileNotice, LogFollower, LogItem, LogLine
+from symmtui.logs.follow import FileNotice, LogFollower, LogItem, LogLine
 from tests.core.follow_kit import WAIT, Collector, Writer, finish_flood, start_flood
 
 

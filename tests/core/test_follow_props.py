@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symmtui.core.decode import LogLine, make_lines
-from symmtui.core.follow import FileNotice, LogFollower, iter_lines
+from symmtui.logs.decode import LogLine, make_lines
+from symmtui.logs.follow import FileNotice, LogFollower, iter_lines
 from tests.core.follow_kit import poll_all
 
 ANSI = re.compile(r"\x1b(?:\[[0-9;]*m?)?")  # also a sequence the cap cut short

@@ -10,8 +10,8 @@ import threading
 import time
 from pathlib import Path
 
-from symmtui.core.follow import LogFollower, LogItem, LogLine
-from symmtui.core.inotify import DirWatch
+from symmtui.logs.follow import LogFollower, LogItem, LogLine
+from symmtui.logs.inotify import DirWatch
 
 
 def _run(code: str) -> str:
@@ -25,7 +25,7 @@ def test_a_follower_is_woken_by_inotify_without_importing_watchfiles(tmp_path: P
     out = _run(f"""
         import sys, threading, time
         from pathlib import Path
-        from symmtui.core.follow import LogFollower, LogLine
+        from symmtui.logs.follow import LogFollower, LogLine
         log = Path({str(log)!r})
         got, stop = [], threading.Event()
         def on_batch(items):

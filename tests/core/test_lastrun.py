@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-import symmtui.core.follow as follow
-import symmtui.core.lastrun as lastrun
-from symmtui.core.lastrun import find_last_launch
-from symmtui.core.readiness import State
-from symmtui.core.rules import RuleSet
+import symmtui.bringup.lastrun as lastrun
+import symmtui.logs.follow as follow
+from symmtui.bringup.lastrun import find_last_launch
+from symmtui.judge.readiness import State
+from symmtui.judge.rules import RuleSet
 
 from .engine_kit import FIXTURES, KEYERROR_LOG, READY_LOG, env, symmtui_cmd, wait_on
 
@@ -92,6 +92,34 @@ def test_no_launch_start_in_the_window_judges_the_recent_part_and_says_so(
     assert "no launch start in the last 4.2 MB" in text and "judging its last 2.1 MB" in text
     first = _line_of(log, b"Scheduler hit an exception", after=starts[2])
     assert f"--- first error (line {first}) ---" in text
+
+
+def test_the_count_of_the_lines_before_a_far_attach_point_begins_once_what_was_there_is_judged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The count takes the GIL from the judging it runs beside (a 600 MB attach): it begins after the batch that
+    ends what the file held was handed on (judged, in the engine), and the numbers then become the file's own."""
+    monkeypatch.setattr(follow, "ATTACH_COUNT_LIMIT", 1 * MB)
+    log = tmp_path / "server.log"
+    info = _write(log, f"file:{READY_LOG}", f"{SERVING}:{24 * MB}", f"file:{KEYERROR_LOG}")
+    starts = info["starts"]
+    assert isinstance(starts, list)
+    f = follow.LogFollower(log, attach_at=lambda fd, size: (starts[2], None), batch_bytes=64 << 10)
+    counting_during: list[bool] = []
+    stop = threading.Event()
+
+    def on_batch(_items: list[follow.LogItem]) -> None:
+        counting_during.append(any(t.name == "symmtui-count" for t in threading.enumerate()))
+        if f.caught_up:
+            stop.set()
+
+    f.watch(stop, on_batch, timeout_ms=50)
+    assert counting_during and not any(counting_during), counting_during
+    deadline = time.monotonic() + 60
+    while not f.numbering().counted:
+        assert time.monotonic() < deadline, "the lines before the attach point were never counted"
+        time.sleep(0.01)
+    assert f.numbering().label(1) == f"line {_line_of(log, b'', after=starts[2])}"
+    f.close()
 
 
 def test_lines_before_a_far_attach_point_are_counted_apart_from_the_verdict(
@@ -168,8 +196,8 @@ def test_find_last_launch_reads_backwards_and_falls_back(tmp_path: Path) -> None
 def test_a_user_launch_start_with_no_literal_is_found_by_re2_in_place(tmp_path: Path) -> None:
     """A user catalogue's launch-start entry whose pattern has no literal to look for (run by RE2, main's
     hardening) is searched for block by block in the mapped file, as the shipped markers are."""
-    from symmtui.core.catalogue import user_file
-    from symmtui.core.rules import user_ruleset
+    from symmtui.judge.rules import user_ruleset
+    from symmtui.tables.catalogue import user_file
 
     user_file().parent.mkdir(parents=True, exist_ok=True)
     user_file().write_text("[[entry]]\nid = \"our-boot\"\nkind = \"phase\"\nroles = [\"new_run\"]\n"

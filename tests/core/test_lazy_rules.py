@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.catalogue import builtin_entries, builtin_files, parse_builtin
-from symmtui.core.decode import strip_ansi
-from symmtui.core.events import EventBuilder
-from symmtui.core.rules import Rule, RuleSet
-from symmtui.core.scan import ScanReport, scan_file
+from symmtui.bringup.scan import ScanReport, scan_file
+from symmtui.judge.events import EventBuilder
+from symmtui.judge.rules import Rule, RuleSet
+from symmtui.logs.decode import strip_ansi
+from symmtui.tables.catalogue import builtin_entries, builtin_files, parse_builtin
 
 TESTS = Path(__file__).resolve().parents[1]
 LOGS = sorted([*(TESTS / "corpus").glob("*/*.log"), *(TESTS / "fixtures").glob("*.log")])

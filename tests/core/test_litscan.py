@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symmtui.core import litscan
-from symmtui.core.rules import ByteScanner, RuleSet
+from symmtui.judge import litscan
+from symmtui.judge.rules import ByteScanner, RuleSet
 
 from .test_rules import EXAMPLES, ORDINARY
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.decode import LogLine
-from symmtui.core.follow import FileNotice, LogFollower, LogItem
-from symmtui.core.logcmd import Backoff, CommandFollower, LogCommand, LogCommandError, ReplayFilter
+from symmtui.logs.decode import LogLine
+from symmtui.logs.follow import FileNotice, LogFollower, LogItem
+from symmtui.logs.logcmd import Backoff, CommandFollower, LogCommand, LogCommandError, ReplayFilter
 
 from .engine_kit import FIXTURES, READY_LOG
 
@@ -250,8 +250,8 @@ def test_no_tail_is_left_behind_when_the_session_closes(tmp_path: Path) -> None:
 
 def test_with_a_url_the_log_ready_line_waits_for_the_probe() -> None:
     """Readiness as with a file: the log's ready line alone is not READY while /health says 503."""
-    from symmtui.core.engine import Bringup
-    from symmtui.core.readiness import ReadinessConfig, State
+    from symmtui.bringup.engine import Bringup
+    from symmtui.judge.readiness import ReadinessConfig, State
 
     from .engine_kit import Health, http_server, wait_until
 
@@ -274,8 +274,8 @@ def test_a_relaunch_over_the_same_command_skips_what_it_replays(tmp_path: Path) 
     again the old launch's lines the restarted command prints first."""
     import queue
 
-    from symmtui.core.engine import Bringup, EngineUpdate
-    from symmtui.core.readiness import ReadinessConfig, State
+    from symmtui.bringup.engine import Bringup, EngineUpdate
+    from symmtui.judge.readiness import ReadinessConfig, State
 
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -321,7 +321,7 @@ def test_the_dashboards_copy_of_a_commands_output_holds_each_line_at_its_offset(
         if isinstance(m, EngineBatch):
             batches.append(m)
 
-    import symmtui.core.logcmd as logcmd
+    import symmtui.logs.logcmd as logcmd
 
     session = watched(writer("--runs", str(runs), "--exit", "0"), observe=post, spool_log_commands=True)
     engine = session.head.engine

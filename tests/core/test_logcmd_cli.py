@@ -94,9 +94,9 @@ def test_compose_prefixes_are_kept_for_display_and_ranks_still_read(capsys: pyte
     command: the warning is judged from the line behind the prefix, the ranks are named."""
     import queue
 
-    from symmtui.core.engine import Bringup, EngineUpdate
-    from symmtui.core.logcmd import LogCommand
-    from symmtui.core.readiness import ReadinessConfig
+    from symmtui.bringup.engine import Bringup, EngineUpdate
+    from symmtui.judge.readiness import ReadinessConfig
+    from symmtui.logs.logcmd import LogCommand
 
     updates: queue.Queue[EngineUpdate] = queue.Queue()
     cmd = LogCommand.from_argv([sys.executable, str(WRITER), str(COMPOSE_LOG), "--sleep", "60"])

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import symmtui.core.lastrun as lastrun
-from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES
-from symmtui.core.follow import LogFollower, LogLine
+import symmtui.bringup.lastrun as lastrun
+from symmtui.logs.decode import DEFAULT_MAX_LINE_BYTES
+from symmtui.logs.follow import LogFollower, LogLine
 
 from .engine_kit import env, symmtui_cmd
 from .follow_kit import Writer

@@ -12,13 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from symmtui.bringup.scan import scan_file
 from symmtui.bundle.format import SUFFIX, read_bundle
-from symmtui.core.events import EventBuilder
-from symmtui.core.lineparts import records, split_prefix, split_records
-from symmtui.core.ranks import RankBoard
-from symmtui.core.readiness import Readiness, ReadinessConfig
-from symmtui.core.rules import Kind
-from symmtui.core.scan import scan_file
+from symmtui.judge.events import EventBuilder
+from symmtui.judge.ranks import RankBoard
+from symmtui.judge.readiness import Readiness, ReadinessConfig
+from symmtui.judge.rules import Kind
+from symmtui.logs.lineparts import records, split_prefix, split_records
 from tests.core.engine_kit import QUOTING_REQUESTS, ROOT, env, quoting_log, symmtui_cmd
 from tests.notify.kit import receiver
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.ranks import RankBoard, RankTag, compact, rank_of_line
-from symmtui.core.rules import RuleSet
+from symmtui.judge.ranks import RankBoard, RankTag, compact, rank_of_line
+from symmtui.judge.rules import RuleSet
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CASES = Path(__file__).resolve().parent.parent / "corpus" / "cases"

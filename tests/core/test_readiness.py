@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symmtui.core.events import Event, EventBuilder
-from symmtui.core.readiness import READY_WAITING_HEALTH, Readiness, ReadinessConfig, State, describe_exit
-from symmtui.core.rules import PHASE_STARTING, Kind, RuleSet
 from symmtui.errors import UserError
+from symmtui.judge.events import Event, EventBuilder
+from symmtui.judge.readiness import READY_WAITING_HEALTH, Readiness, ReadinessConfig, State, describe_exit
+from symmtui.judge.rules import PHASE_STARTING, Kind, RuleSet
 
 from .engine_kit import KEYERROR_LOG, READY_LOG, lines_of
 

@@ -7,13 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from symmtui.core.diagnose import diagnose
-from symmtui.core.events import Event, EventBuilder
-from symmtui.core.lineparts import split_prefix, split_records
-from symmtui.core.ranks import RankBoard
-from symmtui.core.readiness import Readiness, ReadinessConfig, State
-from symmtui.core.rules import Kind
-from symmtui.core.scan import scan_file
+from symmtui.bringup.scan import scan_file
+from symmtui.judge.diagnose import diagnose
+from symmtui.judge.events import Event, EventBuilder
+from symmtui.judge.ranks import RankBoard
+from symmtui.judge.readiness import Readiness, ReadinessConfig, State
+from symmtui.judge.rules import Kind
+from symmtui.logs.lineparts import split_prefix, split_records
 
 from .engine_kit import KEYERROR_LOG, READY_LOG, ROOT, lines_of
 

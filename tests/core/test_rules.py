@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symmtui.core.catalogue import builtin_entries
-from symmtui.core.rules import ByteScanner, Kind, RuleSet, message_part, required_literal, strip_ansi
 from symmtui.errors import UserError
+from symmtui.judge.rules import ByteScanner, Kind, RuleSet, message_part, required_literal, strip_ansi
+from symmtui.tables.catalogue import builtin_entries
 
 # catalogue line entry id -> a real-shaped line it must name (first match in table order). Lines quoted from
 # public issues say so; the others have the shape the named server prints.

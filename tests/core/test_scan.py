@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from symmtui.core.scan import board, report_json, report_text, scan_file
+from symmtui.bringup.scan import board, report_json, report_text, scan_file
 from symmtui.verbs.printer import verdict_lines
 
 from .engine_kit import KEYERROR_LOG, READY_LOG, env, symmtui_cmd
@@ -132,7 +132,7 @@ def test_traceback_is_grouped_across_a_chunk_boundary(tmp_path: Path) -> None:
                           (16, 4.0, 1 << 30, 12), (16, 0.0, 100 << 20, 4), (8, 0.0, 1 << 20, 1)])
 def test_worker_count_follows_idle_cores(monkeypatch: pytest.MonkeyPatch, cpus: int, load: float, size: int,
                                          want: int) -> None:
-    from symmtui.core import scan
+    from symmtui.bringup import scan
 
     monkeypatch.setattr(scan.os, "sched_getaffinity", lambda _pid: set(range(cpus)))
     monkeypatch.setattr(scan.os, "getloadavg", lambda: (load, load, load))
@@ -154,7 +154,7 @@ def test_appended_launches_are_judged_by_the_last_one(tmp_path: Path) -> None:
 def test_worker_boundary_inside_a_traceback(tmp_path: Path, at_line: int) -> None:
     """Two processes split the file in the middle of the first rank's traceback: it is still one
     block, merged with the other 7 ranks, with the same line numbers as one process gives."""
-    from symmtui.core.scan import _split_ranges
+    from symmtui.bringup.scan import _split_ranges
 
     sample = KEYERROR_LOG.read_bytes()
     head = b"[2026-11-29 09:40:00] filler\n" * 3000
@@ -178,9 +178,9 @@ def test_worker_boundary_inside_a_traceback(tmp_path: Path, at_line: int) -> Non
 def test_scan_judges_odd_lines_as_the_follower_does(tmp_path: Path) -> None:
     """One decoding for both paths: an OSC hyperlink around the error, a CR followed by a NUL hole
     (copytruncate) and bold ANSI give the same events from `scan` as from the live follower."""
-    from symmtui.core.events import EventBuilder
-    from symmtui.core.follow import iter_lines
-    from symmtui.core.rules import Kind
+    from symmtui.judge.events import EventBuilder
+    from symmtui.judge.rules import Kind
+    from symmtui.logs.follow import iter_lines
 
     log = tmp_path / "odd.log"
     log.write_bytes(
@@ -202,7 +202,7 @@ def test_parallel_scan_equals_sequential_on_a_written_log_with_crashes_at_the_cu
     import subprocess
     import sys
 
-    from symmtui.core.scan import _split_ranges
+    from symmtui.bringup.scan import _split_ranges
 
     unit = tmp_path / "unit.log"  # lines of the fixtures: serving lines, then the 8 ranks' tracebacks
     ready = READY_LOG.read_bytes().splitlines(keepends=True)
@@ -241,7 +241,7 @@ def test_a_failing_worker_fails_the_scan(tmp_path: Path) -> None:
     log.write_bytes(b"[2026-11-29 09:40:00] filler\n" * 2000)
     code = textwrap.dedent(f"""
         import sys
-        from symmtui.core import scan
+        from symmtui.bringup import scan
         real = scan.find_candidates
         def broken(path, start, end, *args, **kw):
             if start > 0:
@@ -259,7 +259,7 @@ def test_a_failing_worker_fails_the_scan(tmp_path: Path) -> None:
 
 
 def test_a_process_running_threads_scans_its_ranges_in_turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from symmtui.core import scan
+    from symmtui.bringup import scan
 
     log = tmp_path / "x.log"
     log.write_bytes(READY_LOG.read_bytes() * 50)

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from bench.engine import READY, STARTUP, serving_block
-from symmtui.core.events import split_prefix
-from symmtui.core.readiness import State
-from symmtui.core.rules import RuleSet
-from symmtui.core.scan import ScanReport, _decode, _Scan, report_json, scan_file
+from symmtui.bringup.scan import ScanReport, _decode, _Scan, report_json, scan_file
+from symmtui.judge.events import split_prefix
+from symmtui.judge.readiness import State
+from symmtui.judge.rules import RuleSet
 
 from .engine_kit import KEYERROR_LOG
 
@@ -87,7 +87,7 @@ def test_thinned_scan_equals_judging_every_line(serving_log: Path, every_line: d
 
 def test_scan_skips_most_serving_lines(serving_log: Path) -> None:
     """The thinning itself: phase one hands on far fewer lines than the log has decode lines."""
-    from symmtui.core.scan import find_candidates
+    from symmtui.bringup.scan import find_candidates
     size = serving_log.stat().st_size
     cands, lines = find_candidates(str(serving_log), 0, size, RuleSet().rules, serving_log.read_bytes()[:1 << 20])
     assert lines > 17_000 and len(cands) < 400, len(cands)
@@ -95,9 +95,9 @@ def test_scan_skips_most_serving_lines(serving_log: Path) -> None:
 
 def _live(path: Path, thin: bool, batch: int) -> tuple[object, list[tuple[str, int]]]:
     """The live engine's judgement: the builder fed in batches of ``batch`` lines, events to Readiness."""
-    from symmtui.core.decode import make_line
-    from symmtui.core.events import EventBuilder
-    from symmtui.core.readiness import Readiness, ReadinessConfig
+    from symmtui.judge.events import EventBuilder
+    from symmtui.judge.readiness import Readiness, ReadinessConfig
+    from symmtui.logs.decode import make_line
 
     raw = path.read_bytes().rstrip(b"\n").split(b"\n")
     lines = [make_line(i + 1, 0, r) for i, r in enumerate(raw)]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.scan import report_text, scan_file
+from symmtui.bringup.scan import report_text, scan_file
 from tests.core.engine_kit import KEYERROR_LOG, READY_LOG, env, symmtui_cmd
 
 RETRACTION = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-2746-decode-retraction.log"

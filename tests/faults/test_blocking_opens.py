@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from symmtui import boundary, paths
-from symmtui.core.catalogue import load_file, user_file
 from symmtui.launch.history import History, HistoryEntry, history_path
+from symmtui.tables.catalogue import load_file, user_file
 from tests.faults.hostile_kit import one_error_line, run_cli
 from tests.launch.helpers import demo_config
 

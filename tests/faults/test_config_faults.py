@@ -122,7 +122,7 @@ def test_a_bad_profile_is_reported_before_the_engine_is_imported(tmp_path: Path)
     for verb, path in (("stop", tmp_path / "missing.toml"), ("stop", bad), ("launch", bad)):
         code = ("import sys\nfrom symmtui.cli import main\n"
                 f"rc = main([{verb!r}, '--config', {str(path)!r}])\n"
-                "heavy = ('symmtui.core.engine', 'symmtui.core.events', 'symmtui.session.core', 'symmtui.gpu.nvml', 'hyperscan')\n"
+                "heavy = ('symmtui.bringup.engine', 'symmtui.judge.events', 'symmtui.session.core', 'symmtui.gpu.nvml', 'hyperscan')\n"
                 "print('exit', rc, sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n")
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
         lines = r.stderr.splitlines()

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from symmtui.cli import main
-from symmtui.core.catalogue import user_file
 from symmtui.launch.history import history_path
+from symmtui.tables.catalogue import user_file
 from tests.faults.hostile_kit import EXIT_CODES, MAX_ERROR_CHARS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -240,10 +240,10 @@ def test_any_profile_is_loaded_or_refused_in_one_line(text: str, tmp_path: Path)
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A real bundle's document: the crash log recorded by the real recorder (no process needed)."""
+    from symmtui.bringup.engine import EngineUpdate
     from symmtui.bundle.recorder import Recorder
-    from symmtui.core.board import board_of
-    from symmtui.core.engine import EngineUpdate
-    from symmtui.core.verdict import NodeView
+    from symmtui.judge.board import board_of
+    from symmtui.judge.verdict import NodeView
     from symmtui.launch.envinfo import EnvInfo
     from symmtui.session.messages import EngineBatch, VerdictReached
     from tests.ui.kit import CRASH_LOG, read_lines, replay

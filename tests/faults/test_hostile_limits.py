@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core import catalogue
-from symmtui.core.catalogue import parse_text
-from symmtui.core.engine import Bringup
-from symmtui.core.rules import RuleSet
+from symmtui.bringup.engine import Bringup
 from symmtui.errors import UserError
+from symmtui.judge.rules import RuleSet
 from symmtui.patterns import MAX_REPEAT, PatternError, compile_user
+from symmtui.tables import catalogue
+from symmtui.tables.catalogue import parse_text
 from symmtui.verbs import serve, serveauth
 from tests.core.engine_kit import wait_until
 

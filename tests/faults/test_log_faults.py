@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from symmtui.core.follow import DEFAULT_MAX_LINE_BYTES, LogFollower, LogItem, LogLine
+from symmtui.logs.follow import DEFAULT_MAX_LINE_BYTES, LogFollower, LogItem, LogLine
 from tests.core.follow_kit import WAIT, Collector, Writer, final, finish_flood, notices, start_flood
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.engine import Bringup, EngineUpdate
-from symmtui.core.probe import HttpProbe, ProbeResult, check_url
-from symmtui.core.readiness import READY_WAITING_HEALTH, ReadinessConfig, State
+from symmtui.bringup.engine import Bringup, EngineUpdate
+from symmtui.bringup.probe import HttpProbe, ProbeResult, check_url
 from symmtui.errors import UserError
+from symmtui.judge.readiness import READY_WAITING_HEALTH, ReadinessConfig, State
 from tests.core.engine_kit import Health, Writer, free_port, http_server, wait_until
 
 

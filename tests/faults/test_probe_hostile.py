@@ -15,7 +15,7 @@ from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
 from symmtui import cli
-from symmtui.core.probe import HttpProbe, ProbeResult
+from symmtui.bringup.probe import HttpProbe, ProbeResult
 from tests.core.engine_kit import Health, http_server
 
 Handler = Callable[[socket.socket, threading.Event], None]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.engine import Bringup
-from symmtui.core.readiness import ReadinessConfig, State
+from symmtui.bringup.engine import Bringup
+from symmtui.judge.readiness import ReadinessConfig, State
 from symmtui.launch import state
 from symmtui.launch.history import history_path
 from symmtui.launch.profile import load_profile

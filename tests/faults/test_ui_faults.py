@@ -127,7 +127,7 @@ async def test_relaunch_blocked_by_a_stranger_on_the_port_is_explained() -> None
     import os
     from urllib.parse import urlparse
 
-    from symmtui.core.readiness import State
+    from symmtui.judge.readiness import State
     from symmtui.ui.screens.confirm import ConfirmScreen
     from symmtui.ui.screens.relaunch import RelaunchScreen
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from symmtui.boundary import regex_problem
-from symmtui.core.catalogue import user_file
+from symmtui.tables.catalogue import user_file
 from tests.faults.hostile_kit import one_error_line, run_cli
 from tests.launch.helpers import demo_config
 
@@ -75,7 +75,7 @@ def test_a_safe_user_pattern_still_judges_the_line(tmp_path: Path) -> None:
 def test_a_user_catalogue_is_capped_in_entries_patterns_and_pattern_length(tmp_path: Path) -> None:
     import pytest
 
-    from symmtui.core.catalogue import CatalogueError, load_file
+    from symmtui.tables.catalogue import CatalogueError, load_file
 
     path = tmp_path / "catalogue.toml"
     cases = {

@@ -12,7 +12,7 @@ from textual.widgets import Static
 from symmtui.build import dashboard_spec
 from symmtui.bundle.format import read_bundle
 from symmtui.bundle.replay import Recording, ReplaySession
-from symmtui.core.readiness import State
+from symmtui.judge.readiness import State
 from symmtui.launch.history import History
 from symmtui.launch.notifyconf import NotifyConfig
 from symmtui.launch.profile import load_profile

@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from symmtui.core.rules import PHASE_GRAPHS, PHASE_LOADING, PHASE_ORDER
+from symmtui.judge.rules import PHASE_GRAPHS, PHASE_LOADING, PHASE_ORDER
 from symmtui.launch.history import History
 from symmtui.verbs.printer import EXIT_CRASHED, EXIT_READY, EXIT_TIMED_OUT
 from tests.launch.helpers import demo_config, free_port, run_cli, stop_at_end, write_profile

@@ -8,8 +8,8 @@ import json
 import os
 from pathlib import Path
 
-from symmtui.core.diagnose import Diagnosis
-from symmtui.core.rules import Action
+from symmtui.judge.diagnose import Diagnosis
+from symmtui.judge.rules import Action
 from symmtui.launch import changes
 from symmtui.launch.envinfo import GpuFact
 from symmtui.launch.facts import MAX_VALUE, LaunchFacts, is_secret, of_command, parse

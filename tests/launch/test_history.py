@@ -79,7 +79,7 @@ def test_unknown_verdict_refused(tmp_path: Path) -> None:
 
 
 def test_every_final_readiness_state_maps_to_a_verdict_history_accepts() -> None:
-    from symmtui.core.readiness import State
+    from symmtui.judge.readiness import State
     from symmtui.launch.history import VERDICTS, verdict_of
 
     assert verdict_of(State.TIMED_OUT) == "timed_out"

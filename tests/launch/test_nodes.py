@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.events import Event
-from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
-from symmtui.core.rules import PHASE_INIT_DIST, PHASE_LOADING, Kind
-from symmtui.core.verdict import NodeView, verdict_of
+from symmtui.judge.events import Event
+from symmtui.judge.readiness import Readiness, ReadinessConfig, Snapshot, State
+from symmtui.judge.rules import PHASE_INIT_DIST, PHASE_LOADING, Kind
+from symmtui.judge.verdict import NodeView, verdict_of
 from symmtui.launch.profile import ProfileError, parse_profile
 from tests.launch.helpers import free_port, run_cli
 from tests.launch.sshd import LocalSshd, start_sshd

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.rules import Action
 from symmtui.errors import UserError
+from symmtui.judge.rules import Action
 from symmtui.launch.profile import load_profile
 from symmtui.launch.profilefix import apply, plan, plan_restore
 

@@ -9,7 +9,7 @@ import pytest
 from textual.widgets import Static
 
 from symmtui.build import dashboard_spec
-from symmtui.core.readiness import READY_WAITING_HEALTH, State
+from symmtui.judge.readiness import READY_WAITING_HEALTH, State
 from symmtui.launch.history import History
 from symmtui.launch.notifyconf import NotifyConfig
 from symmtui.notify.notifier import Notifier

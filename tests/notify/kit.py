@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from symmtui.core.events import EventBuilder
-from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot
+from symmtui.judge.events import EventBuilder
+from symmtui.judge.readiness import Readiness, ReadinessConfig, Snapshot
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 # Copies, one folder per test process: `wait` and the dashboard record a bundle next to the log they

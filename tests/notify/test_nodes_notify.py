@@ -12,9 +12,9 @@ import pytest
 
 from symmtui.build import dashboard_spec
 from symmtui.cli import main
-from symmtui.core.board import board_of
-from symmtui.core.readiness import State
-from symmtui.core.verdict import NodeView
+from symmtui.judge.board import board_of
+from symmtui.judge.readiness import State
+from symmtui.judge.verdict import NodeView
 from symmtui.notify.message import note_of
 from symmtui.notify.notifier import plug_in as notify_plug_in
 from symmtui.session.core import Session

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.board import board_of
-from symmtui.core.readiness import Snapshot
-from symmtui.core.verdict import NodeView, findings, ordered_events
 from symmtui.errors import UserError
+from symmtui.judge.board import board_of
+from symmtui.judge.readiness import Snapshot
+from symmtui.judge.verdict import NodeView, findings, ordered_events
 from symmtui.launch.notifyconf import NotifyConfig, Webhook, redact
 from symmtui.launch.profile import parse_profile
 from symmtui.notify.message import VerdictNote

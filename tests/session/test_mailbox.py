@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 
-from symmtui.core.board import board_of
-from symmtui.core.engine import EngineUpdate
-from symmtui.core.verdict import NodeView
+from symmtui.bringup.engine import EngineUpdate
+from symmtui.judge.board import board_of
+from symmtui.judge.verdict import NodeView
 from symmtui.session import mailbox as mailbox_mod
 from symmtui.session.mailbox import Mailbox, Relay
 from symmtui.session.messages import EngineBatch, GpuRound, Notice, SessionMessage, VerdictReached

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from symmtui.build import Limits, open_session, wait_spec
-from symmtui.core.board import Board
-from symmtui.core.readiness import State
+from symmtui.judge.board import Board
+from symmtui.judge.readiness import State
 from symmtui.launch.profile import load_profile
 from symmtui.session.messages import EngineBatch, SessionMessage, VerdictReached
 from symmtui.session.settings import bringup_settings
@@ -53,7 +53,7 @@ def test_a_front_end_that_never_takes_holds_no_log_text_and_observers_get_every_
 
 
 def test_settings_one_place_for_defaults_profile_and_command_line(tmp_path: Path) -> None:
-    from symmtui.core.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
+    from symmtui.judge.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT
 
     plain = bringup_settings()
     assert (plain.readiness.timeout, plain.readiness.stall) == (DEFAULT_TIMEOUT, DEFAULT_STALL) == (900.0, 300.0)

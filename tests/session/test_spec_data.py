@@ -12,9 +12,9 @@ from pathlib import Path, PurePath
 import pytest
 
 from symmtui.build import dashboard_spec, demo_spec, open_demo
-from symmtui.core.rules import RuleSet
 from symmtui.demo.story import Demo
 from symmtui.gpu.exporter import ExporterSource
+from symmtui.judge.rules import RuleSet
 from symmtui.session.core import Session
 from symmtui.session.spec import GpuPlan
 from tests.ui.kit import READY_LOG

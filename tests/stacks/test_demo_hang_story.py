@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from symmtui.core.readiness import State
+from symmtui.judge.readiness import State
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.widgets.stacks import StacksView

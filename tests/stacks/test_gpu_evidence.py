@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import time
 
-from symmtui.core.readiness import Readiness, ReadinessConfig, State
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.sampler import GpuSampler
 from symmtui.gpu.standin import load_standin, standin_host
+from symmtui.judge.readiness import Readiness, ReadinessConfig, State
 from symmtui.session.intents import DumpStacks
 from symmtui.session.messages import GpuRound
 from symmtui.stacks.gpus import gpu_evidence
@@ -34,8 +34,8 @@ def test_all_idle_one_busy_all_busy_and_silence() -> None:
 def _stalled_session() -> FixedSession:
     """The first 60 lines of a real SGLang TP8 log, then silence past the stall limit; GPU 3 busy, the rest idle."""
     lines = read_lines(READY_LOG, upto=60)
-    from symmtui.core.events import EventBuilder
-    from symmtui.core.rules import RuleSet
+    from symmtui.judge.events import EventBuilder
+    from symmtui.judge.rules import RuleSet
 
     builder, readiness = EventBuilder(RuleSet()), Readiness(ReadinessConfig(timeout=None, stall=5.0), 0.0)
     events = []

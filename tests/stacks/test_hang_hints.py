@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.catalogue import CatalogueError, builtin_entries, load_file
-from symmtui.core.rules import HANG_PHASES, Kind, RuleSet, user_ruleset
+from symmtui.judge.rules import HANG_PHASES, Kind, RuleSet, user_ruleset
 from symmtui.launch.profile import load_profile
 from symmtui.stacks.collapse import collapse
 from symmtui.stacks.model import Frame, ProcDump, ThreadStack
+from symmtui.tables.catalogue import CatalogueError, builtin_entries, load_file
 
 SOURCE = re.compile(r"[\w.-]+/[\w.-]+#\d+")
 

@@ -15,17 +15,8 @@ from typing import Any
 from textual.app import App
 from textual.pilot import Pilot
 
+from symmtui.bringup.engine import HEARTBEAT, EngineUpdate
 from symmtui.build import dashboard_spec, demo_spec, open_demo, open_session, watch_spec
-from symmtui.core import board as boards
-from symmtui.core.board import Board, NodeInput
-from symmtui.core.decode import LogLine
-from symmtui.core.engine import HEARTBEAT, EngineUpdate
-from symmtui.core.events import Event, EventBuilder
-from symmtui.core.follow import LogFollower
-from symmtui.core.logcmd import LogCommand
-from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot
-from symmtui.core.rules import RuleSet
-from symmtui.core.verdict import NodeView, findings, ordered_events
 from symmtui.demo.nodes import NodesDemo
 from symmtui.demo.story import Demo
 from symmtui.errors import UserError
@@ -33,9 +24,18 @@ from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
 from symmtui.gpu.standin import load_standin, standin_host
 from symmtui.gpu.topology import Topology, read_topology
+from symmtui.judge import board as boards
+from symmtui.judge.board import Board, NodeInput
+from symmtui.judge.events import Event, EventBuilder
+from symmtui.judge.readiness import Readiness, ReadinessConfig, Snapshot
+from symmtui.judge.rules import RuleSet
+from symmtui.judge.verdict import NodeView, findings, ordered_events
 from symmtui.launch import state
 from symmtui.launch.history import Estimate
 from symmtui.launch.state import LaunchRecord
+from symmtui.logs.decode import LogLine
+from symmtui.logs.follow import LogFollower
+from symmtui.logs.logcmd import LogCommand
 from symmtui.session.core import Session
 from symmtui.session.intents import (
     ApplyFix,

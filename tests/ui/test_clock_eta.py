@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from symmtui.core import board as boards
-from symmtui.core import logclock as clock
-from symmtui.core.board import Board, NodeInput
-from symmtui.core.eta import RateMeter, about, combined, live_eta, tqdm_rate
-from symmtui.core.readiness import PhaseSpan, Snapshot, State
-from symmtui.core.verdict import NodeView, ready_words
+from symmtui.judge import board as boards
+from symmtui.judge import logclock as clock
+from symmtui.judge.board import Board, NodeInput
+from symmtui.judge.eta import RateMeter, about, combined, live_eta, tqdm_rate
+from symmtui.judge.readiness import PhaseSpan, Snapshot, State
+from symmtui.judge.verdict import NodeView, ready_words
 from tests.ui.kit import READY_LOG, read_lines, replay
 
 

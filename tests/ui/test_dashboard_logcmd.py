@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from symmtui.cli import main
-from symmtui.core.logcmd import Backoff, CommandFollower, LogCommand
-from symmtui.core.readiness import State
+from symmtui.judge.readiness import State
+from symmtui.logs.logcmd import Backoff, CommandFollower, LogCommand
 from symmtui.ui.app import SymmApp
 from tests.ui.kit import CRASH_LOG, dashboard, text, toasts, wait_for
 
@@ -21,7 +21,7 @@ async def test_dashboard_follows_a_log_command_and_says_when_it_exits(tmp_path: 
     """`symmtui --log-cmd ...`: the crash is judged from the command's output, the pane shows its lines, the
     command's exit is in the pane's title and a toast, and closing kills it."""
     monkeypatch.setenv("SYMMTUI_NVML_STANDIN", "rtx-pro-6000-x8-pcie")
-    import symmtui.core.logcmd as logcmd
+    import symmtui.logs.logcmd as logcmd
 
     monkeypatch.setattr(logcmd, "Backoff", lambda: Backoff(first=30.0, cap=30.0))  # one run: its exit stays shown
     pidfile = tmp_path / "pid"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from symmtui.cli import main
-from symmtui.core.readiness import State
+from symmtui.judge.readiness import State
 from symmtui.session.intents import Stop
 from symmtui.ui.app import SymmApp
 from tests.ui.kit import CRASH_LOG, answer, dashboard, text, wait_for

@@ -7,8 +7,8 @@ import tomllib
 import pytest
 from textual.widgets import Static
 
-from symmtui.core.readiness import State
-from symmtui.core.scan import scan_file
+from symmtui.bringup.scan import scan_file
+from symmtui.judge.readiness import State
 from symmtui.launch.profile import load_profile
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core import board as boards
-from symmtui.core.board import NodeInput
-from symmtui.core.readiness import State
-from symmtui.core.verdict import NodeView
+from symmtui.judge import board as boards
+from symmtui.judge.board import NodeInput
+from symmtui.judge.readiness import State
+from symmtui.judge.verdict import NodeView
 from symmtui.session.messages import VerdictReached
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.core.readiness import State
+from symmtui.judge.readiness import State
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.patch import PatchScreen

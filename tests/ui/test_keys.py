@@ -6,10 +6,10 @@ from pathlib import Path
 
 from textual.widgets import Input
 
-from symmtui.core.readiness import State
-from symmtui.core.verdict import PATCHED_ACTION
 from symmtui.demo.sandbox import sandbox_has_capability, write_sandbox
 from symmtui.gpu.facts import PatchFacts
+from symmtui.judge.readiness import State
+from symmtui.judge.verdict import PATCHED_ACTION
 from symmtui.session.patching import Patcher
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen

@@ -16,8 +16,8 @@ from textual.pilot import Pilot
 from textual.strip import Strip
 from textual.widgets import Button, Footer
 
-from symmtui.core.events import EventBuilder
-from symmtui.core.follow import LogFollower, LogLine
+from symmtui.judge.events import EventBuilder
+from symmtui.logs.follow import LogFollower, LogLine
 from symmtui.ui.widgets import log_file
 from symmtui.ui.widgets.log_view import LogView
 from tests.ui.kit import wait_for

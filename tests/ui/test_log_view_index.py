@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symmtui.core.decode import LogLine
-from symmtui.core.events import Event, EventBuilder
-from symmtui.core.rules import Kind
+from symmtui.judge.events import Event, EventBuilder
+from symmtui.judge.rules import Kind
+from symmtui.logs.decode import LogLine
 from symmtui.patterns import PatternError
 from symmtui.ui.widgets import log_file, log_filters
 from symmtui.ui.widgets.log_file import LogFile, clean, follow

@@ -6,10 +6,10 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from symmtui.core.readiness import PhaseSpan, Snapshot, State
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
 from symmtui.gpu.standin import load_standin, standin_host
+from symmtui.judge.readiness import PhaseSpan, Snapshot, State
 from symmtui.ui.screens.plots import PlotsScreen
 from symmtui.ui.widgets.plots import GpuHistory, bars, buckets, phase_marks, render_plots
 from tests.ui.kit import text

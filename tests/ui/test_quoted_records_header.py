@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from symmtui.core.readiness import State
+from symmtui.judge.readiness import State
 from symmtui.ui.app import SymmApp
 from symmtui.ui.widgets.header import StatusHeader
 from tests.core.engine_kit import FIXTURES, quoting_log

@@ -10,7 +10,7 @@ import pytest
 from textual.geometry import Region
 from textual.widgets import Button
 
-from symmtui.core.readiness import State
+from symmtui.judge.readiness import State
 from symmtui.session.messages import StacksTaken
 from symmtui.stacks.report import StacksReport
 from symmtui.ui.app import SymmApp

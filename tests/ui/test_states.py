@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from symmtui.cli import main
-from symmtui.core.readiness import State
 from symmtui.gpu.facts import PatchFacts
+from symmtui.judge.readiness import State
 from symmtui.launch.history import Estimate
 from symmtui.session.patching import Patcher
 from symmtui.ui.app import SymmApp

@@ -44,7 +44,7 @@ def test_installed_wheel_ships_and_finds_themes(tmp_path: Path) -> None:
     # Dependencies (textual...) come from this venv's site-packages; symmtui only from the new venv.
     env = dict(os.environ, PYTHONPATH=sysconfig.get_paths()["purelib"])
     probe = (
-        "import json, symmtui; from symmtui.ui import themes; from symmtui.core import enginetable; "
+        "import json, symmtui; from symmtui.ui import themes; from symmtui.tables import enginetable; "
         "print(json.dumps({'file': symmtui.__file__, 'sources': [str(s) for s in themes.theme_sources()], "
         "'themes': sorted(themes.load_themes()), 'engines': list(enginetable.table().names())}))"
     )

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from textual.content import Content
 from textual.widgets import Static
 
-from symmtui.core.board import Said
-from symmtui.core.verdict import Changes
+from symmtui.judge.board import Said
+from symmtui.judge.verdict import Changes
 from symmtui.textsafe import visible
 
 INTENT_KEYS = {"patch": "p", "relaunch": "r"}

@@ -10,9 +10,9 @@ from textual.content import Content
 from textual.widgets import Static
 
 from symmtui.clitext import mmss
-from symmtui.core.board import Board
-from symmtui.core.readiness import Snapshot, State
-from symmtui.core.verdict import WORDS as STATE_WORDS
+from symmtui.judge.board import Board
+from symmtui.judge.readiness import Snapshot, State
+from symmtui.judge.verdict import WORDS as STATE_WORDS
 from symmtui.textsafe import visible
 from symmtui.ui.widgets.fmt import progress_bar, set_content
 

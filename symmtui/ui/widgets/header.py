@@ -5,9 +5,9 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widget import Widget
 
-from symmtui.core.board import Board
-from symmtui.core.readiness import State
-from symmtui.core.verdict import WORDS as STATE_WORDS
+from symmtui.judge.board import Board
+from symmtui.judge.readiness import State
+from symmtui.judge.verdict import WORDS as STATE_WORDS
 from symmtui.textsafe import visible
 from symmtui.ui.widgets.gauge import STATE_ICONS, state_var
 

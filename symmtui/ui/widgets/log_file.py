@@ -27,7 +27,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES, clean_raw, newlines
+from symmtui.logs.decode import DEFAULT_MAX_LINE_BYTES, clean_raw, newlines
 from symmtui.textsafe import strip_ansi
 
 __all__ = ["CAP", "CHUNK", "LogFile", "clean", "follow"]

@@ -7,7 +7,7 @@ of rows (``LogFile.chunks``); a chunk of plain bytes is searched as it is (a mat
 a chunk with escapes, carriage returns or NULs row by row, on the text the pane shows.
 
 A filter judges records, not lines (lnav's multi-line messages): a line that starts no record (no prefix the one
-prefix parser, ``symmtui.core.lineparts``, knows) continues the record above, and a traceback (an event's span:
+prefix parser, ``symmtui.logs.lineparts``, knows) continues the record above, and a traceback (an event's span:
 a block) is one record. A filter-in keeps every record one of its patterns matches somewhere; a filter-out hides
 every record one of its patterns matches. In a file whose lines carry no prefix, each line is a record.
 """
@@ -19,7 +19,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from symmtui.core.lineparts import split_prefix
+from symmtui.logs.lineparts import split_prefix
 from symmtui.patterns import PatternError, UserPattern, compile_user
 from symmtui.ui.widgets import log_file
 from symmtui.ui.widgets.log_file import LogFile, clean

@@ -17,8 +17,8 @@ import re
 import time
 from dataclasses import dataclass
 
-from symmtui.core.lineparts import split_prefix
-from symmtui.core.rules import PHASE_ORDER
+from symmtui.judge.rules import PHASE_ORDER
+from symmtui.logs.lineparts import split_prefix
 from symmtui.ui.widgets.log_index import LineIndex
 
 __all__ = ["HELP", "Landing", "first_stamp", "go_to", "stamp_of"]

@@ -64,7 +64,7 @@ _ERRORISH = re.compile(rb"[\x80-\xff]")  # the flag's top bit
 
 
 class EventLike(Protocol):
-    """What the index needs of a `symmtui.core.events.Event`."""
+    """What the index needs of a `symmtui.judge.events.Event`."""
 
     @property
     def kind(self) -> str: ...

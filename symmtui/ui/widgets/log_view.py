@@ -61,9 +61,9 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 from symmtui import fsatomic
-from symmtui.core.decode import LogLine
-from symmtui.core.events import MAX_SPANS, EventBuilder
 from symmtui.errors import UserError
+from symmtui.judge.events import MAX_SPANS, EventBuilder
+from symmtui.logs.decode import LogLine
 from symmtui.patterns import UserPattern
 from symmtui.textsafe import visible
 from symmtui.ui.widgets import log_goto

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from textual.content import Content
 from textual.widgets import Static
 
-from symmtui.core.readiness import Snapshot
 from symmtui.gpu.sampler import GpuSnapshot
+from symmtui.judge.readiness import Snapshot
 from symmtui.ui.widgets.fmt import gib, short_gpu_name
 
 __all__ = ["WINDOW", "GpuHistory", "GpuPlots", "Point", "bars", "buckets", "phase_marks", "render_plots"]

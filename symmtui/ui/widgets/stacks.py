@@ -13,8 +13,8 @@ import time
 from textual.content import Content
 from textual.widgets import Static
 
-from symmtui.core.readiness import State
-from symmtui.core.verdict import WORDS
+from symmtui.judge.readiness import State
+from symmtui.judge.verdict import WORDS
 from symmtui.session.messages import StacksTaken
 from symmtui.stacks.collapse import group_line
 from symmtui.textsafe import visible

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from symmtui import boundary
-from symmtui.core.ruletypes import Action, Kind, Rule
 from symmtui.errors import InputError
 from symmtui.paths import cache_dir
+from symmtui.tables.ruletypes import Action, Kind, Rule
 
 FORMAT = 1  # bump when the cached layout changes
 MAX_BYTES = 8 << 20  # the cache of the shipped catalogue is ~0.2 MB

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES, LogLine
-from symmtui.core.follow import BATCH_BYTES, READ_BYTES, FileNotice, LineSplitter, LogItem, Numbering
 from symmtui.errors import UserError
+from symmtui.logs.decode import DEFAULT_MAX_LINE_BYTES, LogLine
+from symmtui.logs.follow import BATCH_BYTES, READ_BYTES, FileNotice, LineSplitter, LogItem, Numbering
 from symmtui.proc import identity
 
 __all__ = [
@@ -226,7 +226,7 @@ class CommandFollower:
 
     The same interface as ``LogFollower`` where the engine uses it: ``watch(stop, on_batch)`` blocks
     (one thread), ``numbering()``, ``backfill()`` (nothing: a command has no part skipped), ``close()``.
-    Lines are cut exactly as a file's (``core.decode``: CR progress, ANSI, bad UTF-8, NUL, 64 KiB cap);
+    Lines are cut exactly as a file's (``logs.decode``: CR progress, ANSI, bad UTF-8, NUL, 64 KiB cap);
     ``offset`` counts the bytes of the command's output over all its runs and ``no`` counts lines over
     all runs, so a restart never renumbers. When the command exits it is started again after
     ``backoff``; the lines a restart replays are skipped (``ReplayFilter``). Its process group is

@@ -18,7 +18,7 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
-from symmtui.core.readiness import Snapshot, State
+from symmtui.judge.readiness import Snapshot, State
 
 __all__ = ["MAX_ETA", "WINDOW", "LiveEta", "RateMeter", "about", "combined", "live_eta", "tqdm_rate"]
 

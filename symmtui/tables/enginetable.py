@@ -3,9 +3,9 @@
 An engine file says how the engine's records start (prefix shapes with named groups), which of its lines are
 request or access lines (their client content is never a record), how to tell it from a command line, a stack
 and a log, its package for versions and its warm-up; its ``[[entry]]`` tables (ready and phase markers,
-wrappers, deaths) are catalogue entries, read by ``core.catalogue``. ``any.toml`` holds what every log may carry
+wrappers, deaths) are catalogue entries, read by ``tables.catalogue``. ``any.toml`` holds what every log may carry
 (container and collector layers, torchrun's rank prefix, uvicorn's lines). docs/catalogue.md, "How to add an engine".
-The parsed table is cached like the catalogue (``core.catcache``): a start reads it back with ``marshal``.
+The parsed table is cached like the catalogue (``tables.catcache``): a start reads it back with ``marshal``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from symmtui.core import catcache
-from symmtui.core.ruletypes import required_literal
 from symmtui.errors import UserError
+from symmtui.tables import catcache
+from symmtui.tables.ruletypes import required_literal
 
 with warnings.catch_warnings():  # the public names of re's parser are deprecated aliases; still the stable API
     warnings.simplefilter("ignore", DeprecationWarning)

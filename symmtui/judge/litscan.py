@@ -6,8 +6,8 @@ import mmap
 from functools import lru_cache
 from typing import Any, Protocol
 
-from symmtui.core.lineparts import goes_on_literals
-from symmtui.core.rules import ByteScanner, RuleSet
+from symmtui.judge.rules import ByteScanner, RuleSet
+from symmtui.logs.lineparts import goes_on_literals
 
 _hs: Any
 try:  # a C multi-literal matcher (SIMD), ~0.4 ns/byte for the whole catalogue's literals at once
@@ -142,7 +142,7 @@ def minimal(literals: tuple[str, ...], marked: frozenset[str] = frozenset()) -> 
 
 def finder(ruleset: RuleSet, sample: bytes, *, fast: bool = True, marked: frozenset[str] = frozenset()) -> LineFinder:
     """The fastest finder this host has for ``ruleset`` (``fast=False``: the pure-Python one); ``marked``: literals
-    whose lines ``marked_starts`` names. A request line whose content goes on over the next lines (core.lineparts)
+    whose lines ``marked_starts`` names. A request line whose content goes on over the next lines (logs.lineparts)
     is a candidate too: its content must not be judged."""
     extra = goes_on_literals()
     if fast and _hs is not None:

@@ -18,14 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from symmtui.clitext import headless, mmss
-from symmtui.core.diagnose import Diagnosis
-from symmtui.core.eta import LiveEta, about, combined
-from symmtui.core.events import Event
-from symmtui.core.logclock import LogTimes, elapsed
-from symmtui.core.ranks import RankSummary
-from symmtui.core.readiness import Snapshot, State
-from symmtui.core.rules import Action, Kind
-from symmtui.core.verdict import WORDS, Changes, Finding, NodeView, Verdict, verdict_after, verdict_of
+from symmtui.judge.diagnose import Diagnosis
+from symmtui.judge.eta import LiveEta, about, combined
+from symmtui.judge.events import Event
+from symmtui.judge.logclock import LogTimes, elapsed
+from symmtui.judge.ranks import RankSummary
+from symmtui.judge.readiness import Snapshot, State
+from symmtui.judge.rules import Action, Kind
+from symmtui.judge.verdict import WORDS, Changes, Finding, NodeView, Verdict, verdict_after, verdict_of
 
 INTENTS = ("launch", "relaunch", "patch", "fix", "stacks")
 """The intents a Board says can or cannot be asked now (``Board.why_not``)."""
@@ -88,7 +88,7 @@ class NodeBoard:
     """The one figure every reader shows as the bring-up's time: the gauge's elapsed, ``READY after N s``
     (`wait`, the notification, the bundle's verdict and its report), the metrics' elapsed and time to READY.
     Live: the seconds since the launch began (on the log's own clock where it holds more than was watched:
-    an attach); once final, the verdict's (``core.verdict.verdict_after``), frozen."""
+    an attach); once final, the verdict's (``judge.verdict.verdict_after``), frozen."""
     ranks: RankSummary | None = None
     cause: Said | None = None
     errors: tuple[Said, ...] = ()

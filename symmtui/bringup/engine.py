@@ -11,28 +11,28 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from symmtui.core.events import PROCESS_EXIT, Event, EventBuilder
-from symmtui.core.follow import FileNotice, LogFollower, LogLine, Numbering
-from symmtui.core.lastrun import last_launch_attach
-from symmtui.core.lineparts import may_name_a_source, record_source, split_prefix, split_records
-from symmtui.core.logclock import LogTimes
-from symmtui.core.ranks import RankBoard, RankSummary
-from symmtui.core.readiness import Readiness, ReadinessConfig, Snapshot, State
-from symmtui.core.rules import Kind, RuleSet
+from symmtui.bringup.lastrun import last_launch_attach
+from symmtui.judge.events import PROCESS_EXIT, Event, EventBuilder
+from symmtui.judge.logclock import LogTimes
+from symmtui.judge.ranks import RankBoard, RankSummary
+from symmtui.judge.readiness import Readiness, ReadinessConfig, Snapshot, State
+from symmtui.judge.rules import Kind, RuleSet
+from symmtui.logs.follow import FileNotice, LogFollower, LogLine, Numbering
+from symmtui.logs.lineparts import may_name_a_source, record_source, split_prefix, split_records
 from symmtui.proc.pidwatch import ProcRef
 
 if TYPE_CHECKING:  # imported where used: the prober (HTTP, ssl, a thread pool) for a URL, the log
     # command's follower (subprocess, pipes) for a command, the last launch's start for last_launch
     from typing_extensions import TypeIs  # typing's own from Python 3.13
 
-    from symmtui.core.logcmd import CommandFollower, LogCommand, ReplayFilter
-    from symmtui.core.probe import HttpProbe, ProbeResult
+    from symmtui.bringup.probe import HttpProbe, ProbeResult
+    from symmtui.logs.logcmd import CommandFollower, LogCommand, ReplayFilter
 
 
 def is_log_command(value: object) -> TypeIs[LogCommand]:
-    """``isinstance(value, LogCommand)`` without importing core.logcmd: until something imported it,
+    """``isinstance(value, LogCommand)`` without importing logs.logcmd: until something imported it,
     no LogCommand exists."""
-    module = sys.modules.get("symmtui.core.logcmd")
+    module = sys.modules.get("symmtui.logs.logcmd")
     return module is not None and isinstance(value, module.LogCommand)
 
 
@@ -45,6 +45,7 @@ MAX_REPLAY_EVENTS = 50_000
 PID_SETTLE = 0.5  # after the process is gone, wait this long at most for its last log lines
 STOP_JOIN = 1.0  # seconds a stop waits for each of a generation's threads (a follower mid-match is left)
 HEARTBEAT = 1.0  # with nothing new, an update this often all the same: readers show the time passing
+PROBE_HOLD = 10.0  # a health check's READY waits at most this long for the log judged up to where it was then
 SETTLE_QUIET = 0.2  # after a crash, the log quiet this long (other ranks' copies arrive within ms) ...
 SETTLE_MAX = 1.0  # ... or this long since its cause last gained a copy: the crash is settled (printed, notified)
 SETTLE_CAP = 3.0  # ... and at the latest this long after the crash, whatever still arrives
@@ -65,7 +66,7 @@ class EngineUpdate:
     dropped_lines: int = 0
     generation: int = 0
     ranks: RankSummary | None = None
-    """Who is behind, for a log whose lines name their rank (None otherwise): core.ranks."""
+    """Who is behind, for a log whose lines name their rank (None otherwise): judge.ranks."""
     caught_up: bool = True
     """Everything the log held when it was opened has been judged: a READY now is not overtaken by an older
     line still unread (a crash after READY in a finished log). A log command is always caught up."""
@@ -95,12 +96,12 @@ class Bringup:
 
     ``tail_lines``: attach at the last N lines (the display gets those at once) and scan the earlier
     part in a background thread; None reads the file in order, from the start of its last launch when
-    ``last_launch`` (an existing log over a few MB: found by reading backwards, see core.lastrun; the
+    ``last_launch`` (an existing log over a few MB: found by reading backwards, see bringup.lastrun; the
     part before is not judged, an "attached" notice says so), else from its start. ``new_only``: judge
     only lines written after start. ``on_update`` is called from one engine thread, at most ~20 times a second,
     and at once when the state changes.
 
-    ``log_path`` may be a ``LogCommand`` instead of a file: its output is the log (``core.logcmd``:
+    ``log_path`` may be a ``LogCommand`` instead of a file: its output is the log (``logs.logcmd``:
     restarted with backoff when it exits). ``tail_lines`` and ``last_launch`` do not apply to it (the
     command decides what it replays); ``new_only`` skips, after a ``restart``, the lines the command
     prints again that the previous generation had shown (a first start has nothing to compare with).
@@ -165,6 +166,10 @@ class Bringup:
         self._ranks = RankBoard()
         self._replay: list[Event] = []
         self._probe: HttpProbe | None = None
+        # a health check that answered while the log was not read to its end: (its detail, the log's size then,
+        # when); it counts once the log is read that far (the phases it went through judged first) or PROBE_HOLD on
+        self._probe_held: tuple[str, int, float] | None = None
+        self._judged_to = 0  # the log file's offset up to which its lines are judged (the follower's thread sets it)
         self._follower: LogFollower | CommandFollower | None = None
         self._seen: ReplayFilter | None = None  # the last command generation's lines, for a new_only restart
         self._numbering = Numbering()
@@ -238,6 +243,8 @@ class Bringup:
             self._pending = _Pending()
             self._caught_up = not isinstance(self.source, Path)
             self._replay = []
+            self._probe_held = None
+            self._judged_to = 0
             self._last_line_at = None
             self._tail = None
             self._crash_at, self._settled, self._times, self._copy = None, True, LogTimes(None, None, None), None
@@ -291,7 +298,7 @@ class Bringup:
         source = self.source
         if is_log_command(source):
             # subprocess, pipes: only a source read through a command
-            from symmtui.core.logcmd import CommandFollower
+            from symmtui.logs.logcmd import CommandFollower
 
             seen = self._seen if self.new_only else None
             command = CommandFollower(source, replay=seen, spool=self.log_spool)
@@ -308,7 +315,7 @@ class Bringup:
             if tail and not self.new_only:
                 self._spawn(self._backfill_loop, self._follower, stop, gen, first, name="symmtui-backfill")
         if self.url is not None:
-            from symmtui.core.probe import HttpProbe  # httpx (~50 ms): only a source with a health URL
+            from symmtui.bringup.probe import HttpProbe  # httpx (~50 ms): only a source with a health URL
 
             lo, hi = self.probe_interval
             self._probe = HttpProbe(self.url, self.probe_timeout, min_interval=lo, max_interval=hi)
@@ -425,6 +432,10 @@ class Bringup:
                 elif finished:
                     self._tail = None
                 self._caught_up = caught_up  # only now: every line of the batch is judged
+                follower = self._follower
+                if isinstance(follower, LogFollower):  # (this thread polls it: its offset is this batch's end)
+                    self._judged_to = follower.offset
+                self._release_probe(self._clock())
                 self._wake.notify_all()
 
     def _judge_run(self, builder: EventBuilder, run: list[LogLine], gen: int) -> bool:
@@ -555,13 +566,44 @@ class Bringup:
             with self._lock:
                 if gen != self._generation:
                     return
-                before = self._readiness.state
-                self._readiness.feed_probe(res.ok, res.detail, self._clock())
-                if self._readiness.state is not before:
-                    self._urgent = True
-                self._wake.notify_all()
+                if res.ok and self._probe_held is not None:
+                    return  # one held already: it counts when the log is read (_release_probe)
+                if res.ok and (size := self._unread_to()) is not None:
+                    self._probe_held = (res.detail, size, self._clock())  # the log first
+                    return
+                self._probe_held = None
+                self._feed_probe(res.ok, res.detail)
 
         probe.run(stop, on_result)
+
+    def _feed_probe(self, ok: bool, detail: str) -> None:
+        before = self._readiness.state
+        self._readiness.feed_probe(ok, detail, self._clock())
+        if self._readiness.state is not before:
+            self._urgent = True
+        self._wake.notify_all()
+
+    def _unread_to(self) -> int | None:
+        """The log file's size now when the follower has not read that far yet (else None). A server writes its
+        log before its port answers: a READY from the health check while lines are still unread (a loaded host,
+        a long backlog) would end the bring-up before the phases those lines tell of are judged."""
+        follower = self._follower
+        if not isinstance(follower, LogFollower):
+            return None
+        try:
+            size = os.stat(follower.path).st_size
+        except OSError:
+            return None
+        return size if self._judged_to < size else None
+
+    def _release_probe(self, now: float) -> None:
+        """(Under the lock.) A held health check counts once the log is read up to its size then, or PROBE_HOLD on."""
+        held = self._probe_held
+        if held is None:
+            return
+        if self._judged_to >= held[1] or now - held[2] >= PROBE_HOLD:
+            self._probe_held = None
+            self._feed_probe(True, held[0])
 
     def _pid_loop(self, pid: int, stop: threading.Event, gen: int) -> None:
         ref = ProcRef.open(pid)  # this process, by pid and start time: a reused pid is not it
@@ -635,6 +677,7 @@ class Bringup:
             with self._lock:
                 now = self._clock()
                 before = self._last_state
+                self._release_probe(now)
                 state = self._readiness.tick(now)
                 if (self._last_line_at is not None and now - self._last_line_at > QUIET_FLUSH
                         and self._feeding.acquire(blocking=False)):  # (lines being matched: not quiet)

@@ -15,7 +15,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from symmtui.core.httpget import GetFailed, Phase, get_head, shown
+from symmtui.bringup.httpget import GetFailed, Phase, get_head, shown
 from symmtui.errors import UserError
 
 if TYPE_CHECKING:  # asyncio, ssl and httpx load with the first check: `wait --log` alone never pays for them

@@ -8,11 +8,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES, clean_raw, make_line
-from symmtui.core.events import EventBuilder
-from symmtui.core.litscan import LastLiteral
-from symmtui.core.readiness import Readiness, ReadinessConfig
-from symmtui.core.rules import RuleSet, required_literal
+from symmtui.judge.events import EventBuilder
+from symmtui.judge.readiness import Readiness, ReadinessConfig
+from symmtui.judge.rules import RuleSet, required_literal
+from symmtui.logs.decode import DEFAULT_MAX_LINE_BYTES, clean_raw, make_line
 from symmtui.patterns import LinesPattern, compile_user
 
 BLOCK = 1 << 20
@@ -68,6 +67,9 @@ class _Markers:
             else:
                 self.regexes.append(re.compile(rule.pattern.encode(), re.MULTILINE))
         self.needles = tuple(sorted(needles))
+        # here: Hyperscan (~11 ms to import) only for a log big enough to be searched, not for every `wait`
+        from symmtui.judge.litscan import LastLiteral
+
         self._finder = LastLiteral(self.needles)
 
     def last(self, mm: mmap.mmap, lo: int, hi: int) -> tuple[int, str] | None:

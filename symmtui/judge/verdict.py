@@ -1,6 +1,6 @@
 """The verdict of a bring-up of 1..N nodes as every renderer shows it: built once, formatted many times.
 
-``findings`` is the one place events get their catalogue diagnosis (``core.diagnose``), with the
+``findings`` is the one place events get their catalogue diagnosis (``judge.diagnose``), with the
 session's own rules and port owner and the patch state; ``verdict_of`` judges the nodes together
 (one server is one node: its state is the verdict) into a :class:`Verdict`. The Session builds one
 per change and carries it in its messages; the dashboard, the printer, the notifier, the metrics
@@ -13,11 +13,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from symmtui.clitext import duration, mmss
-from symmtui.core.diagnose import Diagnosis, PortOwner, diagnose
-from symmtui.core.events import Event
-from symmtui.core.ranks import RankSummary
-from symmtui.core.readiness import Snapshot, State
-from symmtui.core.rules import PHASE_ORDER, RuleSet
+from symmtui.judge.diagnose import Diagnosis, PortOwner, diagnose
+from symmtui.judge.events import Event
+from symmtui.judge.ranks import RankSummary
+from symmtui.judge.readiness import Snapshot, State
+from symmtui.judge.rules import PHASE_ORDER, RuleSet
 
 PATCHED_ACTION = "the SM120 patch is applied: press r to relaunch"
 WORDS = {State.WAITING: "WAITING", State.STARTING: "STARTING", State.READY: "READY", State.CRASHED: "CRASHED",
@@ -128,7 +128,7 @@ class Verdict:
     """The session's verdict: a state, the node it is about (crashed, behind, timed out; else the head),
     the header's line, the line under the state and the state's detail, every node's view, the patch state,
     and once READY the phases against earlier launches (what changed since the last READY launch is the
-    Board's: ``core.board``). ``named``: the texts name the node (a server of several nodes)."""
+    Board's: ``judge.board``). ``named``: the texts name the node (a server of several nodes)."""
 
     state: State
     node: str

@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from symmtui import boundary, clitext
-from symmtui.core import litscan
-from symmtui.core.board import Board, Said, board_of
-from symmtui.core.decode import LogLine, clean_raw, make_line
-from symmtui.core.diagnose import event_json
-from symmtui.core.events import TRACEBACK, Event, EventBuilder, split_prefix
-from symmtui.core.readiness import PhaseSpan, Readiness, ReadinessConfig, Snapshot, State
-from symmtui.core.rules import Kind, Rule, RuleSet
-from symmtui.core.verdict import NodeView, findings, ordered_events
 from symmtui.errors import UserError
+from symmtui.judge import litscan
+from symmtui.judge.board import Board, Said, board_of
+from symmtui.judge.diagnose import event_json
+from symmtui.judge.events import TRACEBACK, Event, EventBuilder, split_prefix
+from symmtui.judge.readiness import PhaseSpan, Readiness, ReadinessConfig, Snapshot, State
+from symmtui.judge.rules import Kind, Rule, RuleSet
+from symmtui.judge.verdict import NodeView, findings, ordered_events
+from symmtui.logs.decode import LogLine, clean_raw, make_line
 
 CHUNK = 256 << 10  # phase one reads this much at a time: several passes over it stay in L2 cache
 SAMPLE = 1 << 20
@@ -210,7 +210,7 @@ class _ServingRuns:
     first RUN_HEAD and the last real one of each run of such lines with no other candidate between.
 
     Between two other candidates the event builder's state (dialect, started, the run) changes at most
-    twice: an SGLang warm-up's own prefill and answer (core.dialects), then READY; so the first RUN_HEAD
+    twice: an SGLang warm-up's own prefill and answer (judge.dialects), then READY; so the first RUN_HEAD
     serving lines there decide what every later one would, and a repeated READY changes no phase, error
     or warning; the last
     one is kept for its timestamp (the log's span, the readiness clock). Each worker thins its own
@@ -655,7 +655,7 @@ def _said(rep: ScanReport, shown: Board) -> tuple[list[Said], list[Said]]:
 
 def report_text(rep: ScanReport) -> list[str]:
     """The human report, one string per line: the scan's figures, and its Board's words for each error, warning
-    and the verdict (``core.board``: worded there once, for every reader)."""
+    and the verdict (``judge.board``: worded there once, for every reader)."""
     shown = board(rep)
     out: list[str] = []
     span = ""

@@ -8,8 +8,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Literal
 
-from symmtui.core.events import PROCESS_EXIT, Event
-from symmtui.core.rules import Action, Kind, Rule, RuleMatch, RuleSet
+from symmtui.judge.events import PROCESS_EXIT, Event
+from symmtui.judge.rules import Action, Kind, Rule, RuleMatch, RuleSet
 
 Intent = Literal["patch", "relaunch", "stop"]
 

@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from symmtui import boundary, paths, patterns
-from symmtui.core import catcache, enginetable, ruletypes
-from symmtui.core.enginetable import SHARED, engine_files
-from symmtui.core.ruletypes import (
+from symmtui.errors import UserError
+from symmtui.patterns import MAX_PATTERN, PatternError, compile_user, matches_every_line
+from symmtui.tables import catcache, enginetable, ruletypes
+from symmtui.tables.enginetable import SHARED, engine_files
+from symmtui.tables.ruletypes import (
     ACTION_TYPES,
     HANG_PHASES,
     ROLES,
@@ -21,8 +23,6 @@ from symmtui.core.ruletypes import (
     Rule,
     required_literal,
 )
-from symmtui.errors import UserError
-from symmtui.patterns import MAX_PATTERN, PatternError, compile_user, matches_every_line
 
 if TYPE_CHECKING:
     from symmtui.patterns import UserPattern
@@ -324,7 +324,7 @@ def parse_text(text: str, where: str, *, user: bool = False, check_patterns: boo
                engine_file: str | None = None) -> tuple[Rule, ...]:
     """Every ``[[entry]]`` of one catalogue file's text (``check_patterns``: see :func:`parse_entry`);
     ``engine_file``: the text is that engine's file (symmtui/engines/NAME.toml), whose entries are its engine's
-    and whose other tables are the engine table's (core.enginetable)."""
+    and whose other tables are the engine table's (tables.enginetable)."""
     import tomllib  # here: a start that reads the shipped catalogue from its cache parses no TOML
 
     try:
@@ -387,7 +387,7 @@ def ordered(rules: Sequence[Rule]) -> tuple[Rule, ...]:
 @lru_cache(maxsize=1)
 def builtin_entries() -> tuple[Rule, ...]:
     """The shipped catalogue: symmtui/catalogue/*.toml in name order, parsed once and cached in the
-    user's cache directory (core/catcache.py)."""
+    user's cache directory (tables/catcache.py)."""
     sources = [*sorted(f for f in SHIPPED.iterdir() if f.name.endswith(".toml")),
                *sorted(f for f in enginetable.FOLDER.iterdir() if f.name.endswith(".toml")),
                Path(__file__), Path(ruletypes.__file__)]

@@ -6,7 +6,7 @@ running launch shows the time since its first line, not since the attach.
     elapsed(snapshot, times, now)                    # seconds to show as "elapsed"
     verdict_after(snapshot)                          # (seconds, "after its first line") or (seconds, "")
 
-The log's stamps are naive local times read as UTC (``core.lineparts``), so they are only ever compared
+The log's stamps are naive local times read as UTC (``logs.lineparts``), so they are only ever compared
 with each other, never with the wall clock: the time since the launch's first line is the log time from it
 to the latest stamped line plus the engine-clock seconds since that line arrived.
 """
@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from symmtui.clitext import duration
-from symmtui.core.readiness import Snapshot
-from symmtui.core.verdict import AHEAD, verdict_after
+from symmtui.judge.readiness import Snapshot
+from symmtui.judge.verdict import AHEAD, verdict_after
 
 __all__ = ["LogTimes", "elapsed", "verdict_after", "words"]
 

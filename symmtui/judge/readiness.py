@@ -5,7 +5,7 @@
 | WAITING | any log line | STARTING |
 | STARTING | no line and no progress for ``stall`` s (the process, if watched, alive) | STALLED |
 | STALLED | a line | STARTING |
-| WAITING, STARTING, STALLED | a ready marker (and health, when a URL is configured), a 200 from the health probe, or a request served (``core.dialects``) | READY |
+| WAITING, STARTING, STALLED | a ready marker (and health, when a URL is configured), a 200 from the health probe, or a request served (``judge.dialects``) | READY |
 | WAITING, STARTING, STALLED | a crash event, or the watched process gone | CRASHED |
 | WAITING, STARTING, STALLED | ``timeout`` s since the start | TIMED OUT |
 | any but a verdict | the user stops watching | STOPPED |
@@ -29,11 +29,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from symmtui.core.events import PROCESS_EXIT, Event
-from symmtui.core.rules import PHASE_ORDER, PHASE_READY, PHASE_STARTING, Kind
-from symmtui.core.timeouts import DEFAULT_STALL as DEFAULT_STALL  # re-exported: the limits live there
-from symmtui.core.timeouts import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from symmtui.errors import UserError
+from symmtui.judge.events import PROCESS_EXIT, Event
+from symmtui.judge.rules import PHASE_ORDER, PHASE_READY, PHASE_STARTING, Kind
+from symmtui.judge.timeouts import DEFAULT_STALL as DEFAULT_STALL  # re-exported: the limits live there
+from symmtui.judge.timeouts import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 
 READY_WAITING_HEALTH = "ready marker seen, waiting for health"
 # Roles (from the catalogue) the verdict reads: a "wrapper" crash points at an earlier or later primary

@@ -7,37 +7,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from symmtui.core.catalogue import builtin_entries, user_entries
-from symmtui.core.decode import strip_ansi as strip_ansi  # the follower's ANSI rule, re-exported
-from symmtui.core.lineparts import split_prefix
-from symmtui.core.litmask import literal_mask
-from symmtui.core.ruletypes import ACTION_TYPES as ACTION_TYPES
-from symmtui.core.ruletypes import HANG_COMPILE as HANG_COMPILE
-from symmtui.core.ruletypes import HANG_GRAPHS as HANG_GRAPHS
-from symmtui.core.ruletypes import HANG_NCCL_INIT as HANG_NCCL_INIT
-from symmtui.core.ruletypes import HANG_PEERS as HANG_PEERS
-from symmtui.core.ruletypes import HANG_PHASES as HANG_PHASES
-from symmtui.core.ruletypes import HANG_WARMUP as HANG_WARMUP
-from symmtui.core.ruletypes import HANG_WEIGHTS as HANG_WEIGHTS
-from symmtui.core.ruletypes import PHASE_GRAPHS as PHASE_GRAPHS
-from symmtui.core.ruletypes import PHASE_HTTP as PHASE_HTTP
-from symmtui.core.ruletypes import PHASE_INIT_DIST as PHASE_INIT_DIST
-from symmtui.core.ruletypes import PHASE_KV as PHASE_KV
-from symmtui.core.ruletypes import PHASE_LOADING as PHASE_LOADING
-from symmtui.core.ruletypes import PHASE_ORDER as PHASE_ORDER
-from symmtui.core.ruletypes import PHASE_READY as PHASE_READY
-from symmtui.core.ruletypes import PHASE_STARTING as PHASE_STARTING
-from symmtui.core.ruletypes import PHASE_WARMUP as PHASE_WARMUP
-from symmtui.core.ruletypes import ROLES as ROLES
-from symmtui.core.ruletypes import SCOPES as SCOPES
-from symmtui.core.ruletypes import Action as Action
-
-# The rules' data lives in core/ruletypes.py (the catalogue loader builds it); re-exported here.
-from symmtui.core.ruletypes import Kind as Kind
-from symmtui.core.ruletypes import Rule as Rule
-from symmtui.core.ruletypes import RuleMatch as RuleMatch
-from symmtui.core.ruletypes import required_literal as required_literal
 from symmtui.errors import UserError
+from symmtui.judge.litmask import literal_mask
+from symmtui.logs.decode import strip_ansi as strip_ansi  # the follower's ANSI rule, re-exported
+from symmtui.logs.lineparts import split_prefix
 from symmtui.patterns import (
     LinesPattern,
     Match,
@@ -46,9 +19,36 @@ from symmtui.patterns import (
     matches_every_line,
     starts_anchored,
 )
+from symmtui.tables.catalogue import builtin_entries, user_entries
+from symmtui.tables.ruletypes import ACTION_TYPES as ACTION_TYPES
+from symmtui.tables.ruletypes import HANG_COMPILE as HANG_COMPILE
+from symmtui.tables.ruletypes import HANG_GRAPHS as HANG_GRAPHS
+from symmtui.tables.ruletypes import HANG_NCCL_INIT as HANG_NCCL_INIT
+from symmtui.tables.ruletypes import HANG_PEERS as HANG_PEERS
+from symmtui.tables.ruletypes import HANG_PHASES as HANG_PHASES
+from symmtui.tables.ruletypes import HANG_WARMUP as HANG_WARMUP
+from symmtui.tables.ruletypes import HANG_WEIGHTS as HANG_WEIGHTS
+from symmtui.tables.ruletypes import PHASE_GRAPHS as PHASE_GRAPHS
+from symmtui.tables.ruletypes import PHASE_HTTP as PHASE_HTTP
+from symmtui.tables.ruletypes import PHASE_INIT_DIST as PHASE_INIT_DIST
+from symmtui.tables.ruletypes import PHASE_KV as PHASE_KV
+from symmtui.tables.ruletypes import PHASE_LOADING as PHASE_LOADING
+from symmtui.tables.ruletypes import PHASE_ORDER as PHASE_ORDER
+from symmtui.tables.ruletypes import PHASE_READY as PHASE_READY
+from symmtui.tables.ruletypes import PHASE_STARTING as PHASE_STARTING
+from symmtui.tables.ruletypes import PHASE_WARMUP as PHASE_WARMUP
+from symmtui.tables.ruletypes import ROLES as ROLES
+from symmtui.tables.ruletypes import SCOPES as SCOPES
+from symmtui.tables.ruletypes import Action as Action
+
+# The rules' data lives in tables/ruletypes.py (the catalogue loader builds it); re-exported here.
+from symmtui.tables.ruletypes import Kind as Kind
+from symmtui.tables.ruletypes import Rule as Rule
+from symmtui.tables.ruletypes import RuleMatch as RuleMatch
+from symmtui.tables.ruletypes import required_literal as required_literal
 
 if TYPE_CHECKING:  # built after MASK_AFTER lines: a short `wait` never imports Hyperscan for it
-    from symmtui.core.litmask import LiteralMask
+    from symmtui.judge.litmask import LiteralMask
 
 
 def user_ruleset(ready: Sequence[str] = (), crash: Sequence[str] = (),
@@ -273,7 +273,7 @@ class RuleSet:
     def _selected(self, plain: str) -> int:
         """The rules (bits of table-order indexes) worth trying on ``plain``: those whose keys it
         holds, and the keyless ones when anything could match (the prefilter's answer). A set that judges
-        many lines asks a LiteralMask (one Hyperscan scan of the line, core.litmask) instead of each key."""
+        many lines asks a LiteralMask (one Hyperscan scan of the line, judge.litmask) instead of each key."""
         finder = self._mask
         if finder is None and self._asked < MASK_AFTER:
             self._asked += 1

@@ -1,7 +1,7 @@
 """A log line's parts: the record prefixes servers and launchers put before the message (ranks, time, logger), the
 message, where a second record starts inside one physical line (two ranks' writes joined), and which part of a
 request line is the client's content. The one prefix parser; every shape it knows comes from the engine table
-(``core.enginetable``: symmtui/engines/*.toml)."""
+(``tables.enginetable``: symmtui/engines/*.toml)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from functools import cached_property, lru_cache
 from typing import NamedTuple
 
-from symmtui.core import enginetable
+from symmtui.tables import enginetable
 
 
 class Prefix(NamedTuple):

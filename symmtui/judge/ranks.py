@@ -6,9 +6,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from symmtui.core.lineparts import rank_tags as rank_tags  # re-exported: the one rank-tag rule lives there
-from symmtui.core.lineparts import record_source, split_prefix
-from symmtui.core.rules import PHASE_ORDER, PHASE_READY
+from symmtui.judge.rules import PHASE_ORDER, PHASE_READY
+from symmtui.logs.lineparts import rank_tags as rank_tags  # re-exported: the one rank-tag rule lives there
+from symmtui.logs.lineparts import record_source, split_prefix
 
 _INDEX = {p: i for i, p in enumerate(PHASE_ORDER)}
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from symmtui.core import enginetable
+from symmtui.tables import enginetable
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from symmtui.core import inotify
-from symmtui.core.decode import DEFAULT_MAX_LINE_BYTES, LogLine, cut_utf8, make_line, make_lines, newlines
+from symmtui.logs import inotify
+from symmtui.logs.decode import DEFAULT_MAX_LINE_BYTES, LogLine, cut_utf8, make_line, make_lines, newlines
 
 __all__ = [
     "BATCH_BYTES",
@@ -65,7 +65,7 @@ class FileNotice:
     follows. attached: reading starts partway into an existing file (``attach_at``); the message says
     where and why. error: the file cannot be read (the message says why and what to do); the follower
     retries on every change and sends "opened" when it succeeds.
-    A log command (``core.logcmd``; ``path`` is its program): started (a run began), exited (it ended;
+    A log command (``logs.logcmd``; ``path`` is its program): started (a run began), exited (it ended;
     restarting after a wait), replayed (a restart printed lines already shown: skipped), error (cannot start).
     """
 
@@ -191,7 +191,7 @@ class _Splitter:
 
 
 LineSplitter = _Splitter
-"""Bytes of a stream -> LogLines (CR progress, caps): a file generation here, a command's output in core.logcmd."""
+"""Bytes of a stream -> LogLines (CR progress, caps): a file generation here, a command's output in logs.logcmd."""
 
 
 def tail_offset(fd: int, size: int, lines: int, block: int = 64 << 10) -> int:
@@ -334,6 +334,10 @@ class LogFollower:
         self.skipped_lines = 0  # ... and their estimated number (counted in the background: see _count_skipped)
         self.skipped_counted = False
         self._count_gen = 0  # an attach's count is this follower's only while no later attach or reset began
+        # (fd, end, generation) of a count not begun yet: it starts once the lines there at the start are judged,
+        # so that it does not take the GIL from the verdict (a 600 MB attach: 187 -> ... ms, see _start_count)
+        self._count_todo: tuple[int, int, int] | None = None
+        self._draining = False
         self.has_more = False
         self._lock = threading.Lock()
         self._split = _Splitter(max_line_bytes, live=True)
@@ -380,7 +384,24 @@ class LogFollower:
                 self._step(out)
             except OSError as exc:
                 self._notice_error(out, f"cannot read {self.path}: {exc.strerror or exc}")
+        if not self.has_more and not self._draining:
+            self._start_count()  # polled by hand: read to the end
         return out
+
+    def _start_count(self) -> None:
+        """Begin counting the lines before the attach point, on a thread of its own (the file's own numbers).
+        Called once what the file held is read and judged: counting 600 MB of newlines while the last launch was
+        being judged took the GIL from it (the verdict of a 600 MB log with no launch start in its last 64 MB)."""
+        with self._lock:
+            todo, self._count_todo = self._count_todo, None
+        if todo is not None:
+            threading.Thread(target=self._count_skipped, args=todo, name="symmtui-count", daemon=True).start()
+
+    def _drop_count(self) -> None:
+        """Forget a count not begun (a reset, a new attach, close): its descriptor closed."""
+        todo, self._count_todo = self._count_todo, None
+        if todo is not None:
+            os.close(todo[0])
 
     def watch(
         self,
@@ -489,6 +510,7 @@ class LogFollower:
         with self._lock:
             self._closed = True
             self._close()
+            self._drop_count()
             if self._backfill is not None:
                 os.close(self._backfill[0])
                 self._backfill = None
@@ -503,11 +525,17 @@ class LogFollower:
 
     def _drain(self, stop: threading.Event, on_batch: Callable[[list[LogItem]], None]) -> None:
         while True:
-            items = self.poll()
+            self._draining = True
+            try:
+                items = self.poll()
+            finally:
+                self._draining = False
             if items or not (self.has_more or self.caught_up):
                 self.caught_up = not self.has_more  # read by on_batch: what existed at the start is all judged
                 on_batch(items)
             if not self.has_more or stop.is_set():
+                if not self.has_more:
+                    self._start_count()  # after the batch that ends what was there is judged
                 return
 
     def _watch_names(self) -> frozenset[bytes]:
@@ -689,8 +717,8 @@ class LogFollower:
                     self.skipped_lines = round(start * newlines(sample) / len(sample))
                     self.skipped_counted = False
                     self._count_gen += 1
-                    threading.Thread(target=self._count_skipped, args=(os.dup(fd), start, self._count_gen),
-                                     name="symmtui-count", daemon=True).start()
+                    self._drop_count()
+                    self._count_todo = (os.dup(fd), start, self._count_gen)
                     where = (f"at byte {start} (lines numbered from there; the lines before it are being counted: "
                              "until then printed numbers are estimates, line ~N)")
         else:
@@ -723,6 +751,7 @@ class LogFollower:
         self.skipped = self.skipped_lines = 0
         self.skipped_counted = False
         self._count_gen += 1
+        self._drop_count()
         self._notice(out, "truncated", f"{self.path} {why} after line {lines}; reading it again from its start")
 
     def _read(self, out: list[LogItem]) -> None:

@@ -1,7 +1,7 @@
 """Records to events: rule matches, tracebacks assembled per writing process (from a header or a first frame to the
 exception and its detail lines, chains kept as one), the same error from N ranks merged, each occurrence's span kept.
 
-A physical line holds one record, or several where concurrent writers joined them (``core.lineparts``). Each
+A physical line holds one record, or several where concurrent writers joined them (``logs.lineparts``). Each
 record names its source (the prefix's key: "TP3", "rank3", "pid123"; None when unprefixed). A traceback is
 assembled per source: its lines are the source's own, or unprefixed lines that follow (SGLang logs a traceback
 as one record whose first line alone carries the prefix). Its event is emitted at the exception line and
@@ -20,14 +20,10 @@ from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import TYPE_CHECKING, Protocol
 
-from symmtui.core import dialects
-from symmtui.core import tracebacks as tb
-from symmtui.core.decode import strip_ansi
-from symmtui.core.dialects import dialect as dialect_of
-from symmtui.core.lineparts import Prefix as Prefix
-from symmtui.core.lineparts import has_prefix, records
-from symmtui.core.lineparts import split_prefix as split_prefix
-from symmtui.core.rules import (
+from symmtui.judge import dialects
+from symmtui.judge import tracebacks as tb
+from symmtui.judge.dialects import dialect as dialect_of
+from symmtui.judge.rules import (
     PHASE_HTTP,
     PHASE_ORDER,
     Kind,
@@ -37,9 +33,13 @@ from symmtui.core.rules import (
     mask_quoted,
     message_part,
 )
+from symmtui.logs.decode import strip_ansi
+from symmtui.logs.lineparts import Prefix as Prefix
+from symmtui.logs.lineparts import has_prefix, records
+from symmtui.logs.lineparts import split_prefix as split_prefix
 
 if TYPE_CHECKING:  # the batch prefilter (Hyperscan) is imported by the first batch that uses it
-    from symmtui.core import litscan
+    from symmtui.judge import litscan
 
 MAX_SUMMARY = 200
 BATCH_MIN = 64  # feed_many prefilters batches at least this long as one buffer
@@ -115,7 +115,7 @@ class Event:
 
 
 class LineLike(Protocol):
-    """What the builder reads from a follower line (``symmtui.core.follow.LogLine`` fits; ``offset``, the
+    """What the builder reads from a follower line (``symmtui.logs.follow.LogLine`` fits; ``offset``, the
     line's byte offset in the file, is read where the line has one)."""
 
     @property
@@ -196,7 +196,7 @@ class _Block:
 
 @dataclass
 class _Death:
-    """A death's block (core/catalogue entries with ``follow``): its line, the lines after it that belong to it."""
+    """A death's block (catalogue entries with ``follow``): its line, the lines after it that belong to it."""
 
     rule: Rule
     match: RuleMatch
@@ -265,7 +265,7 @@ class EventBuilder:
         # "Scheduler hit an exception:" with the traceback on the next line: held for one record
         self._pending: tuple[int, int, str, str, RuleMatch] | None = None
         self._started = False  # a bring-up phase of this run was seen (the log's start is there)
-        self._warmed = False  # the engine's own warm-up request was answered (core.dialects)
+        self._warmed = False  # the engine's own warm-up request was answered (judge.dialects)
         self._serving_run = False  # a serving line was judged, nothing else matched since, and another can change nothing
         self._request_open = False  # a request record whose content goes on over the next unprefixed lines
         self._death: _Death | None = None  # a death's report being read (its what(), its stack, its dump)
@@ -392,7 +392,7 @@ class EventBuilder:
 
     def _scanner_for(self, data: bytes) -> litscan.LineFinder:
         if self._scanner is None or (self._scanner_sample < RETUNE_BYTES <= len(data)):
-            from symmtui.core import litscan  # here: the literal scanner, for a long line only
+            from symmtui.judge import litscan  # here: the literal scanner, for a long line only
 
             sample = data[:RETUNE_BYTES]
             self._scanner = litscan.finder(self._scan_rules, sample)
@@ -503,7 +503,7 @@ class EventBuilder:
 
     def _warmup_line(self, rule: Rule) -> bool:
         """In a log whose start is there, before the engine's own warm-up request was answered, a line of this
-        serving entry is the warm-up's (core.dialects)."""
+        serving entry is the warm-up's (judge.dialects)."""
         return self._started and not self._warmed and rule.id in dialect_of(self.dialect).warmup_entries
 
     def _bare(self, no: int, off: int, plain: str, text: str) -> list[Event]:

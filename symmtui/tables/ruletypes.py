@@ -1,5 +1,5 @@
 """The rules' data: kinds, actions, one catalogue entry (Rule), one match, the phase names, and the literal a
-pattern must contain. No matching here (core/rules.py) and no loading (core/catalogue.py)."""
+pattern must contain. No matching here (judge/rules.py) and no loading (tables/catalogue.py)."""
 
 from __future__ import annotations
 

@@ -1,1 +1,0 @@
-"""The headless bring-up engine: log following, line rules, readiness, probes, diagnosis (no Textual)."""
