@@ -89,7 +89,7 @@ def _dashboard(tmp: Path) -> Any:
         shutil.copy(FIXTURE, log)
     module = load_standin("rtx-pro-6000-x8-pcie")
     standin_host(module).set_load(0.5, 4242)
-    session = open_session(watch_spec(log, name="bench", nvml=Nvml(module), sample_gpus=True))
+    session = open_session(watch_spec(log, name="bench", sample_gpus=True), nvml=Nvml(module))
     return SymmApp(session), session
 
 

@@ -22,7 +22,7 @@ from symmtui.paths import user_state_dir
 from symmtui.session.core import Session
 from symmtui.session.intents import Launch
 from symmtui.session.settings import bringup_settings
-from symmtui.session.spec import Metrics, NodePlan, Notify, PatchTarget, Record, SessionSpec
+from symmtui.session.spec import GpuPlan, Metrics, NodePlan, Notify, PatchTarget, Record, SessionSpec
 
 # `wait --log` starts without what it does not use (tests/core/test_wait_cli.py; python -m bench.startup):
 # the prober (httpx, ssl), the demo (the patch engine), the plug-ins (the recorder, the notifier,
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from symmtui.demo.nodes import NodesDemo
     from symmtui.demo.story import Demo
     from symmtui.gpu.nvml import Nvml
-    from symmtui.gpu.source import GpuSource
     from symmtui.launch.profile import Profile
     from symmtui.launch.state import LaunchRecord
     from symmtui.logs.logcmd import LogCommand
@@ -155,13 +154,13 @@ def _metrics(port: int | None, host: str, linger: float = 0.0) -> Metrics | None
 
 def watch_spec(source: Path | LogCommand | None = None, *, url: str | None = None, pid: int | None = None,
                name: str | None = None, limits: Limits = Limits(), new_only: bool = False,
-               tail_lines: int | None = None, nvml: Nvml | None = None, **kw: object) -> SessionSpec:
+               tail_lines: int | None = None, **kw: object) -> SessionSpec:
     """A Session that only watches (no profile): a log (file or command) and/or a URL and/or a pid."""
     settings = bringup_settings(ready=limits.ready, crash=limits.crash, timeout=limits.timeout, stall=limits.stall)
     node = NodePlan(hostname(), source, url=_url(url), pid=pid, new_only=new_only, tail_lines=tail_lines)
     if name is None:
         name = f"attach {source.name}" if isinstance(source, Path) else "attach"
-    return SessionSpec(name, hostname(), (node,), settings, nvml=nvml, **kw)  # type: ignore[arg-type]
+    return SessionSpec(name, hostname(), (node,), settings, **kw)  # type: ignore[arg-type]
 
 
 # ---- the verbs ---------------------------------------------------------------------------------
@@ -217,10 +216,10 @@ def launch_spec(profile: Profile, *, limits: Limits, grace: float | None, notify
         return _profile_spec(profile, nodes, limits, grace=grace, notify=_notify(profile, notify),
                              record=_record(record_bundle, bundle, several=True))
 
-    from symmtui.gpu.facts import open_nvml  # the launcher waits for the GPUs' memory
-
     node = NodePlan(hostname(), profile.log_cmd, url=_url(profile.url), profile=profile, follow=False)
-    return _profile_spec(profile, (node,), limits, nvml=open_nvml(), grace=grace, notify=_notify(profile, notify),
+    # the launcher waits for the GPUs' memory (NVML where the host has one)
+    return _profile_spec(profile, (node,), limits, gpus=GpuPlan(nvml="if-present"), grace=grace,
+                         notify=_notify(profile, notify),
                          record=_record(record_bundle, bundle), auto_stacks=stacks, stacks_gpus=stacks)
 
 
@@ -233,10 +232,10 @@ def stop_spec(profile: Profile, *, grace: float | None, gpu_timeout: float, port
                             "end a stranger on a node with that node's own tools")
         return _profile_spec(profile, _nodes(profile, url=None, follow=False), Limits(), grace=grace)
 
-    from symmtui.gpu.facts import open_nvml  # the stop waits for the GPUs' memory
-
     node = NodePlan(hostname(), None, url=profile.url, profile=profile, follow=False)
-    return _profile_spec(profile, (node,), Limits(), nvml=open_nvml(), grace=grace, gpu_timeout=gpu_timeout,
+    # the stop waits for the GPUs' memory (NVML where the host has one)
+    return _profile_spec(profile, (node,), Limits(), gpus=GpuPlan(nvml="if-present"), grace=grace,
+                         gpu_timeout=gpu_timeout,
                          port_timeout=port_timeout)
 
 
@@ -262,27 +261,6 @@ def stacks_spec(*, config: str | None, pid: int | None, log: Path | None) -> Ses
 
 # ---- the dashboard and the demo ----------------------------------------------------------------
 
-def gpu_sources(specs: Sequence[str], nvml: Nvml) -> GpuSource | None:
-    """What the dashboard samples for ``specs`` (``--gpus`` / ``server.gpus``): None for NVML alone (the
-    Session samples ``nvml`` itself), else one source over them all (``gpu.specs.open_sources``)."""
-    # the GPU sources (NVML, exporters): only a spec that watches GPUs
-    from symmtui.gpu.specs import NVML, open_sources
-
-    if [s.strip().lower() for s in specs] in ([], [NVML]):
-        return None
-    return open_sources(tuple(specs), nvml=nvml)
-
-
-def nodes_source(profile: Profile, *, nvml: Nvml | None = None, timeout: float = 2.0) -> GpuSource:
-    """Every node's GPUs as one source, each GPU's ``host`` the node's name (rows grouped by node)."""
-    # the GPU sources (NVML, exporters): only a spec that watches GPUs
-    from symmtui.gpu.multi import MultiSource
-    from symmtui.gpu.named import NamedSource
-    from symmtui.gpu.specs import open_source
-
-    return MultiSource([NamedSource(open_source(n.gpus, nvml=nvml, timeout=timeout), n.name) for n in profile.nodes])
-
-
 def dashboard_spec(config: str | None, log: str | None, url: str | None, *, log_cmd: LogCommand | None = None,
                    gpus: Sequence[str] = (), auto_stacks: bool = True, notify: bool = False,
                    metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
@@ -290,8 +268,7 @@ def dashboard_spec(config: str | None, log: str | None, url: str | None, *, log_
     """`symmtui [--config FILE] [--log PATH | --log-cmd CMD] [--url URL] [--gpus SPEC]...`: a profile's
     server (its running launch, or its log; every node of a ``[[nodes]]`` profile), or an attach,
     followed from the last lines; its GPUs from ``gpus`` (else the profile's ``server.gpus``, else NVML)."""
-    from symmtui.gpu.nvml import Nvml  # NVML and a profile: only the dashboard's spec
-    from symmtui.gpu.specs import NVML
+    from symmtui.gpu.specs import NVML  # the GPU specs and a profile: only the dashboard's spec
     from symmtui.launch.profile import find_profile, load_profile
 
     profile = None
@@ -309,16 +286,15 @@ def dashboard_spec(config: str | None, log: str | None, url: str | None, *, log_
     if profile is not None and profile.nodes and not given:
         if gpus:
             raise UserError(f"{profile.path} lists [[nodes]]: each node names its own gpus there; drop --gpus")
-        nvml = Nvml() if any(n.gpus == NVML for n in profile.nodes) else None
+        plan = GpuPlan(nvml="always" if any(n.gpus == NVML for n in profile.nodes) else "", per_node=True)
         nodes = _nodes(profile, url=_url(url if url is not None else profile.url), follow=True)
-        return _profile_spec(profile, nodes, Limits(), nvml=nvml, gpus=nodes_source(profile, nvml=nvml),
+        return _profile_spec(profile, nodes, Limits(), gpus=plan,
                              record=_record(record_bundle, bundle, several=True), **kw)
-    nvml = Nvml()
-    source = gpu_sources(gpus or (profile.gpus if profile is not None else ()), nvml)
+    plan = GpuPlan(nvml="always", sources=tuple(gpus or (profile.gpus if profile is not None else ())))
     if profile is None:
         followed: Path | LogCommand | None = log_cmd if log_cmd is not None else Path(log) if log else None
         return watch_spec(followed, url=url, name=f"attach `{log_cmd.text}`" if log_cmd is not None else None,
-                          nvml=nvml, gpus=source, patch=PatchTarget(), record=_record(record_bundle, bundle), **kw)
+                          gpus=plan, patch=PatchTarget(), record=_record(record_bundle, bundle), **kw)
     record = running(profile)
     if log_cmd is None and log is None:
         log_cmd = profile.log_cmd
@@ -330,8 +306,7 @@ def dashboard_spec(config: str | None, log: str | None, url: str | None, *, log_
         followed = Path(path) if path is not None else None
     node = NodePlan(hostname(), followed, url=_url(url if url is not None else profile.url),
                     pid=record.pid if record is not None else None, profile=profile, record=record)
-    return _profile_spec(profile, (node,), Limits(), nvml=nvml, gpus=source,
-                         record=_record(record_bundle, bundle), **kw)
+    return _profile_spec(profile, (node,), Limits(), gpus=plan, record=_record(record_bundle, bundle), **kw)
 
 
 def demo_spec(speed: float, story: str = "crash", *, nodes: int = 1, record_bundle: bool = True,
@@ -346,34 +321,39 @@ def demo_spec(speed: float, story: str = "crash", *, nodes: int = 1, record_bund
         stacks = user_state_dir("stacks")  # the user's: a dump saved in the demo outlives it
         pair = build_nodes_demo(speed, isolate=isolate, stall=stall, tp=tp if tp is not None else TP)
         spec = _profile_spec(pair.profile, _nodes(pair.profile, url=pair.profile.url, follow=False), Limits(),
-                             gpus=nodes_source(pair.profile), sample_gpus=True, auto_stacks=True,
-                             first_launch="launch", stop_at_close=True, cleanup=(pair.close,), stacks_dir=stacks)
+                             gpus=GpuPlan(per_node=True), sample_gpus=True, auto_stacks=True,
+                             first_launch="launch", stop_at_close=True, stacks_dir=stacks)
         return spec, pair
     kept = demo_bundle_path(story) if record_bundle else None  # the user's state dir, before the demo isolates its own
     stacks = user_state_dir("stacks")  # the same: a dump saved in the demo outlives it
     demo = build_demo(speed, story=story, isolate=isolate)
     node = NodePlan(HOST_NAME, demo.profile.log_cmd, url=demo.profile.url, profile=demo.profile, follow=False)
     spec = SessionSpec(PROFILE_NAME, HOST_NAME, (node,), bringup_settings(demo.profile), profile=demo.profile,
-                       nvml=demo.nvml, sample_gpus=True, port_owner=True, auto_stacks=True,
+                       sample_gpus=True, port_owner=True, auto_stacks=True,
                        patch=PatchTarget(demo.site, "sglang"), gpu_timeout=10.0, port_timeout=10.0,
-                       first_launch="unchecked", stop_at_close=True, cleanup=(demo.close,),
+                       first_launch="unchecked", stop_at_close=True,
                        record=Record(dest=kept) if kept is not None else None, stacks_dir=stacks)
     return spec, demo
 
 
 # ---- the Session ------------------------------------------------------------------------------
 
-def open_session(spec: SessionSpec, clock: Callable[[], float] = time.monotonic) -> Session:
+def open_session(spec: SessionSpec, clock: Callable[[], float] = time.monotonic, *, nvml: Nvml | None = None,
+                 on_close: Sequence[Callable[[], None]] = ()) -> Session:
     """The Session of ``spec`` with its plug-ins, started (following, sampling), and its first launch made;
     ``clock``: the one its timeouts, stalls and heartbeats read (tests pass one they move).
 
+    What only the caller could make goes to the Session, which owns it from here: ``nvml`` (a stand-in it
+    drives), ``on_close`` (run last when it closes, or at once when it cannot be built: the demo's temp dir).
     A plug-in that cannot start (a taken metrics port) is one UserError line, with nothing left running."""
     try:
-        session = Session(spec, clock=clock)
+        session = Session(spec, clock=clock, nvml=nvml)
     except BaseException:
-        for hook in reversed(spec.cleanup):  # the demo's temp dir: nothing else will remove it
+        for hook in reversed(on_close):  # the demo's temp dir: nothing else will remove it
             hook()
         raise
+    for hook in on_close:  # the first registered run last (Session.close runs its closers in reverse)
+        session.on_close(hook)
     try:  # each plug-in's modules load only when the spec names it (the recorder's, httpx, prometheus_client)
         if spec.metrics is not None:
             # prometheus_client (~90 ms): only with --metrics-port
@@ -397,3 +377,10 @@ def open_session(spec: SessionSpec, clock: Callable[[], float] = time.monotonic)
         session.close()
         raise
     return session
+
+
+def open_demo(spec: SessionSpec, demo: Demo | NodesDemo, clock: Callable[[], float] = time.monotonic) -> Session:
+    """The demo's Session (``demo_spec``'s pair): its stand-in NVML and its clean-up handed over with it."""
+    from symmtui.demo.story import Demo as StoryDemo  # the demo's own: only `symmtui demo`
+
+    return open_session(spec, clock, nvml=demo.nvml if isinstance(demo, StoryDemo) else None, on_close=(demo.close,))

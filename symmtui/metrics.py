@@ -26,6 +26,7 @@ from prometheus_client.registry import Collector
 
 from symmtui import clitext
 from symmtui.errors import UserError
+from symmtui.judge.board import NodeBoard
 from symmtui.judge.readiness import Snapshot, State
 from symmtui.launch.history import History
 from symmtui.launch.profile import Profile
@@ -44,8 +45,8 @@ Clock = Callable[[], float]
 class _Node:
     """What one node's batches said last."""
 
-    snap: Snapshot | None = None
-    at: float = 0.0  # clock() when snap arrived
+    view: NodeBoard | None = None
+    at: float = 0.0  # clock() when its Board arrived
     generation: int = -1
     ready_seen: set[int] = field(default_factory=set)  # generations whose READY went into the histogram
     crash_seen: set[int] = field(default_factory=set)
@@ -86,13 +87,14 @@ class BringupMetrics:
         """Session observer: each node's state from its batches; a READY or CRASHED once per launch."""
         if not isinstance(message, EngineBatch) or message.node not in self._nodes:
             return
-        snap, gen = message.snapshot, message.generation
+        view, gen = message.board.view(message.node), message.generation
+        snap = view.snapshot
         with self._lock:
             node = self._nodes[message.node]
             if gen < node.generation:
                 return  # a batch of the launch before a relaunch
             node.generation = gen
-            node.snap, node.at = snap, self.clock()
+            node.view, node.at = view, self.clock()
             self._verdict = message.board.state
             new_ready = snap.state is State.READY and gen not in node.ready_seen
             new_crash = snap.state is State.CRASHED and gen not in node.crash_seen
@@ -101,23 +103,23 @@ class BringupMetrics:
             if new_crash:
                 node.crash_seen.add(gen)
         if new_ready:
-            took = snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed
-            self.ready_seconds.labels(self.profile, message.node).observe(max(0.0, took))
+            self.ready_seconds.labels(self.profile, message.node).observe(max(0.0, view.elapsed))
         elif new_crash:
-            said = message.board.view(message.node).cause
+            said = view.cause
             entry = (said.entry or said.event.rule_id) if said is not None else "unknown"
             self.crashes.labels(self.profile, message.node, entry).inc()
 
     def current(self, node: str) -> tuple[Snapshot | None, float]:
-        """A node's last snapshot and its elapsed seconds now (still counting until a final state)."""
+        """A node's last snapshot and its elapsed seconds now: its Board's figure, counted on by this clock
+        between Boards until a final state."""
         with self._lock:
             n = self._nodes[node]
-            snap, at = n.snap, n.at
-        if snap is None:
+            view, at = n.view, n.at
+        if view is None:
             return None, 0.0
-        if snap.state.final and snap.verdict_elapsed is not None:
-            return snap, snap.verdict_elapsed
-        return snap, snap.elapsed + max(0.0, self.clock() - at)
+        if view.state.final:
+            return view.snapshot, view.elapsed
+        return view.snapshot, view.elapsed + max(0.0, self.clock() - at)
 
     def state_of(self, node: str) -> str:
         snap, _ = self.current(node)

@@ -16,11 +16,12 @@ from typing import Any
 from symmtui import boundary, clitext
 from symmtui.errors import UserError
 from symmtui.judge import litscan
+from symmtui.judge.board import Board, Said, board_of
 from symmtui.judge.diagnose import event_json
 from symmtui.judge.events import TRACEBACK, Event, EventBuilder, split_prefix
-from symmtui.judge.readiness import PhaseSpan, Readiness, ReadinessConfig, State
+from symmtui.judge.readiness import PhaseSpan, Readiness, ReadinessConfig, Snapshot, State
 from symmtui.judge.rules import Kind, Rule, RuleSet
-from symmtui.judge.verdict import findings
+from symmtui.judge.verdict import NodeView, findings, ordered_events
 from symmtui.logs.decode import LogLine, clean_raw, make_line
 
 CHUNK = 256 << 10  # phase one reads this much at a time: several passes over it stay in L2 cache
@@ -50,6 +51,8 @@ class ScanReport:
     progress: tuple[int, int] | None
     seconds: float
     runs: int = 1
+    snapshot: Snapshot | None = None
+    """The readiness machine's last snapshot (what :func:`board` judges)."""
 
     @property
     def duration(self) -> float | None:
@@ -463,6 +466,7 @@ def scan_file(path: str | os.PathLike[str], ruleset: RuleSet | None = None, *, c
         path=str(p), size=size, lines=total, verdict=verdict, cause=snap.cause, phases=snap.phases,
         errors=snap.errors, warnings=snap.warnings, first_ts=scan.first_ts, last_ts=scan.last_ts,
         last_phase=snap.phase, progress=snap.progress_counts, seconds=time.perf_counter() - t0, runs=snap.run,
+        snapshot=snap,
     )
 
 
@@ -632,8 +636,27 @@ def _ranks_text(ev: Event) -> str:
     return f"x{ev.count} ({spread})"
 
 
+def board(rep: ScanReport) -> Board:
+    """The Board of a scanned log (the shipped catalogue's diagnoses), as every other reader gets one."""
+    snap = rep.snapshot
+    if snap is None:
+        raise ValueError("a ScanReport without its snapshot has no Board")
+    return board_of([NodeView("log", snap, None, findings(ordered_events(snap)))])
+
+
+def _said(rep: ScanReport, shown: Board) -> tuple[list[Said], list[Said]]:
+    """The Board's words for each error (the log's order, the cause in its place) and each warning."""
+    view = shown.about
+    others = iter(view.errors)
+    cause = view.cause
+    errors = [cause if cause is not None and e.key == cause.event.key else next(others) for e in rep.errors]
+    return errors, list(view.warnings)
+
+
 def report_text(rep: ScanReport) -> list[str]:
-    """The human report, one string per line."""
+    """The human report, one string per line: the scan's figures, and its Board's words for each error, warning
+    and the verdict (``judge.board``: worded there once, for every reader)."""
+    shown = board(rep)
     out: list[str] = []
     span = ""
     if rep.first_ts is not None and rep.last_ts is not None:
@@ -649,28 +672,29 @@ def report_text(rep: ScanReport) -> list[str]:
             out.append(f"  {when}  {s.name:<38} {dur}".rstrip())
     else:
         out.append("phases: none recognised")
-    for title, events in (("errors", rep.errors), ("warnings", rep.warnings)):
+    errors, warnings = _said(rep, shown)
+    for title, events, words in (("errors", rep.errors, errors), ("warnings", rep.warnings, warnings)):
         if events:
             out.append(f"{title}:")
-        for found in findings(events):
-            e, d = found.event, found.diagnosis
+        for e, said in zip(events, words, strict=True):
             out.append(f"  line {e.line_no:<7} {e.summary}  {_ranks_text(e)}")
-            if d is None:
+            if not said.diagnosed:
                 continue
             if title == "errors":
-                out += [clitext.detail("cause", d.cause, _DETAIL_INDENT),
-                        clitext.detail("next", clitext.headless(d.action), _DETAIL_INDENT)]
+                out += [clitext.detail("cause", said.cause or "", _DETAIL_INDENT),
+                        clitext.detail("next", said.command or "", _DETAIL_INDENT)]
             else:
-                out.append(f"               {d.cause}; {clitext.headless(d.action)}")
+                out.append(f"               {said.cause}; {said.command}")
     if rep.verdict == "ready":
+        # on the scan's clock: from the file's first line, whose stamp only the scan read (the Board's span
+        # starts at the first stamped event)
         ready = rep.phases[-1] if rep.phases else None
         took = ""
         if ready is not None and ready.log_start is not None and rep.first_ts is not None:
             took = f" {fmt_duration(max(0.0, ready.log_start - rep.first_ts))} after the first line"
         out.append(f"verdict: READY{took}")
     elif rep.verdict == "crashed":
-        head = rep.cause.headline() if rep.cause is not None else "crashed"
-        out.append(f"verdict: CRASHED: {head}")
+        out.append(f"verdict: CRASHED: {shown.cause.headline if shown.cause is not None else 'crashed'}")
     else:
         prog = f" ({rep.progress[0]}/{rep.progress[1]})" if rep.progress else ""
         where = f"ends in phase {rep.last_phase!r}{prog}" if rep.last_phase else "shows no bring-up phase"

@@ -321,7 +321,7 @@ class Recorder:
         self._verdicts.append({
             "t": t, "generation": batch.generation, "state": snap.state.value,
             "launch_id": batch.launch_id, "log_path": batch.log_path,
-            "elapsed": round(snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed, 3),
+            "elapsed": round(view.elapsed, 3),  # the Board's figure: the report says what `wait` printed
             "phase": snap.phase, "detail": snap.detail,
             "cause": cause_json(view.cause),
             "phases": phases_json(snap),

@@ -64,7 +64,7 @@ def record(session: Session, spec: Record) -> list[Recorder]:
     A node's command is usually ``ssh nodeN ...``: its interpreter is on another host, so its environment
     names symmtui's side only (the versions it cannot read are listed in the bundle's notes)."""
     recorders = []
-    nvml = session.spec.nvml
+    nvml = session.nvml
     head = None if session.named else server_command(session.spec.profile, spec.pid)
     for i, name in enumerate(session.nodes):
         command = head if i == 0 else None

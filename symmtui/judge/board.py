@@ -25,7 +25,7 @@ from symmtui.judge.logclock import LogTimes, elapsed
 from symmtui.judge.ranks import RankSummary
 from symmtui.judge.readiness import Snapshot, State
 from symmtui.judge.rules import Action, Kind
-from symmtui.judge.verdict import WORDS, Changes, Finding, NodeView, Verdict, verdict_of
+from symmtui.judge.verdict import WORDS, Changes, Finding, NodeView, Verdict, verdict_after, verdict_of
 
 INTENTS = ("launch", "relaunch", "patch", "fix", "stacks")
 """The intents a Board says can or cannot be asked now (``Board.why_not``)."""
@@ -85,8 +85,10 @@ class NodeBoard:
     snapshot: Snapshot
     phase_text: str
     elapsed: float
-    """Seconds to show as elapsed: on the log's own clock where it holds more than was watched, frozen at
-    the verdict."""
+    """The one figure every reader shows as the bring-up's time: the gauge's elapsed, ``READY after N s``
+    (`wait`, the notification, the bundle's verdict and its report), the metrics' elapsed and time to READY.
+    Live: the seconds since the launch began (on the log's own clock where it holds more than was watched:
+    an attach); once final, the verdict's (``judge.verdict.verdict_after``), frozen."""
     ranks: RankSummary | None = None
     cause: Said | None = None
     errors: tuple[Said, ...] = ()
@@ -101,6 +103,9 @@ class NodeBoard:
     """What the log held when it was opened has all been judged."""
     settled: bool = True
     """After a crash: the other ranks' copies of the error have had their moment to arrive."""
+    log_clock: bool = False
+    """``elapsed`` is the verdict's span on the log's own clock (the log held more time than was watched: a
+    finished log read at once, an attach), not the watched time."""
 
     @property
     def state(self) -> State:
@@ -267,9 +272,10 @@ def node_board(node: NodeInput, now: float) -> NodeBoard:
     errors = tuple(say(e, view.finding(e), node.label) for e in snap.errors
                    if cause_ev is None or e.key != cause_ev.key)
     warnings = tuple(say(w, view.finding(w), node.label) for w in snap.warnings)
+    on_log_clock = snap.state.final and bool(verdict_after(snap)[1])
     return NodeBoard(view.name, snap, view.phase_text, elapsed(snap, node.times, now), view.ranks, cause, errors,
                      warnings, _eta(view, node.live), node.log_path,
-                     node.launch_id, node.generation, node.caught_up, node.settled)
+                     node.launch_id, node.generation, node.caught_up, node.settled, on_log_clock)
 
 
 SETTLE_MAX = 1.0

@@ -269,6 +269,7 @@ def verdict_of(views: Sequence[NodeView], *, patched: bool = False, timings: tup
         late = _behind(nodes)
         where = late.snapshot.phase or "no phase seen"
         ranks = f", {late.ranks.text}" if late.ranks is not None and late.ranks.text else ""
-        return made(State.STALLED, late, f"{late.name} is behind ({where}{ranks}){_others(nodes, late.name)}")
+        why = f": {late.snapshot.detail}" if late.state is State.STALLED and late.snapshot.detail else ""
+        return made(State.STALLED, late, f"{late.name} is behind ({where}{ranks}){why}{_others(nodes, late.name)}")
     started = any(v.state is not State.WAITING for v in nodes)
     return made(State.STARTING if started else State.WAITING, head, ", ".join(f"{v.name} {v.phase_text}" for v in nodes))

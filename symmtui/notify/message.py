@@ -65,7 +65,7 @@ def note_of(verdict: Board, *, name: str, host: str, log_path: str | None = None
         return None
     snap = verdict.snapshot
     word = verdict.label
-    after = snap.verdict_elapsed if snap.verdict_elapsed is not None and state.final else snap.elapsed
+    after = verdict.about.elapsed  # the Board's one figure (`wait` and the bundle say the same)
     phase = snap.phase
     cause: str | None = None
     action: str | None = None
@@ -77,13 +77,12 @@ def note_of(verdict: Board, *, name: str, host: str, log_path: str | None = None
         cause = _safe(said.headline) if said is not None else _safe(snap.detail or "the server exited")
         headline = f"{word} after {after:.1f} s: {cause}"
         action = _safe(said.command) if said is not None and said.command else None
-    elif state is State.STALLED:
-        # the node named is stalled itself: why; or it is behind a stalled one while it still moves: the Session's words
-        cause = _safe((snap.detail if verdict.about.state is State.STALLED else verdict.detail) or "no progress")
+    elif state is State.STALLED:  # the Board's words for the stall, as `wait`'s STALLED line says them
+        cause = _safe(verdict.detail or "no progress")
         headline = f"{word} after {after:.1f} s in {phase or 'no phase yet'}: {cause}"
         ranks = verdict.ranks.text if verdict.ranks is not None else ""
-        if ranks and verdict.named:
-            lines.append(_safe(f"{verdict.node}: {ranks}"))
+        if ranks and ranks not in verdict.detail:
+            lines.append(_safe(f"ranks: {ranks}"))
     else:
         where = phase or "no phase seen"
         if snap.progress is not None:

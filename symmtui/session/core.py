@@ -58,6 +58,8 @@ from symmtui.stacks.gpus import evidence, utilization_of
 if TYPE_CHECKING:
     import signal
 
+    from symmtui.gpu.nvml import Nvml
+    from symmtui.gpu.source import GpuSource
     from symmtui.judge.rules import Action
     from symmtui.launch.envinfo import EnvInfo, ServerCommand
     from symmtui.launch.facts import LaunchFacts
@@ -100,7 +102,10 @@ class _NodeState:
 class Session:
     """One bring-up under any front end: ``build.open(spec)`` makes it, ``attach``, the intents, ``close``."""
 
-    def __init__(self, spec: SessionSpec, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, spec: SessionSpec, *, clock: Callable[[], float] = time.monotonic,
+                 nvml: Nvml | None = None) -> None:
+        """``nvml``: an NVML the caller made (a stand-in it drives: the demo, a test), the Session's from here;
+        everything else it opens from ``spec`` (plain data)."""
         self.spec = spec
         self.clock = clock
         self.name = spec.name
@@ -111,11 +116,11 @@ class Session:
         self._relays: list[Relay] = []
         self._closers: list[Callable[[], None]] = []
         self._gpus: Gpus | None = None
-        if spec.nvml is not None or spec.gpus is not None or spec.sample_gpus or spec.stacks_gpus:
+        if nvml is not None or spec.gpus is not None or spec.sample_gpus or spec.stacks_gpus:
             # NVML, topology, the sampler: only a session that watches GPUs
             from symmtui.session.gpus import Gpus
 
-            self._gpus = Gpus(spec, self._send)
+            self._gpus = Gpus(spec, self._send, nvml=nvml)
         gpu_pids = self._gpus.gpu_pids() if self._gpus is not None else None
         self._nodes = tuple(Node(plan, spec.settings, self._supervisor(plan, gpu_pids), spool=spec.spool_log_commands,
                                  probe_timeout=spec.probe_timeout, on_update=self._on_update, clock=clock)
@@ -152,7 +157,7 @@ class Session:
 
         sup = Supervisor(plan.profile, gpu_pids=None if plan.remote else gpu_pids, grace=self.spec.grace,
                          gpu_timeout=self.spec.gpu_timeout, port_timeout=self.spec.port_timeout)
-        sup.versions.nvml = self.spec.nvml  # the driver's versions in the history too
+        sup.versions.nvml = self.nvml  # the driver's versions in the history too
         return sup
 
     # ---- wiring ------------------------------------------------------------------------------
@@ -206,6 +211,16 @@ class Session:
         """Hand every message to ``observer`` on a thread of its own, through a bounded inbox (session.mailbox)."""
         self._relays.append(Relay(observer, name=name, failed=lambda text: self.notify(text, "warning")))
 
+    @property
+    def nvml(self) -> Nvml | None:
+        """The NVML it owns (None: none): the recorder's environment names the driver through it."""
+        return self._gpus.nvml if self._gpus is not None else None
+
+    @property
+    def gpu_source(self) -> GpuSource | None:
+        """What its sampler reads besides NVML alone (exporters, several nodes), as opened from ``spec.gpus``."""
+        return self._gpus.source if self._gpus is not None else None
+
     def on_close(self, closer: Callable[[], None]) -> None:
         """Run ``closer`` when the Session closes, after its observers finished (a plug-in's end)."""
         self._closers.append(closer)
@@ -235,7 +250,7 @@ class Session:
         return self._closed.is_set()
 
     def close(self) -> None:
-        """Stop every thread, let the observers finish, end the plug-ins, then the spec's cleanup."""
+        """Stop every thread, let the observers finish, end the plug-ins (``on_close``), close the GPUs."""
         if self._closed.is_set():
             return
         with boundary.signals_held():  # SIGTERM / SIGHUP now act when everything is closed
@@ -259,8 +274,6 @@ class Session:
                 closer()
             if self._gpus is not None:
                 self._gpus.close()
-            for hook in reversed(self.spec.cleanup):
-                hook()
 
     def __enter__(self) -> Session:
         return self

@@ -1,4 +1,5 @@
-"""A Session's GPUs: one sampler over its source, the topology read once, our pids and the capability."""
+"""A Session's GPUs: opened from its spec's GpuPlan, one sampler over them, the topology read once, our pids and
+the capability; closed with the Session."""
 
 from __future__ import annotations
 
@@ -13,21 +14,49 @@ from symmtui.gpu.facts import (
     capabilities_of,
     gpu_pids_from,
     holders_in,
+    open_nvml,
     patch_facts,
 )
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.sampler import GpuSampler, GpuSnapshot
+from symmtui.gpu.source import GpuSource
 from symmtui.gpu.topology import Topology, read_topology
 from symmtui.launch.report import GpuPids
 from symmtui.proc import proctree
 from symmtui.session.messages import GpuRound, SessionMessage, TopologyRead
-from symmtui.session.spec import SessionSpec
+from symmtui.session.spec import GpuPlan, SessionSpec
 from symmtui.stacks.gpus import utilization_of
 
 if TYPE_CHECKING:
+    from symmtui.launch.profile import Profile
     from symmtui.launch.state import LaunchRecord
 
 OURS_REFRESH = 5.0  # seconds between walks of the process table when the GPU process list is unchanged
+
+
+def nvml_of(plan: GpuPlan) -> Nvml | None:
+    """This host's NVML as ``plan.nvml`` asks (see GpuPlan), or None."""
+    if plan.nvml == "always":
+        return Nvml()
+    return open_nvml() if plan.nvml == "if-present" else None
+
+
+def open_gpu_source(plan: GpuPlan, profile: Profile | None, nvml: Nvml | None) -> GpuSource | None:
+    """What the sampler reads for ``plan``: None for NVML alone (the sampler reads ``nvml`` itself), else one
+    source over the specs (``gpu.specs.open_sources``), or every ``[[nodes]]`` node's GPUs as one, each GPU's
+    ``host`` its node's name."""
+    # the GPU sources (exporters: httpx): only a plan that names them
+    from symmtui.gpu.specs import NVML, open_source, open_sources
+
+    if plan.per_node:
+        from symmtui.gpu.multi import MultiSource
+        from symmtui.gpu.named import NamedSource
+
+        nodes = profile.nodes if profile is not None else ()
+        return MultiSource([NamedSource(open_source(n.gpus, nvml=nvml, timeout=plan.timeout), n.name) for n in nodes])
+    if [s.strip().lower() for s in plan.sources] in ([], [NVML]):
+        return None
+    return open_sources(plan.sources, nvml=nvml, timeout=plan.timeout)
 
 
 class Gpus:
@@ -35,9 +64,18 @@ class Gpus:
     capability), read the topology, answer which pids hold memory and the facts the patch needs. The Session
     tells it which launches are ours (``track``); it never asks the Session anything."""
 
-    def __init__(self, spec: SessionSpec, send: Callable[[SessionMessage], None]) -> None:
+    def __init__(self, spec: SessionSpec, send: Callable[[SessionMessage], None], *, nvml: Nvml | None = None) -> None:
+        """Open what ``spec.gpus`` names; ``nvml``: one the caller made (a stand-in it drives), owned from here."""
         self.spec = spec
-        self.nvml = spec.nvml
+        plan = spec.gpus or GpuPlan()
+        self.nvml = nvml if nvml is not None else nvml_of(plan)
+        try:
+            self.source = open_gpu_source(plan, spec.profile, self.nvml)
+        except BaseException:  # a malformed exporter URL: the NVML opened above is closed, not left behind
+            if self.nvml is not None:
+                self.nvml.shutdown()
+            raise
+        """What the sampler reads (exporters, several nodes); None: ``nvml`` itself."""
         self._send = send
         self._launches: tuple[LaunchRecord, ...] = ()
         self.sampler: GpuSampler | None = None
@@ -54,7 +92,7 @@ class Gpus:
 
     def start(self, *, topology: bool) -> None:
         """Sample the source (NVML, or the spec's exporters / nodes); read NVML's topology once, or say why not."""
-        source = self.spec.gpus if self.spec.gpus is not None else self.nvml
+        source = self.source if self.source is not None else self.nvml
         if source is not None:
             self.sampler = GpuSampler(source, interval=self.spec.sample_interval, on_sample=self._on_sample)
             self.sampler.start()
@@ -131,8 +169,8 @@ class Gpus:
         """Close the source and NVML (the Session owns them); not while the sampler is still inside a hung
         NVML call (its stop timed out): shutting NVML down under a call can crash the process, and the
         process is ending anyway."""
-        if self.spec.gpus is not None:
-            self.spec.gpus.close()
+        if self.source is not None:
+            self.source.close()
         if self.sampler is not None and self.sampler.running:
             self._stacks_nvml = self.nvml = None
             return

@@ -1,23 +1,22 @@
 """What a Session is built from: a frozen spec, made once from the options by ``symmtui.build``.
 
 One server is one node; a ``[[nodes]]`` profile is N. Each node names what its engine follows, the URL
-it probes, the process it watches and its launch profile (a Supervisor). The spec also holds the
-resources the builder opened for the Session to own (NVML, a GPU source) and which plug-ins observe it
-(a bundle recorder, the notifier, the metrics endpoint). Nothing is added to a Session after it is built.
+it probes, the process it watches and its launch profile (a Supervisor). The spec also says which GPUs the
+Session reads (``GpuPlan``: data; the Session opens them and closes them) and which plug-ins observe it
+(a bundle recorder, the notifier, the metrics endpoint). A spec is plain data: no handle, no callable; what
+only a caller can make (the demo's stand-in NVML, its clean-up) is handed to ``build.open_session``, and
+the Session owns it from there. Nothing is added to a Session after it is built.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from symmtui.session.settings import BringupSettings
 
 if TYPE_CHECKING:
-    from symmtui.gpu.nvml import Nvml
-    from symmtui.gpu.source import GpuSource
     from symmtui.launch.notifyconf import NotifyConfig
     from symmtui.launch.profile import Profile
     from symmtui.launch.state import LaunchRecord
@@ -91,6 +90,22 @@ class Metrics:
 
 
 @dataclass(frozen=True)
+class GpuPlan:
+    """Which GPUs the Session reads (it opens them when it is built and closes them when it closes).
+
+    ``nvml``: this host's NVML (which pids hold GPU memory, the capability, the topology, the patch's facts):
+    "always" (the dashboard: its panel says why there is none), "if-present" (`launch`, `stop`: none on a host
+    without one), "" (none). ``sources``: what the sampler reads instead of NVML alone: the specs of
+    ``--gpus`` / ``server.gpus`` ("nvml" or exporters' URLs); ``per_node``: each ``[[nodes]]`` node's own
+    ``gpus`` of the spec's profile, its rows grouped by node; ``timeout``: an exporter's HTTP timeout."""
+
+    nvml: Literal["", "always", "if-present"] = ""
+    sources: tuple[str, ...] = ()
+    per_node: bool = False
+    timeout: float = 2.0
+
+
+@dataclass(frozen=True)
 class SessionSpec:
     """Everything a Session is: its nodes (head first), rules and limits, resources and plug-ins."""
 
@@ -100,10 +115,8 @@ class SessionSpec:
     settings: BringupSettings
     profile: Profile | None = None
     """The profile it was built from (the profile fix edits its file)."""
-    nvml: Nvml | None = None
-    """NVML (the Session owns it): which pids hold GPU memory, the capability, the patch facts."""
-    gpus: GpuSource | None = None
-    """Where the GPU sampler reads (exporters, several nodes); None: ``nvml``."""
+    gpus: GpuPlan | None = None
+    """Which GPUs it reads (None: none, unless ``sample_gpus`` / ``stacks_gpus`` or an NVML handed to it)."""
     sample_gpus: bool = False
     sample_interval: float = 1.0
     port_owner: bool = False
@@ -130,8 +143,6 @@ class SessionSpec:
     record: Record | None = None
     notify: Notify | None = None
     metrics: Metrics | None = None
-    cleanup: tuple[Callable[[], None], ...] = ()
-    """Run last at close (the demo removes its temp dir)."""
 
     @property
     def head(self) -> NodePlan:

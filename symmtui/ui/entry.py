@@ -13,7 +13,7 @@ from rich.console import Console
 from textual.app import App
 
 from symmtui import boundary
-from symmtui.build import dashboard_spec, demo_spec, open_session
+from symmtui.build import dashboard_spec, demo_spec, open_demo, open_session
 from symmtui.errors import UserError
 from symmtui.logs.logcmd import LogCommand
 from symmtui.ui.app import SymmApp
@@ -61,8 +61,8 @@ def run_demo(speed: float, theme: str | None, story: str = "crash", record: bool
     session = None
     try:
         with boundary.signals_held():  # SIGTERM / SIGHUP while the temp dir and servers are made: acted on after
-            spec, _demo = demo_spec(speed, story, nodes=nodes, record_bundle=record)
-            session = open_session(spec)
+            spec, demo = demo_spec(speed, story, nodes=nodes, record_bundle=record)
+            session = open_demo(spec, demo)
         result = run_app(SymmApp(session, theme=chosen))
     finally:
         if session is not None:

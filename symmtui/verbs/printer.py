@@ -67,7 +67,7 @@ def verdict_lines(board: Board, *, max_block: int = MAX_BLOCK_PRINT) -> list[str
     nodes."""
     snap = board.snapshot
     out: list[str] = []
-    after = snap.verdict_elapsed if snap.verdict_elapsed is not None else snap.elapsed
+    after = board.about.elapsed  # the Board's one figure (the notification and the bundle say the same)
     word = board.label
     cause = board.cause
     if snap.run > 1:
@@ -75,13 +75,13 @@ def verdict_lines(board: Board, *, max_block: int = MAX_BLOCK_PRINT) -> list[str
     if board.state is State.READY:
         out.append(f"READY after {after:.1f} s")
         out.append(f"  evidence: {snap.detail}")
-        if snap.log_span is not None and after < 1.0 and snap.log_span > after:
-            out.append(f"  (already in the log: the server came up {snap.log_span:.1f} s after its first line)")
+        if board.about.log_clock:
+            out.append(f"  (on the log's clock: the server came up {after:.1f} s after its first line)")
         out += [f"  {text}" for text in board.timings]
     elif board.state is State.CRASHED:
         out.append(f"{word} after {after:.1f} s: {cause.headline if cause is not None else snap.detail}")
-        if snap.log_span is not None and after < 1.0 and snap.log_span > after:  # on the log's clock, as READY says
-            out.append(f"  (already in the log: it crashed {snap.log_span:.1f} s after its first line)")
+        if board.about.log_clock:
+            out.append(f"  (on the log's clock: it crashed {after:.1f} s after its first line)")
         if snap.ready_after is not None:
             out.append(f"  (it had been READY: it crashed {snap.ready_after:.1f} s after READY)")
         if cause is not None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from symmtui.build import demo_spec, open_session
+from symmtui.build import demo_spec, open_demo
 from symmtui.bundle.format import SUFFIX, read_bundle
 from symmtui.bundle.replay import READ_ONLY, Recording, ReplaySession, states_in
 from symmtui.bundle.report import markdown
@@ -36,9 +36,9 @@ def _verdict(box: Mailbox, state: State, timeout: float = 60.0) -> None:
 def demo_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The crash story, driven headless: KeyError: 12, the patch, the relaunch, READY; recorded as the demo does."""
     dest = tmp_path_factory.mktemp("demo") / f"demo-crash{SUFFIX}"
-    spec, _demo = demo_spec(160.0)
+    spec, demo = demo_spec(160.0)
     assert spec.record is not None
-    session = open_session(replace(spec, record=replace(spec.record, dest=dest)))
+    session = open_demo(replace(spec, record=replace(spec.record, dest=dest)), demo)
     try:
         box = session.attach(lambda: None)
         _verdict(box, State.CRASHED)

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from symmtui.bringup.scan import report_json, report_text, scan_file
+from symmtui.bringup.scan import board, report_json, report_text, scan_file
+from symmtui.verbs.printer import verdict_lines
 
 from .engine_kit import KEYERROR_LOG, READY_LOG, env, symmtui_cmd
 
@@ -270,3 +271,19 @@ def test_a_process_running_threads_scans_its_ranges_in_turn(tmp_path: Path, monk
     for doc in (one, three):
         doc.pop("scan_seconds")
     assert three == one and forks == []
+
+
+def test_scan_says_the_cause_and_next_step_in_the_boards_words() -> None:
+    """scan lays out a Board as `wait` does (issue 31): the same cause and next step, word for word, and the
+    same crash headline, for the real KeyError log."""
+    rep = scan_file(KEYERROR_LOG)
+    scanned, block = report_text(rep), verdict_lines(board(rep))
+
+    def said(lines: list[str], label: str) -> str:
+        return next(ln.split(":", 1)[1].strip() for ln in lines if ln.lstrip().startswith(f"{label}:"))
+
+    for label in ("cause", "next"):
+        assert said(scanned, label) == said(block, label) != ""
+    assert "press " not in said(scanned, "next")  # a verb names the command, not the dashboard's key
+    assert scanned[-1] == f"verdict: CRASHED: {board(rep).cause.headline}"  # type: ignore[union-attr]
+    assert block[0].endswith(scanned[-1].removeprefix("verdict: CRASHED: "))

@@ -38,7 +38,8 @@ def _every_line(path: Path) -> dict[str, Any]:
         path=str(path), size=len(data), lines=len(lines),
         verdict={State.READY: "ready", State.CRASHED: "crashed"}.get(snap.state, "none"), cause=snap.cause,
         phases=snap.phases, errors=snap.errors, warnings=snap.warnings, first_ts=scan.first_ts,
-        last_ts=scan.last_ts, last_phase=snap.phase, progress=snap.progress_counts, seconds=0.0, runs=snap.run)
+        last_ts=scan.last_ts, last_phase=snap.phase, progress=snap.progress_counts, seconds=0.0, runs=snap.run,
+        snapshot=snap)
     out = report_json(rep)
     out.pop("scan_seconds")
     return out

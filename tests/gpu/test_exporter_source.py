@@ -198,10 +198,11 @@ def test_a_session_samples_an_exporter_like_nvml(server: str) -> None:
     import queue
 
     from symmtui.session.messages import GpuRound, SessionMessage, TopologyRead
+    from symmtui.session.spec import GpuPlan
     from tests.ui.kit import watched
 
     got: queue.Queue[SessionMessage] = queue.Queue()
-    session = watched(gpus=open_source(f"{server}/nvitop/metrics"), sample_gpus=True, sample_interval=0.05,
+    session = watched(gpus=GpuPlan(sources=(f"{server}/nvitop/metrics",)), sample_gpus=True, sample_interval=0.05,
                       observe=got.put)
     try:
         first = got.get(timeout=10)

@@ -237,8 +237,9 @@ def test_an_unreachable_node_crashes_the_launch_and_is_reported_by_stop(sshd: Lo
 def test_gpus_of_two_nodes_read_from_two_exposition_endpoints_grouped_by_node(tmp_path: Path) -> None:
     import os
 
-    from symmtui.build import nodes_source
     from symmtui.demo.exposition import TOTAL_MIB, ExpositionServer
+    from symmtui.session.gpus import open_gpu_source
+    from symmtui.session.spec import GpuPlan
 
     status0 = tmp_path / "status-0.json"
     status0.write_text(json.dumps({"pid": os.getpid(), "state": "loading", "memory_fraction": 0.44}))
@@ -247,7 +248,9 @@ def test_gpus_of_two_nodes_read_from_two_exposition_endpoints_grouped_by_node(tm
         text = "".join(f'[[nodes]]\nname = "{n}"\nlog = "/x/{n}.log"\ngpus = "{e.url}"\n'
                        for n, e in zip(("node0", "node1"), ends, strict=True))
         profile = parse_profile('[server]\nurl = "http://127.0.0.1:1/health"\n' + text, tmp_path / "p.toml")
-        source = nodes_source(profile, timeout=30)  # the 2 s default: a loaded machine's first GET took 3-4 s
+        # the 2 s default: a loaded machine's first GET took 3-4 s
+        source = open_gpu_source(GpuPlan(per_node=True, timeout=30), profile, None)
+        assert source is not None
         try:
             reading = source.read()
         finally:

@@ -81,9 +81,13 @@ def test_a_stalled_verdict_names_the_node_behind() -> None:
     # real snapshots seen as STALLED / STARTING: gpu-b's (it crashed in an earlier phase) is behind gpu-a's
     stalled = replace(snapshot_of(KEYERROR_LOG), state=State.STALLED, cause=None, detail="no new log line for 300 s")
     starting = replace(snapshot_of(READY_LOG), state=State.STARTING)
-    note = note_of(board_of([NodeView("gpu-a", starting), NodeView("gpu-b", stalled)]), name="pair", host="h")
+    board = board_of([NodeView("gpu-a", starting), NodeView("gpu-b", stalled)])
+    note = note_of(board, name="pair", host="h")
     assert note is not None and note.headline.startswith("STALLED on gpu-b after ")
-    assert note.host == "gpu-b" and "no new log line for 300 s" in note.headline
+    # the Board words the stall once (why the node behind stalled included); the note and `wait`'s STALLED line
+    # (clitext.stalled_line(..., board.detail, ...)) lay those words out
+    assert "gpu-b is behind (init distributed): no new log line for 300 s" in board.detail
+    assert note.host == "gpu-b" and note.headline.endswith(f": {board.detail}")
     assert note.lines[-1].startswith("nodes: gpu-a ") and note.lines[-1].endswith("gpu-b stalled in init distributed")
 
 

@@ -140,7 +140,7 @@ def test_a_crash_is_counted_by_its_catalogue_entry() -> None:
     assert crashes == {"sm120-symm-mem-keyerror": 1.0}  # by its catalogue entry
     assert m.value("symmtui_bringup_ready_seconds_count", node=node, profile="p") == 2  # the history's, not this crash
     assert m.value("symmtui_bringup_ready_seconds_bucket", node=node, profile="p", le="120.0") == 1
-    assert m.value("symmtui_bringup_elapsed_seconds", node=node, profile="p") == result.board.snapshot.verdict_elapsed
+    assert m.value("symmtui_bringup_elapsed_seconds", node=node, profile="p") == result.board.about.elapsed  # the figure `wait` printed
 
 
 def test_port_in_use_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

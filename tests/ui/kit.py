@@ -16,7 +16,7 @@ from textual.app import App
 from textual.pilot import Pilot
 
 from symmtui.bringup.engine import HEARTBEAT, EngineUpdate
-from symmtui.build import dashboard_spec, demo_spec, open_session, watch_spec
+from symmtui.build import dashboard_spec, demo_spec, open_demo, open_session, watch_spec
 from symmtui.demo.nodes import NodesDemo
 from symmtui.demo.story import Demo
 from symmtui.errors import UserError
@@ -302,15 +302,16 @@ def demo_session(speed: float, story: str = "crash", *, nodes: int = 1, tp: int 
     """`symmtui demo`'s Session (built as the verb builds it, ``changes`` made to its spec; ``clock``: its) and
     its demo."""
     spec, demo = demo_spec(speed, story, nodes=nodes, tp=tp, record_bundle=False)
-    return open_session(replace(spec, **changes), clock), demo  # type: ignore[arg-type]
+    return open_demo(replace(spec, **changes), demo, clock), demo  # type: ignore[arg-type]
 
 
 def watched(source: Path | LogCommand | None = None, *,
             observe: Callable[[SessionMessage], None] | None = None,
-            clock: Callable[[], float] = time.monotonic, **kw: object) -> Session:
+            clock: Callable[[], float] = time.monotonic, nvml: Nvml | None = None, **kw: object) -> Session:
     """A Session that watches ``source`` (and a URL, a pid: ``kw``), built and started as `wait`'s is;
-    ``observe`` hears every message from the first (an observer registered before the start); ``clock``: its."""
-    session = Session(watch_spec(source, **kw), clock=clock)  # type: ignore[arg-type]
+    ``observe`` hears every message from the first (an observer registered before the start); ``clock``: its;
+    ``nvml``: a stand-in the test drives, handed to the Session."""
+    session = Session(watch_spec(source, **kw), clock=clock, nvml=nvml)  # type: ignore[arg-type]
     if observe is not None:
         session.observe(observe)
     session.start()

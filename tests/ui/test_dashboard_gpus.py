@@ -56,7 +56,7 @@ async def test_profile_server_gpus_feeds_the_dashboard_from_the_exporter(tmp_pat
     assert load_profile(cfg).gpus == (f"{exporter}/nvitop/metrics",)
     session = dashboard(str(cfg), None, None)
     try:
-        assert isinstance(session.spec.gpus, ExporterSource)
+        assert isinstance(session.gpu_source, ExporterSource)  # opened by the Session from its spec's plan
         app = SymmApp(session)
         async with app.run_test(size=(140, 40)) as pilot:
             table = app.query_one(GpuTable)
@@ -73,15 +73,15 @@ def test_gpus_option_overrides_the_profile_and_takes_several(tmp_path: Path, exp
     cfg = _profile(tmp_path, '"nvml"')
     session = dashboard(str(cfg), None, None, gpus=(f"{exporter}/nvitop/metrics", f"{exporter}/dcgm/metrics"))
     try:
-        assert isinstance(session.spec.gpus, MultiSource)
-        reading = session.spec.gpus.read()
+        assert isinstance(session.gpu_source, MultiSource)
+        reading = session.gpu_source.read()
     finally:
         session.close()
     assert reading.unavailable_reason is None
     assert {i.host for i in reading.infos} == {"gpu-node-1", "gpu1-wl8sg"}  # grouped by the exporters' hosts
     nvml_only = dashboard(str(cfg), None, None, gpus=("nvml",))
     try:
-        assert nvml_only.spec.gpus is None and nvml_only.spec.nvml is not None  # NVML alone: sampled as before
+        assert nvml_only.gpu_source is None and nvml_only.nvml is not None  # NVML alone: sampled as before
     finally:
         nvml_only.close()
 

@@ -101,7 +101,7 @@ async def test_what_the_user_saves_in_the_demo_outlives_it(tmp_path: Path) -> No
     into the demo's temp dir removed on quit; each demo run keeps a bundle of its own."""
     from dataclasses import replace
 
-    from symmtui.build import demo_spec, open_session
+    from symmtui.build import demo_spec, open_demo
     from symmtui.bundle.wire import demo_bundle_path
 
     user_state = Path(os.environ["XDG_STATE_HOME"])  # this test's (conftest), the "user's" before the demo
@@ -109,7 +109,7 @@ async def test_what_the_user_saves_in_the_demo_outlives_it(tmp_path: Path) -> No
     assert spec.record is not None and spec.record.dest is not None
     bundle = spec.record.dest
     assert bundle.is_relative_to(user_state) and bundle.name.startswith("demo-hang.")
-    session = open_session(replace(spec))
+    session = open_demo(replace(spec), demo)
     root = demo.root
     try:
         app = SymmApp(session)
