@@ -82,7 +82,8 @@ class Gpus:
         self.topology: Topology | None = None
         self.capability: tuple[int, int] | None = None
         self._ours: frozenset[int] = frozenset()
-        self._ours_key: object = self  # the GPU holders our pids were computed for (self: compute at once)
+        self._ours_key: object = None  # (the GPU holders, the tracking) our pids were computed for
+        self._tracked = 0  # bumped by every ``track``: a walk begun before it does not count for after it
         self._ours_at = 0.0
         self._stacks_nvml: Nvml | None = None
 
@@ -114,19 +115,21 @@ class Gpus:
 
     def _on_sample(self, snapshot: GpuSnapshot) -> None:
         """GpuSampler's callback (its thread): add our pids and the capability, post the round."""
-        holders = holders_in(snapshot.samples).pids
+        key = (holders_in(snapshot.samples).pids, self._tracked)  # (read before the walk: see track)
         now = time.monotonic()
-        if holders != self._ours_key or now - self._ours_at > OURS_REFRESH:
-            # a walk of the process table: only when the GPU's process list changed, or now and then
+        if key != self._ours_key or now - self._ours_at > OURS_REFRESH:
+            # a walk of the process table: only when the GPU's process list or our launches changed, or now and then
             self._ours = frozenset(self._our_pids())
-            self._ours_key, self._ours_at = holders, now
+            self._ours_key, self._ours_at = key, now
         self.capability = capabilities_of(snapshot.infos).for_patch or self.capability
         self._send(GpuRound(snapshot, self._ours, self.capability))
 
     def track(self, launches: Iterable[LaunchRecord]) -> None:
         """Our launches now (the Session's, after a launch): their processes are walked at the next round."""
         self._launches = tuple(launches)
-        self._ours_key = self
+        # a new key, not a reset of it: a round walking the table meanwhile (with the launches before these)
+        # stored its key after a reset, and a relaunched server stayed a "stranger" until OURS_REFRESH
+        self._tracked += 1
 
     def _our_pids(self) -> list[int]:
         """Every process of our launches (their whole trees)."""
