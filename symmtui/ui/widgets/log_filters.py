@@ -87,7 +87,10 @@ def matching(rx: UserPattern, file: LogFile, lo: int, hi: int, seen: Seen | None
             for at0, piece in _pieces(data):
                 if stopped():
                     return
+                inner = at0 + len(piece) < len(data)  # not the last piece: its end is the next one's start
                 for m in rx.finditer_bytes(piece):
+                    if inner and m.start() == len(piece):
+                        continue  # an empty match after the piece's last newline: the next piece judges that spot
                     at = at0 + m.start()
                     row = (bisect_right(starts, base + at, first, last) - 1) if local is None else \
                         first + bisect_right(local, at) - 1
