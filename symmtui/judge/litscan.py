@@ -32,6 +32,16 @@ class LineFinder(Protocol):
         ...
 
 
+def _literals_db(literals: list[bytes]) -> Any:
+    """A Hyperscan block-mode database matching each literal (its id: its index)."""
+    assert _hs is not None
+    db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+    # Hex escapes: every byte is a literal, and a NUL cannot end the pattern early.
+    pats = [b"".join(b"\\x%02x" % c for c in lit) for lit in literals]
+    db.compile(expressions=pats, ids=list(range(len(pats))), elements=len(pats), flags=0)
+    return db
+
+
 class HyperscanFinder:
     """Every literal of the rule set (and NUL, ESC) in one Hyperscan block scan; rules without a
     literal are searched with their regex, as ByteScanner does."""
@@ -43,10 +53,7 @@ class HyperscanFinder:
         self._marked = frozenset(i for i, name in enumerate(self._names) if name in marked)
         lits = [lit.encode("utf-8") for lit in self._names]
         self._lens = [len(x) for x in lits]
-        self._db: Any = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-        # Hex escapes: every byte is a literal, and a NUL cannot end the pattern early.
-        pats = [b"".join(b"\\x%02x" % c for c in lit) for lit in lits]
-        self._db.compile(expressions=pats, ids=list(range(len(pats))), elements=len(pats), flags=0)
+        self._db: Any = _literals_db(lits)
         self._regex = ByteScanner(ruleset, sample) if ruleset.unanchored else None
 
     def candidate_starts(self, buf: bytes | bytearray, end: int) -> list[int]:
@@ -99,10 +106,7 @@ class LastLiteral:
         self._db: Any = None
         if fast and _hs is not None and needles:
             try:
-                db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-                db.compile(expressions=[b"".join(b"\\x%02x" % c for c in n) for n in needles],
-                           ids=list(range(len(needles))), elements=len(needles), flags=0)
-                self._db = db
+                self._db = _literals_db(list(needles))
             except _hs.error:  # a CPU Hyperscan does not support: rfind, slower
                 self._db = None
 

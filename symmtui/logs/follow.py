@@ -335,9 +335,8 @@ class LogFollower:
         self.skipped_counted = False
         self._count_gen = 0  # an attach's count is this follower's only while no later attach or reset began
         # (fd, end, generation) of a count not begun yet: it starts once the lines there at the start are judged,
-        # so that it does not take the GIL from the verdict (a 600 MB attach: 187 -> ... ms, see _start_count)
+        # so that it does not take the GIL from the verdict (see _start_count)
         self._count_todo: tuple[int, int, int] | None = None
-        self._draining = False
         self.has_more = False
         self._lock = threading.Lock()
         self._split = _Splitter(max_line_bytes, live=True)
@@ -371,6 +370,12 @@ class LogFollower:
 
     def poll(self) -> list[LogItem]:
         """Read what is new, without blocking. Never raises for file trouble: that becomes a FileNotice."""
+        out = self._read_new()
+        if not self.has_more:
+            self._start_count()  # polled by hand, read to the end (``watch`` starts it after its batch is handed on)
+        return out
+
+    def _read_new(self) -> list[LogItem]:
         out: list[LogItem] = []
         with self._lock:
             self.has_more = False
@@ -384,8 +389,6 @@ class LogFollower:
                 self._step(out)
             except OSError as exc:
                 self._notice_error(out, f"cannot read {self.path}: {exc.strerror or exc}")
-        if not self.has_more and not self._draining:
-            self._start_count()  # polled by hand: read to the end
         return out
 
     def _start_count(self) -> None:
@@ -525,11 +528,7 @@ class LogFollower:
 
     def _drain(self, stop: threading.Event, on_batch: Callable[[list[LogItem]], None]) -> None:
         while True:
-            self._draining = True
-            try:
-                items = self.poll()
-            finally:
-                self._draining = False
+            items = self._read_new()
             if items or not (self.has_more or self.caught_up):
                 self.caught_up = not self.has_more  # read by on_batch: what existed at the start is all judged
                 on_batch(items)
