@@ -181,13 +181,6 @@ def hold_signals() -> None:
         stop_on_signals()
 
 
-def take_pending() -> int | None:
-    """The SIGTERM or SIGHUP held so far (it has not acted), now forgotten here: the caller acts on it (the dashboard,
-    once mounted, on one that came while Textual was starting)."""
-    pending, _SIGNALS["pending"] = _SIGNALS["pending"], 0
-    return pending or None
-
-
 CRASHES_KEPT = 20  # crash files kept in the state dir (the oldest go)
 _INTERNAL: list[tuple[str, str]] = []  # this run's internal errors: (what, where the details went)
 _ENDERS: list[Callable[[], object]] = []  # how the running front end ends on one (the dashboard's exit)

@@ -218,11 +218,6 @@ class SymmApp(App[int]):
 
     def on_mount(self) -> None:
         self._exit_on_signals()
-        pending = boundary.take_pending()  # one that came while Textual was starting (run_app held it)
-        if pending == signal.SIGHUP:
-            self._hangup()
-        elif pending == signal.SIGTERM:
-            self.exit(128 + signal.SIGTERM)
         self._mailbox = self.session.attach(lambda: self.post_message(MailReady()))
         for box in self.query(LogSearch):  # each node's pane
             box.typed_ahead = self._take_typed

@@ -28,9 +28,6 @@ def run_app(app: App[Any], **run: Any) -> Any:
     if not os.environ.get(boundary.DEBUG_ENV):  # debugging: Textual's own traceback on the terminal, as it was
         app.error_console = Console(file=captured, width=120, color_system=None, markup=False, highlight=False)
     with boundary.ending_on_internal_errors(lambda: app.call_later(app.exit, None, 2)):
-        # SIGTERM / SIGHUP from here until the app is mounted wait for it (its on_mount acts on one): raised inside
-        # Textual's start-up, a hang-up (a serve tab closed as it opened) could leave the app half-started, running
-        boundary.hold_signals()
         try:
             result = app.run(**run)
         finally:
