@@ -36,6 +36,7 @@ import contextlib
 import os
 import tempfile
 import threading
+import time
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
@@ -95,8 +96,11 @@ _KIND_CLASS = {
 }
 _GUTTER = 2
 MAX_EXPORT = 1_000_000  # lines an export writes at most
-_JUDGE_ROWS = 20_000
-PAINT_GRACE = 0.05  # seconds the pane's first frame of a big file's end gets before its head is indexed  # rows the pane's own judging feeds the event builder at a time
+_JUDGE_ROWS = 20_000  # rows the pane's own judging feeds the event builder at a time
+PAINT_GRACE = 0.05  # seconds the pane's first frame of a big file's end gets before its head is indexed
+TAKE_GAP = 0.05
+"""Seconds at least between two takes of a growing file: a flood is drawn at 20 Hz, not as fast as the UI can
+(it took the event loop whole, and a key waited 100-140 ms behind frames: bench.peers keys)."""
 
 
 def _clean(text: str) -> str:
@@ -752,6 +756,7 @@ class LogView(Vertical):
         self._programmatic = False
         self._jobs: dict[str, _Job] = {}
         self._file_job: _Job | None = None
+        self._taken = -TAKE_GAP  # the time.monotonic() of the last take of the file's growth
         self._widest = 0  # cells of the widest line rendered
         self._lines = LogLines(self)
         self._prompt = LogSearch(self)
@@ -994,6 +999,14 @@ class LogView(Vertical):
     @on(_FileChanged)
     def _file_changed(self, message: _FileChanged) -> None:
         message.stop()
+        wait = self._taken + TAKE_GAP - time.monotonic()
+        if wait > 0 and not message.file.ended:  # the file thread posts no other meanwhile (``posted`` stays set)
+            self.set_timer(wait, partial(self._take, message))
+        else:
+            self._take(message)
+
+    def _take(self, message: _FileChanged) -> None:
+        self._taken = time.monotonic()
         message.job.posted.clear()
         file = message.file
         if file is not self.index.file:
