@@ -126,10 +126,17 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
 @pytest.fixture(autouse=True)
 def _isolated_xdg(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Every test gets its own XDG state/config dirs, so no test reads or writes the user's."""
+    """Every test gets its own XDG state/config/data dirs, so no test reads or writes the user's. The cache dir
+    is one per worker: it holds only what symmtui remakes from its sources when they differ (the parsed
+    catalogues, keyed by their files' paths and times; compiled Hyperscan databases, keyed by their recipe), so
+    the symmtui processes a test starts do not each parse the catalogue and compile anew (`symmtui scan` of a
+    fixture: 0.14 CPU-s with an empty cache, 0.09 with this one). The tests of those caches set their own."""
     root = tmp_path_factory.mktemp("xdg")
-    for var in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
+    for var in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
         d = root / var.lower()
         d.mkdir()
         monkeypatch.setenv(var, str(d))
+    cache = tmp_path_factory.getbasetemp() / "xdg-cache-home"
+    cache.mkdir(exist_ok=True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     yield root

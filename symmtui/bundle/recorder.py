@@ -223,6 +223,7 @@ class Recorder:
         self._verdicts: list[dict[str, Any]] = []
         self._verdict_key: tuple[int, str] | None = None  # (generation, state) recorded last
         self._verdict_open = False  # the last one kept is a crash that has not settled yet
+        self._unwritten = False  # a verdict is kept that no write has taken yet (the log not caught up)
         self._notices: list[list[Any]] = []
         self._paths: dict[str, Path] = {}  # log path -> the bundle written for it
 
@@ -286,7 +287,8 @@ class Recorder:
                     self._env = message.env
 
     def ingest(self, t: float, message: SessionMessage) -> bool:
-        """Add one message to the recording (the worker thread); True when it brought the node a verdict."""
+        """Add one message to the recording (the worker thread); True when the bundle should be written: the node
+        has a verdict not written yet, and its log is judged up to where it was when opened."""
         if isinstance(message, EngineBatch):
             return self._batch(t, message)
         if isinstance(message, GpuRound):
@@ -364,7 +366,14 @@ class Recorder:
                 self._events_omitted += 1
         self._snapshot(t, g, batch.snapshot, batch.ranks)
         self._board(t, g, batch.board)
-        return self._verdict(t, batch)
+        # A verdict met while what the log held at its opening is still being judged (a finished log's served
+        # past before its crash) is kept but not written yet: its write (~10 ms) would hold up the judging,
+        # and the next batches may end it. The write comes with the first batch that has caught up.
+        self._unwritten |= self._verdict(t, batch)
+        if self._unwritten and batch.board.view(batch.node).caught_up:
+            self._unwritten = False
+            return True
+        return False
 
     def _board(self, t: float, g: int, board: Board) -> None:
         """Keep the Board when what it says changed (not for time passing: replay moves the clocks on)."""

@@ -13,6 +13,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from symmtui.judge import hscache
+
 
 class LiteralMask:
     """``mask(line)``: the OR of ``bits[i]`` over every literal ``i`` the line holds (overlapping ones too)."""
@@ -20,11 +22,9 @@ class LiteralMask:
     def __init__(self, hyperscan: Any, literals: Sequence[str], bits: Sequence[int]) -> None:
         self._hs: Any = hyperscan
         self._bits = tuple(bits)
-        self._db: Any = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         # Hex escapes: every byte is a literal (no metacharacter survives); one report per literal a scan
         pats = [b"".join(b"\\x%02x" % c for c in lit.encode("utf-8")) for lit in literals]
-        self._db.compile(expressions=pats, ids=list(range(len(pats))), elements=len(pats),
-                         flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(pats))
+        self._db: Any = hscache.database(hyperscan, pats, [hyperscan.HS_FLAG_SINGLEMATCH] * len(pats))
         self._local = threading.local()
 
     def mask(self, line: str) -> int:

@@ -6,6 +6,7 @@ import mmap
 from functools import lru_cache
 from typing import Any, Protocol
 
+from symmtui.judge import hscache
 from symmtui.judge.rules import ByteScanner, RuleSet
 from symmtui.logs.lineparts import goes_on_literals
 
@@ -35,11 +36,8 @@ class LineFinder(Protocol):
 def _literals_db(literals: list[bytes]) -> Any:
     """A Hyperscan block-mode database matching each literal (its id: its index)."""
     assert _hs is not None
-    db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
     # Hex escapes: every byte is a literal, and a NUL cannot end the pattern early.
-    pats = [b"".join(b"\\x%02x" % c for c in lit) for lit in literals]
-    db.compile(expressions=pats, ids=list(range(len(pats))), elements=len(pats), flags=0)
-    return db
+    return hscache.database(_hs, [b"".join(b"\\x%02x" % c for c in lit) for lit in literals])
 
 
 class HyperscanFinder:

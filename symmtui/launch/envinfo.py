@@ -33,7 +33,7 @@ from symmtui import __version__
 from symmtui.errors import UserError
 from symmtui.gpu.facts import capabilities_of
 from symmtui.gpu.results import NAType
-from symmtui.proc.proctree import environ
+from symmtui.proc.pidwatch import environ  # not proctree: psutil (~8 ms) stays out of a recorded `wait`
 from symmtui.redact import redact, redact_argv, redact_env
 from symmtui.tables import enginetable
 

@@ -36,6 +36,15 @@ def stat_fields(pid: int) -> list[bytes] | None:
     return data[data.rfind(b")") + 2 :].split()
 
 
+def environ(pid: int) -> bytes | None:
+    """``/proc/PID/environ`` (NAME=value entries, NUL-separated); None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
 def read_stat(pid: int) -> ProcStat | None:
     """``/proc/PID/stat`` (state, start time, raw exit status of a zombie), None when there is no such pid."""
     rest = stat_fields(pid)

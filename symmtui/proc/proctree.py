@@ -15,7 +15,7 @@ from typing import NamedTuple
 import psutil  # type: ignore[import-untyped,unused-ignore]
 
 from symmtui.proc import identity
-from symmtui.proc.pidwatch import stat_fields
+from symmtui.proc.pidwatch import environ, stat_fields
 
 MARKER_ENV = "SYMMTUI_LAUNCH_ID"
 """Set in the environment of every launch; descendants inherit it, even after setsid + reparenting."""
@@ -158,15 +158,6 @@ def collect(
             if info is not None and abs(info.create_time - table[p].start) < _TOLERANCE:
                 found.append(info)
     return sorted(found, key=lambda i: (i.why != "leader", i.create_time, i.pid))
-
-
-def environ(pid: int) -> bytes | None:
-    """``/proc/PID/environ`` (NAME=value entries, NUL-separated); None when it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            return fh.read()
-    except OSError:
-        return None
 
 
 def launch_id_of(pid: int) -> str | None:

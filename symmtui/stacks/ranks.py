@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 
 from symmtui.judge.ranks import rank_tags
-from symmtui.proc.proctree import environ
+from symmtui.proc.pidwatch import environ
 
 # SGLang: "sglang::scheduler_DP1_TP3"; vLLM: "VLLM::Worker_TP3", "VLLM::EngineCore_DP0", "VllmWorker TP3"
 _TITLE = re.compile(r"^(?:sglang::\w+|VLLM::\w+|VllmWorker(?: [A-Z]{2}\d+)+|ray::\w+)")

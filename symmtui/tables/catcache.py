@@ -43,7 +43,7 @@ def load(folder: Path, sources: Sequence[Path], parse: Callable[[], tuple[Rule, 
         return tuple(_rule(row) for row in rows)
     except (TypeError, KeyError, ValueError):  # a cache this code does not read (its key matched): parse again
         rules = parse()
-        _write(cache_file(folder), marshal.dumps((_key(sources), [_row(r) for r in rules])))
+        write(cache_file(folder), marshal.dumps((_key(sources), [_row(r) for r in rules])))
         return rules
 
 
@@ -63,7 +63,7 @@ def load_data(folder: Path, sources: Sequence[Path], parse: Callable[[], Any], k
     except (InputError, OSError, EOFError, ValueError, TypeError, KeyError):
         pass  # no cache yet, not a regular file, or one this code does not read: parse and write it again
     data = parse()
-    _write(cache, marshal.dumps((key, data)))
+    write(cache, marshal.dumps((key, data)))
     return data
 
 
@@ -92,7 +92,9 @@ def _rule(row: dict[str, Any]) -> Rule:
     return Rule(**{**row, "kind": Kind(row["kind"]), "action": Action(**action) if action is not None else None})
 
 
-def _write(cache: Path, data: bytes) -> None:
+def write(cache: Path, data: bytes) -> None:
+    """Write one cache file atomically; a cache directory that cannot be written is no error (the next start
+    makes it again)."""
     # here: writing a cache is a miss's cost; a start that reads the cache writes nothing
     from symmtui.fsatomic import write_atomic
 

@@ -14,11 +14,12 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.pilot import Pilot
 from textual.strip import Strip
-from textual.widgets import Button, Footer
+from textual.widgets import Button
 
 from symmtui.judge.events import EventBuilder
 from symmtui.logs.follow import LogFollower, LogLine
 from symmtui.ui.widgets import log_file
+from symmtui.ui.widgets.footer import DashboardFooter
 from symmtui.ui.widgets.log_view import LogView
 from tests.ui.kit import wait_for
 
@@ -62,7 +63,7 @@ class LogApp(App[None]):
     def compose(self) -> ComposeResult:
         yield LogView(id="log")
         yield Button("elsewhere", id="elsewhere")
-        yield Footer()
+        yield DashboardFooter()  # the dashboard's (the stock one restyles each key twice as it mounts)
 
     def on_mount(self) -> None:
         self.query_one(LogView).focus()
