@@ -182,6 +182,19 @@ def hold_signals() -> None:
 
 
 CRASHES_KEPT = 20  # crash files kept in the state dir (the oldest go)
+_WHOLE_PROCESS = [False]  # set by the command line (`console`): symmtui owns this process
+
+
+def own_process() -> None:
+    """Say that symmtui's command line owns this process (not a test calling ``cli.main`` in-process)."""
+    _WHOLE_PROCESS[0] = True
+
+
+def owns_process() -> bool:
+    """Whether symmtui's command line owns this process: process-wide settings (the collector's) are its to make."""
+    return _WHOLE_PROCESS[0]
+
+
 _INTERNAL: list[tuple[str, str]] = []  # this run's internal errors: (what, where the details went)
 _ENDERS: list[Callable[[], object]] = []  # how the running front end ends on one (the dashboard's exit)
 

@@ -125,6 +125,7 @@ def console() -> int:
     A buffered file left open in a reference cycle would lose its unflushed bytes: every file a verb
     writes is closed before it returns (``with`` blocks, ``fsatomic``).
     (:func:`main` itself leaves the collector alone: tests call it in-process, many times.)"""
+    boundary.own_process()
     try:
         return main(signals=True)
     finally:  # also after --help or --version (argparse's SystemExit)

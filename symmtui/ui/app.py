@@ -345,7 +345,14 @@ class SymmApp(App[int]):
 
     def action_help(self) -> None:
         """F1 / h: every key and what it does now, generated from the bindings."""
-        self.push_screen(HelpScreen(self.help_rows()))
+        rows = self.help_rows()
+        if self.is_screen_installed("help"):  # one help screen, kept: each open only redraws its text
+            help_screen = self.get_screen("help")
+            assert isinstance(help_screen, HelpScreen)
+            help_screen.show(rows)
+        else:
+            self.install_screen(HelpScreen(rows), name="help")
+        self.push_screen("help")
 
     def help_rows(self) -> list[HelpRow]:
         """Every key the dashboard has, by section (the help screen's rows; a test types each)."""
@@ -377,7 +384,8 @@ class SymmApp(App[int]):
         """Why a key does nothing now (the help screen says it), or None."""
         if action == "relaunch":
             return self.board.can("relaunch") if self.board is not None else None
-        if action.startswith("log('next'") and self.log_view.search_text:
+        if (action in ("next", "previous") or action.startswith(("log('next'", "log('previous'"))) \
+                and self.log_view.search_text:  # the pane's own n / N are the rows listed
             return f"a search is on: the matches of /{self.log_view.search_text}/"
         return None
 

@@ -62,3 +62,25 @@ async def test_the_narrow_footer_shows_only_the_important_keys() -> None:
         assert "f1" in {k.key for k in app.query("FooterKey")}
         footer.compact = False
         await wait_for(pilot, lambda: "t" in {k.key for k in app.query("FooterKey")}, "every key again")
+
+
+async def test_help_opened_again_says_what_the_keys_do_then_from_the_top() -> None:
+    """The app keeps one help screen; each open shows the keys as they are at that moment (``n`` walks a
+    search's matches once one is on), drawn on screen, scrolled to the top."""
+    app = SymmApp(crashed_session())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("h")
+        first = app.screen
+        assert isinstance(first, HelpScreen) and "the matches of /Traceback/" not in first.text()
+        first.query_one("#help-scroll").scroll_end(animate=False)
+        await pilot.press("q")
+        await pilot.press("slash", *"Traceback", "enter")
+        await wait_for(pilot, lambda: app.log_view.search_text == "Traceback", "the search is on")
+        await pilot.press("h")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), "help again")
+        assert app.screen is first
+        assert "a search is on: the matches of /Traceback/" in first.text()
+        body = first.query_one("#help-body")
+        await wait_for(pilot, lambda: "the matches of /Traceback/" in str(body.render()), "the new text drawn")
+        assert first.query_one("#help-scroll").scroll_y == 0

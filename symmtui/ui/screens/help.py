@@ -120,6 +120,14 @@ class HelpScreen(ModalScreen[None]):
             with VerticalScroll(id="help-scroll"):
                 yield Static(_render(self.rows), id="help-body")
 
+    def show(self, rows: list[HelpRow]) -> None:
+        """The keys as they are now, from the top (the app keeps this screen: a new one each time left its
+        widgets' rendered lines to the collector, and during a flood opening it took over 100 ms)."""
+        self.rows = rows
+        if self.is_mounted:
+            self.query_one("#help-body", Static).update(_render(rows))
+            self.query_one("#help-scroll", VerticalScroll).scroll_home(animate=False)
+
     def text(self) -> str:
         """The help as plain text (tests, and what a screen reader gets)."""
         return _render(self.rows).plain

@@ -39,6 +39,7 @@ import threading
 import time
 from array import array
 from bisect import bisect_left, bisect_right
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -52,7 +53,6 @@ from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.cache import LRUCache
 from textual.containers import Vertical
 from textual.geometry import Size
 from textual.message import Message
@@ -98,6 +98,8 @@ _GUTTER = 2
 MAX_EXPORT = 1_000_000  # lines an export writes at most
 _JUDGE_ROWS = 20_000  # rows the pane's own judging feeds the event builder at a time
 PAINT_GRACE = 0.05  # seconds the pane's first frame of a big file's end gets before its head is indexed
+ROW_CACHE = 256
+"""Rendered rows kept (``_Rows``)."""
 TAKE_GAP = 0.05
 """Seconds at least between two takes of a growing file: a flood is drawn at 20 Hz, not as fast as the UI can
 (it took the event loop whole, and a key waited 100-140 ms behind frames: bench.peers keys)."""
@@ -140,6 +142,36 @@ def wrap_segments(segments: Sequence[Segment], room: int) -> list[list[Segment]]
                 pieces.append([])
                 used = 0
     return pieces
+
+
+class _Rows:
+    """Rendered rows by key, the least recently used dropped past ``size``. An OrderedDict: a row dropped or
+    cleared is freed at once. Textual's LRUCache links its entries in a ring, so each clear (new marks, a
+    filter) left every row, with the strips Textual derives from it, to the cyclic collector; during a 50k
+    lines/s flood its full collections came twice a second and took 40-110 ms each, and a key waited."""
+
+    def __init__(self, size: int) -> None:
+        self._rows: OrderedDict[tuple[str, int, bool], Strip] = OrderedDict()
+        self._size = size
+
+    def get(self, key: tuple[str, int, bool]) -> Strip | None:
+        strip = self._rows.get(key)
+        if strip is not None:
+            self._rows.move_to_end(key)
+        return strip
+
+    def __setitem__(self, key: tuple[str, int, bool], strip: Strip) -> None:
+        rows = self._rows
+        rows[key] = strip
+        rows.move_to_end(key)
+        if len(rows) > self._size:
+            rows.popitem(last=False)
+
+    def discard(self, key: tuple[str, int, bool]) -> None:
+        self._rows.pop(key, None)
+
+    def clear(self) -> None:
+        self._rows.clear()
 
 
 class LogLines(ScrollView, can_focus=True):
@@ -197,7 +229,7 @@ class LogLines(ScrollView, can_focus=True):
     def __init__(self, owner: LogView) -> None:
         super().__init__()
         self._owner = owner
-        self._cache: LRUCache[tuple[str, int, bool], Strip] = LRUCache(1024)
+        self._cache: _Rows = _Rows(ROW_CACHE)
         self._version = 0  # bumped whenever a cached strip is dropped (the wrap layout follows it)
         self._layout_key: tuple[int, ...] | None = None
         self._layout: list[Strip] = []
