@@ -50,8 +50,10 @@ async def dashboard_check(site: Path, log: Path) -> tuple[str, tuple[str, ...], 
             assert isinstance(modal, PatchScreen)
             await wait_for(pilot, lambda: modal.view is not None, "the patch check")
             assert modal.view is not None
-            screen = text(app)
-            return modal.view.capability, modal.view.report.caveats, screen
+            notes = ["note: " + " ".join(c.split()[:4]) for c in modal.view.report.caveats]
+            # the view is set a frame before the modal paints it: wait for the paint, not a fixed turn count
+            await wait_for(pilot, lambda: all(n in text(app) for n in notes), "the modal's caveat notes")
+            return modal.view.capability, modal.view.report.caveats, text(app)
     finally:
         session.close()
 
