@@ -150,6 +150,11 @@ def compile_user(pattern: str, *, what: str = "pattern", ignore_case: bool = Fal
     plain text, not a regex."""
     if limit is not None and len(pattern) > limit:
         raise PatternError(f"{what} is {len(pattern)} characters long: at most {limit}")
+    bad = next((c for c in pattern if "\ud800" <= c <= "\udfff"), None)
+    if bad is not None:  # a byte the shell passed that is not UTF-8 (Python keeps it as a lone surrogate)
+        raw = f"\\x{ord(bad) - 0xDC00:02x}" if ord(bad) >= 0xDC80 else f"U+{ord(bad):04X}"
+        raise PatternError(f"bad {what} {_cut(pattern)!r}: it holds {raw}, which is not UTF-8 text; "
+                           "type the pattern in UTF-8")
     if not literal:
         big = next((int(n) for m in _REPEAT.finditer(pattern) for n in m.groups() if n and int(n) > MAX_REPEAT), None)
         if big is not None:

@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -138,3 +139,15 @@ def test_no_user_pattern_keeps_wait_past_its_deadline_or_from_ending_on_sigterm(
         verdict = {0: b"READY", 1: b"CRASHED", 124: b"TIMED OUT after 2.0 s"}[timed.returncode]
         assert verdict in out, out[-500:]
         assert elapsed < BOUND, elapsed
+
+
+def test_a_pattern_that_is_not_utf8_gets_one_line_and_exit_2(tmp_path: Path) -> None:
+    """A byte the shell passes that is not UTF-8 (the fuzz found `--ready $'\\x80'` ended in an internal error)."""
+    log = _write(tmp_path, "never", ["a line"])
+    r = subprocess.run([sys.executable.encode(), b"-m", b"symmtui", b"scan", os.fsencode(log), b"--ready", b"ab\x80"],
+                       capture_output=True, text=True, env=_env(tmp_path), cwd=ROOT, timeout=120, check=False)
+    assert r.returncode == 2, r.stderr
+    [line] = r.stderr.splitlines()
+    assert "bad ready pattern" in line and "\\x80, which is not UTF-8 text" in line and "internal error" not in line
+    with pytest.raises(PatternError, match="U\\+D800"):
+        compile_user("x\ud800")  # a lone surrogate that stands for no byte
