@@ -11,13 +11,14 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gzip
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from bench.engine import ensure_bytecode
 
@@ -80,10 +81,10 @@ def bringup_bundle(tmp: Path) -> tuple[int, int, int, float, float]:
     per_batch = max(1, len(lines) // 600)
     for second in range(600):
         chunk = tuple(lines[second * per_batch:(second + 1) * per_batch])
-        moving = dataclasses.replace(snap, elapsed=float(second), progress=second / 600)
+        moving = replace(snap, elapsed=float(second), progress=second / 600)
         update = EngineUpdate(chunk, tuple(events[:1]), (), moving, 0, 0)
         rec.ingest(float(second), EngineBatch("h", update, None, board_of([NodeView("h", moving)], seq=second + 1)))
-        rec.ingest(float(second), GpuRound(dataclasses.replace(gpus, time=1000.0 + second), frozenset({1}), (12, 0)))
+        rec.ingest(float(second), GpuRound(replace(gpus, time=1000.0 + second), frozenset({1}), (12, 0)))
     final = EngineUpdate((), (), (), snap, 0, 0)
     rec.ingest(600.0, EngineBatch("h", final, None, board_of([NodeView("h", snap)], seq=601)))  # the verdict
     ingest = time.perf_counter() - t0

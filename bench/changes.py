@@ -23,8 +23,9 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
+
+from msgspec.structs import replace
 
 TARGET_COMPARE_S = 1.0
 TARGET_WRITE_S = 0.050

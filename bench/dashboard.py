@@ -75,7 +75,7 @@ def engine_batches() -> list[Any]:
 def tick_snapshots(batches: list[Any], count: int) -> list[Any]:
     """Once-a-second Boards of a bring-up in its weight loading (the engine's heartbeat): the same state, the
     clock moving."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from symmtui.judge.readiness import State
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from symmtui import boundary
 from symmtui.errors import UserError
@@ -38,8 +39,7 @@ if TYPE_CHECKING:
 
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(Struct, frozen=True):
     """The command line's rules and limits (over the profile's; see ``session.settings``)."""
 
     ready: Sequence[str] = ()

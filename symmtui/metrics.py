@@ -16,10 +16,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any, Final
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+from msgspec import Struct, field
 from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app
 from prometheus_client.core import GaugeMetricFamily, Metric, StateSetMetricFamily
 from prometheus_client.registry import Collector
@@ -41,8 +41,7 @@ STATES: Final = tuple(s.value for s in State)
 Clock = Callable[[], float]
 
 
-@dataclass
-class _Node:
+class _Node(Struct):
     """What one node's batches said last."""
 
     view: NodeBoard | None = None

@@ -20,10 +20,10 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import re2
+from msgspec import Struct
 
 from symmtui.errors import UserError
 
@@ -83,13 +83,21 @@ class Match(Protocol):
     def end(self, group: int | str = 0, /) -> int: ...
 
 
-@dataclass(frozen=True)
-class UserPattern:
+class UserPattern(Struct, frozen=True):
     """A compiled user pattern: ``search``/``finditer`` as ``re.Pattern``'s, in time linear in the text."""
 
     source: str
     ignore_case: bool = False
-    _rx: object = field(default=None, compare=False, repr=False)
+    _rx: object = None
+    """The compiled program: not part of the value (two compiles of one pattern are equal)."""
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not UserPattern:
+            return NotImplemented
+        return (self.source, self.ignore_case) == (other.source, other.ignore_case)
+
+    def __hash__(self) -> int:
+        return hash((self.source, self.ignore_case))
 
     @property
     def pattern(self) -> str:
@@ -116,8 +124,7 @@ class UserPattern:
         return LinesPattern(re2.compile("(?m)" + self.source, _OPTIONS[(self.ignore_case, False, False)]))
 
 
-@dataclass(frozen=True)
-class LinesPattern:
+class LinesPattern(Struct, frozen=True):
     """A user pattern in multi-line mode: ``finditer`` over a buffer of lines."""
 
     _rx: object

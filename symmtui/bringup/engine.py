@@ -7,9 +7,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from symmtui.bringup.lastrun import last_launch_attach
 from symmtui.judge.events import PROCESS_EXIT, Event, EventBuilder
@@ -55,8 +57,7 @@ SLOW_CHUNK = 0.1  # ... and one line at a time for the rest of a batch once a ch
 # pattern costly on long lines: RE2 is linear in the line, but ``(?P<x>.*a){1000}z`` takes ~5 s on 64 KiB)
 
 
-@dataclass(frozen=True)
-class EngineUpdate:
+class EngineUpdate(Struct, frozen=True):
     """One coalesced batch for readers: new lines, new/updated events, file notices, and the state."""
 
     lines: tuple[LogLine, ...]
@@ -80,8 +81,7 @@ class EngineUpdate:
     """The log's own clock: its first and latest timestamps, and when the latest arrived (this engine's clock)."""
 
 
-@dataclass
-class _Pending:
+class _Pending(Struct):
     lines: list[LogLine] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     notices: list[FileNotice] = field(default_factory=list)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import errno
 import socket
 import ssl
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx  # importers are lazy themselves: `wait --log` with no URL never loads this module (~0.1 s)
+from msgspec import Struct
 
 MAX_TEXT = 200
 """Server-supplied text (reason phrase, Location, protocol errors) kept in a detail, at most, in characters."""
@@ -32,8 +32,7 @@ class GetFailed(Exception):
         self.detail = detail
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(Struct, frozen=True):
     """The status line and the one header the probe uses."""
 
     status: int

@@ -6,7 +6,8 @@ import mmap
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from symmtui.judge.events import EventBuilder
 from symmtui.judge.readiness import Readiness, ReadinessConfig
@@ -27,8 +28,7 @@ PAIR_LIMIT = 1 << 20
 MAX_LINE = DEFAULT_MAX_LINE_BYTES
 
 
-@dataclass(frozen=True)
-class LaunchStart:
+class LaunchStart(Struct, frozen=True):
     """Where to start judging a long log.
 
     ``offset``: a line start (0 = the whole file). ``found``: a launch start marker is at ``offset``

@@ -9,11 +9,11 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import httpx
+from msgspec import Struct
 
 from symmtui.bringup.httpget import GetFailed, Phase, get_head, shown
 from symmtui.errors import UserError
@@ -31,8 +31,7 @@ _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
-class ProbeResult:
+class ProbeResult(Struct, frozen=True):
     """One probe: ``ok`` when the endpoint answered 200. ``kind`` is one of up, http, redirect, refused,
     dns, timeout, reset, error, cancelled. ``detail`` says it in words, naming the URL that answered;
     ``url``: that URL (for ``redirect``: where it pointed, not followed)."""
@@ -109,8 +108,7 @@ async def _until_set(event: threading.Event) -> None:
         await asyncio.sleep(STOP_POLL)
 
 
-@dataclass
-class _Where:
+class _Where(Struct):
     """The URL a check is at and how far its request got (read when the deadline cancels it)."""
 
     url: str

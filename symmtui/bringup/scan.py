@@ -8,10 +8,11 @@ import signal
 import stat
 import threading
 import time
-from dataclasses import dataclass
 from itertools import accumulate, repeat
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from symmtui import boundary, clitext
 from symmtui.errors import UserError
@@ -33,8 +34,7 @@ RUN_HEAD = 4  # serving lines kept at the start of each run (see _ServingRuns)
 SAMPLE_PIECES = 8  # the prefilter is tuned on this many pieces spread over the file (its bulk, not its start)
 
 
-@dataclass(frozen=True)
-class ScanReport:
+class ScanReport(Struct, frozen=True):
     """What a finished log says. ``verdict`` is ready, crashed or none (the log ends without one)."""
 
     path: str

@@ -1,11 +1,11 @@
 """The bundle's JSON form of the Session's records (Boards, events, snapshots, GPU info, topology, rank summaries).
 
-A tagged encoding over a fixed list of frozen dataclasses: ``{"@": "Event", "summary": ...}``; tuples
+A tagged encoding over a fixed list of frozen records (msgspec Structs): ``{"@": "Event", "summary": ...}``; tuples
 become lists and come back as tuples, ``frozenset`` is ``{"@fs": [...]}``, the enums ``{"@e": "State",
 "v": "ready"}``, NVML's NA ``{"@": "NA"}``. Decoding builds only the classes listed in :data:`CLASSES`
 (never a name taken from the file), so a hand-edited bundle cannot make symmtui construct anything
-else; a field a class does not have is ValueError. Fields declared ``compare=False`` (an event's
-catalogue entry) are not kept: they come back as their default.
+else; a field a class does not have is ValueError. Fields a class keeps aside from its value
+(``ASIDE``: an event's catalogue entry) are not kept: they come back as their default.
 
 Reading a file back is bounded whatever it holds: :func:`gunzip` stops at its cap (a gzip bomb costs
 the cap, not what it would expand to), :func:`check_depth` refuses JSON nested deeper than any
@@ -14,11 +14,12 @@ bundle symmtui writes, and :func:`decode` stops at :data:`MAX_DEPTH`.
 
 from __future__ import annotations
 
-import dataclasses
 import zlib
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
+
+from msgspec import Struct
 
 from symmtui.gpu.results import NA, GpuInfo, NAType, NvLink
 from symmtui.gpu.topology import Topology
@@ -44,7 +45,13 @@ def _known(name: str) -> type[Any] | None:
 MAX_DEPTH = 32
 MAX_JSON_DEPTH = 48  # a bundle document's deepest list or object (the records' own nesting is under 16)
 GUNZIP_STEP = 1 << 20  # output per decompress call: memory is the cap plus this
-_FIELDS: dict[type[Any], tuple[str, ...]] = {}  # a kept class -> the fields kept (compare=True), in order
+_FIELDS: dict[type[Any], tuple[str, ...]] = {}  # a kept class -> the fields kept (not ASIDE), in order
+
+
+def _kept(cls: type[Struct]) -> tuple[str, ...]:
+    """The fields of ``cls`` the bundle keeps: all but those it holds aside from its value."""
+    aside = getattr(cls, "ASIDE", ())
+    return tuple(name for name in cls.__struct_fields__ if name not in aside)
 
 
 def encode(value: Any) -> Any:
@@ -62,11 +69,11 @@ def encode(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {"@m": {str(k): encode(v) for k, v in value.items()}}
     names = _FIELDS.get(type(value))
-    if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if names is None and isinstance(value, Struct):
         name = type(value).__name__
         if _known(name) is not type(value):
             raise TypeError(f"the bundle does not keep {name}")
-        names = _FIELDS[type(value)] = tuple(f.name for f in dataclasses.fields(value) if f.compare)
+        names = _FIELDS[type(value)] = _kept(type(value))
     if names is not None:
         out: dict[str, Any] = {"@": type(value).__name__}
         for key in names:
@@ -106,7 +113,7 @@ def decode(data: Any, depth: int = 0) -> Any:
     cls = _known(str(name))
     if cls is None:
         raise ValueError(f"unknown record {name!r}")
-    known = {f.name for f in dataclasses.fields(cls) if f.compare}
+    known = set(_kept(cls))
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         if key == "@":

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import os
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from symmtui import boundary
 from symmtui.bundle import codec
@@ -42,8 +43,7 @@ class BundleError(UserError):
     exit_code = 2
 
 
-@dataclass(frozen=True)
-class Bundle:
+class Bundle(Struct, frozen=True):
     """A bundle read back: the JSON document and its environment; accessors for what report/replay read."""
 
     path: Path

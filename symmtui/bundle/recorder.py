@@ -14,7 +14,6 @@ it is recorded (a write then only encodes and compresses).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gzip
 import json
 import queue
@@ -24,6 +23,9 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from symmtui import fsatomic
 from symmtui.bundle import format as fmt
@@ -53,8 +55,7 @@ GPU_FIELDS = ("memory_used", "memory_reserved", "memory_free", "memory_total", "
 _CLOSE = object()
 
 
-@dataclasses.dataclass(frozen=True)
-class _EnvReady:
+class _EnvReady(Struct, frozen=True):
     env: EnvInfo
 
 
@@ -387,14 +388,14 @@ class Recorder:
 
     def _snapshot(self, t: float, g: int, snap: Snapshot, ranks: RankSummary | None) -> None:
         """Keep the snapshot when the judgement changed (not for time passing: replay recomputes elapsed)."""
-        steady = dataclasses.replace(snap, elapsed=0.0, remaining_timeout=None, since_activity=None,
+        steady = replace(snap, elapsed=0.0, remaining_timeout=None, since_activity=None,
                                      last_lines=(), log_span=None)
         rank_key = None if ranks is None else (ranks.total, ranks.ahead_phase, tuple(r.label for r in ranks.behind))
         key = (g, repr((steady, rank_key)))
         if key == self._snap_key:
             return
         self._snap_key = key
-        self._snaps.append([t, g, redacted(encode(dataclasses.replace(snap, last_lines=()))),
+        self._snaps.append([t, g, redacted(encode(replace(snap, last_lines=()))),
                             None if ranks is None else redacted(encode(ranks))])
         if len(self._snaps) > fmt.MAX_SNAPSHOTS:
             self._thin_snapshots()

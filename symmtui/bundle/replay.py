@@ -17,16 +17,17 @@ byte offsets are remapped to it (the recording's are the original log's). A seek
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import os
 import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from symmtui.bringup.engine import EngineUpdate
 from symmtui.bundle.codec import decode
@@ -63,8 +64,7 @@ LAST_LINES = 20  # what a snapshot's last_lines held (ReadinessConfig's default)
 MAX_SLEEP = 0.25  # the player wakes at least this often (pause, seek, close)
 
 
-@dataclass
-class _Launch:
+class _Launch(Struct):
     """One launch (engine generation) of the recording: its lines, events and snapshots, each sorted by time."""
 
     generation: int
@@ -78,8 +78,7 @@ class _Launch:
     board_t: list[float] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(Struct, frozen=True):
     """A moment of the timeline: what changed at ``t`` (a launch's lines/events/snapshot, a GPU round, a note)."""
 
     t: float
@@ -127,9 +126,9 @@ def _moved(board: Board, moved: float) -> Board:
         if snap.state.final:
             return n
         left = None if snap.remaining_timeout is None else max(0.0, snap.remaining_timeout - moved)
-        return dataclasses.replace(n, elapsed=n.elapsed + moved, snapshot=dataclasses.replace(
+        return replace(n, elapsed=n.elapsed + moved, snapshot=replace(
             snap, elapsed=snap.elapsed + moved, remaining_timeout=left))
-    return dataclasses.replace(board, nodes=tuple(node(n) for n in board.nodes))
+    return replace(board, nodes=tuple(node(n) for n in board.nodes))
 
 
 class Recording:
@@ -166,7 +165,7 @@ class Recording:
             snap = decode(enc)
             if isinstance(snap, Snapshot):
                 if not isinstance(snap.state, State):  # an early bundle kept the state as its plain name
-                    snap = dataclasses.replace(snap, state=State(str(snap.state)))
+                    snap = replace(snap, state=State(str(snap.state)))
                 launch = self._launch(int(g))
                 rank = decode(ranks) if ranks is not None else None
                 launch.snaps.append((snap, rank if isinstance(rank, RankSummary) else None))
@@ -230,10 +229,10 @@ class Recording:
         if not snap.state.final:
             moved = max(0.0, t - launch.snap_t[i])
             remaining = None if snap.remaining_timeout is None else max(0.0, snap.remaining_timeout - moved)
-            snap = dataclasses.replace(snap, elapsed=snap.elapsed + moved, remaining_timeout=remaining)
+            snap = replace(snap, elapsed=snap.elapsed + moved, remaining_timeout=remaining)
         upto = bisect.bisect_right(launch.line_t, t)
         last = tuple(ln.plain for ln in launch.lines[max(0, upto - LAST_LINES): upto])
-        return dataclasses.replace(snap, last_lines=last), ranks
+        return replace(snap, last_lines=last), ranks
 
     def gpu_sample(self, i: int) -> GpuRound:
         """GPU round ``i`` as the message the sampler posted."""
@@ -378,7 +377,7 @@ class ReplaySession:
         """``event`` with its byte offsets in the replay's file (an occurrence of lines not recorded: left out)."""
         at = self._at
         offsets = tuple((at[a], at[b]) for a, b in event.spans if a in at and b in at)
-        return dataclasses.replace(event, offset=at.get(event.line_no, offsets[0][0] if offsets else -1),
+        return replace(event, offset=at.get(event.line_no, offsets[0][0] if offsets else -1),
                                    offsets=offsets)
 
     # ---- controls (any thread) ---------------------------------------------------------------
@@ -472,7 +471,7 @@ class ReplaySession:
         update = EngineUpdate(lines, events, (), snap, 0, g, ranks)
         board = rec.board_at(g, t_to, self.host)
         if board is not None:
-            board = dataclasses.replace(board, why_not=NO_INTENTS, relaunch=None)  # nothing acts on a recording
+            board = replace(board, why_not=NO_INTENTS, relaunch=None)  # nothing acts on a recording
             self._send(EngineBatch(self.host, update, path, board, restarted))
 
     def _jump(self, target: float) -> None:

@@ -12,8 +12,9 @@ import shlex
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from symmtui.demo.exposition import ExpositionServer
 from symmtui.demo.story import BASE_SPEED, HANG_STALL, free_port, isolate_state
@@ -66,8 +67,7 @@ def status_file(root: Path, node: str) -> Path:
     return root / f"status-{node}.json"
 
 
-@dataclass
-class NodesDemo:
+class NodesDemo(Struct):
     """The 2-node demo: its temp dir, its profile, the two nodes' simulated GPU exporters."""
 
     root: Path

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from symmtui.patch.capability import Capability
 from symmtui.patch.layouts import layouts_for
@@ -80,8 +81,7 @@ Summary: Stand-in written by the symmtui demo sandbox
 _DIR = "sglang/srt/distributed/device_communicators"
 
 
-@dataclass(frozen=True)
-class Sandbox:
+class Sandbox(Struct, frozen=True):
     """Where the sandbox lives: ``site`` is the fake site-packages (pass it as ``--site``)."""
 
     site: Path

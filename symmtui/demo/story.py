@@ -17,8 +17,9 @@ import socket
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from symmtui import paths
 from symmtui.demo.sandbox import write_sandbox
@@ -132,8 +133,7 @@ class StandinDriver:
             self.step()
 
 
-@dataclass
-class Demo:
+class Demo(Struct):
     """One demo: where it lives and the real parts it runs (the Session stops its server and owns its NVML)."""
 
     root: Path

@@ -13,11 +13,12 @@ import math
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
 from typing import Final
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from symmtui.bringup.httpget import failed
 from symmtui.errors import UserError
@@ -81,8 +82,7 @@ class ExporterError(UserError):
     exit_code = EXIT_UNREACHABLE
 
 
-@dataclass(frozen=True, slots=True)
-class Series:
+class Series(Struct, frozen=True):
     """One sample of one metric: its name, labels and value."""
 
     name: str
@@ -90,8 +90,7 @@ class Series:
     value: float
 
 
-@dataclass
-class _Gpu:
+class _Gpu(Struct):
     """The values gathered for one GPU (or MIG instance) from the series that name it."""
 
     host: str
@@ -103,8 +102,7 @@ class _Gpu:
     bad: dict[str, str] = field(default_factory=dict)  # field -> why its value is n/a
 
 
-@dataclass(frozen=True, slots=True)
-class Scrape:
+class Scrape(Struct, frozen=True):
     """What one read of an exporter gave: its GPUs, which exporter it is, the driver it names."""
 
     infos: tuple[GpuInfo, ...]

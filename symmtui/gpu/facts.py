@@ -20,7 +20,8 @@ gives one answer everywhere. Conventions:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.results import GpuInfo, GpuSample, NAType
@@ -29,8 +30,7 @@ from symmtui.gpu.topology import Topology, read_topology
 SYMM_MEM_MIN_MAJOR = 9  # below this, SGLang / vLLM leave torch symmetric memory off: the tables are not read
 
 
-@dataclass(frozen=True)
-class Holders:
+class Holders(Struct, frozen=True):
     """Which pids hold GPU memory: ``pids`` None when it could not be checked (``reason`` says why)."""
 
     pids: frozenset[int] | None
@@ -83,8 +83,7 @@ def gpu_pids_from(nvml: Nvml) -> Callable[[], set[int] | None]:
     return gpu_pids
 
 
-@dataclass(frozen=True)
-class Capabilities:
+class Capabilities(Struct, frozen=True):
     """The compute capability of each GPU (None where NVML could not tell) and the rule for mixed hosts."""
 
     per_gpu: tuple[tuple[int, int] | None, ...]
@@ -150,8 +149,7 @@ def read_nvlink_every_pair(nvml: Nvml | None) -> bool | None:
     return nvlink_every_pair(read_topology(nvml))
 
 
-@dataclass(frozen=True)
-class PatchFacts:
+class PatchFacts(Struct, frozen=True):
     """What the patch check needs to know about this host: capabilities and NVLink between every pair."""
 
     capabilities: Capabilities

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+from msgspec.structs import replace
 
 from symmtui.gpu.results import CallStats, GpuInfo, GpuSample
 from symmtui.gpu.source import GpuSource, Reading
@@ -47,10 +48,10 @@ class MultiSource:
         infos: list[GpuInfo] = []
         samples: list[GpuSample] = []
         for i, (_host, _order, info, sample) in enumerate(pairs):
-            infos.append(dataclasses.replace(info, index=i,
+            infos.append(replace(info, index=i,
                                              host_index=info.host_index if info.host is not None else info.index))
             if sample is not None:
-                samples.append(dataclasses.replace(sample, index=i))
+                samples.append(replace(sample, index=i))
         reason = "; ".join(reasons) if reasons and not infos else None
         stats = CallStats(calls, time.perf_counter() - t0, slowest, slowest_s)
         return Reading(tuple(infos), tuple(samples), reason, stats)

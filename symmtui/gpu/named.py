@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+from msgspec.structs import replace
 
 from symmtui.gpu.source import GpuSource, Reading
 
@@ -20,7 +20,7 @@ class NamedSource:
 
     def read(self) -> Reading:
         r = self.source.read()
-        infos = tuple(dataclasses.replace(i, host=self.node,
+        infos = tuple(replace(i, host=self.node,
                                           host_index=i.host_index if i.host_index is not None else i.index)
                       for i in r.infos)
         reason = r.unavailable_reason

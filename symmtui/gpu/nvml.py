@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import os
 import threading
@@ -10,6 +9,8 @@ import time
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, Final
+
+from msgspec.structs import replace
 
 from symmtui.gpu.families import family, sm_name
 from symmtui.gpu.results import NA, CallStats, GpuInfo, GpuProcess, GpuSample, NAType, NvLink
@@ -571,7 +572,7 @@ def _lost_sample(index: int, now: float) -> GpuSample:
 
 
 def _replace_lost(info: GpuInfo) -> GpuInfo:
-    return dataclasses.replace(info, lost=True)
+    return replace(info, lost=True)
 
 
 def nvml_from_env(standin: str | None = None) -> Nvml:

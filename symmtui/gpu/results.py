@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Final, TypeVar
+
+from msgspec import Struct, field
 
 T = TypeVar("T")
 MIB: Final = 1024 * 1024
@@ -47,8 +48,7 @@ def na_or(value: T | NAType, default: T) -> T:
     return default if isinstance(value, NAType) else value
 
 
-@dataclass(frozen=True, slots=True)
-class GpuProcess:
+class GpuProcess(Struct, frozen=True):
     """A process holding memory on a GPU (pid from NVML; name and command line from psutil)."""
 
     pid: int
@@ -58,8 +58,7 @@ class GpuProcess:
     kind: str = "C"  # "C" compute, "G" graphics, "C+G" both
 
 
-@dataclass(frozen=True, slots=True)
-class GpuInfo:
+class GpuInfo(Struct, frozen=True):
     """What does not change while a GPU is up."""
 
     index: int
@@ -81,8 +80,7 @@ class GpuInfo:
     host_index: int | None = None  # the GPU's number on that node (``index`` numbers all GPUs shown)
 
 
-@dataclass(frozen=True, slots=True)
-class GpuSample:
+class GpuSample(Struct, frozen=True):
     """One reading of the dynamic values of one GPU."""
 
     index: int
@@ -111,8 +109,7 @@ class GpuSample:
         return self.memory_used / usable if usable > 0 else NA
 
 
-@dataclass(frozen=True, slots=True)
-class NvLink:
+class NvLink(Struct, frozen=True):
     """One NVLink of one GPU."""
 
     link: int
@@ -122,8 +119,7 @@ class NvLink:
     remote_bus_id: str | NAType  # NA when hidden (VMs answer FFFFFFFF:FF:FF.0)
 
 
-@dataclass
-class CallStats:
+class CallStats(Struct):
     """Cost of NVML calls over a span: count, total and the slowest call."""
 
     calls: int = 0

@@ -6,15 +6,15 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.results import GpuInfo, GpuSample
 from symmtui.gpu.source import GpuSource, as_source
 
 
-@dataclass(frozen=True, slots=True)
-class GpuSnapshot:
+class GpuSnapshot(Struct, frozen=True):
     """Everything one sampling round saw, handed to ``on_sample`` and kept as ``latest()``."""
 
     time: float  # time.time() at the start of the round

@@ -8,7 +8,8 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from symmtui.gpu.nvml import Nvml
 from symmtui.gpu.results import NAType
@@ -19,8 +20,7 @@ MiB = 1024 * 1024
 QUERY = "index,memory.total,memory.reserved,memory.used,pcie.link.gen.max,pcie.link.width.max,compute_cap,pci.bus_id"
 
 
-@dataclass(frozen=True)
-class TopoText:
+class TopoText(Struct, frozen=True):
     """`nvidia-smi topo -m` parsed: GPU labels, the GPU-to-GPU cells and the affinity columns."""
 
     gpus: tuple[str, ...]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from msgspec import Struct
 
 from symmtui.gpu.results import CallStats, GpuInfo, GpuSample
 
@@ -13,8 +14,7 @@ if TYPE_CHECKING:
 NVML = "nvml"
 """The source spec of this machine's GPUs through NVML (a profile's ``gpus = "nvml"``)."""
 
-@dataclass(frozen=True, slots=True)
-class Reading:
+class Reading(Struct, frozen=True):
     """One round of one source: what it knows of its GPUs now.
 
     ``unavailable_reason``: why there is nothing (NVML missing, exporter unreachable); the GPUs are then

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from symmtui.gpu.families import family, sm_name
 from symmtui.gpu.nvml import TOPOLOGY_LEVELS, Nvml
@@ -38,8 +39,7 @@ _LEVEL_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
 Matrix = tuple[tuple[str, ...], ...]
 
 
-@dataclass(frozen=True)
-class Topology:
+class Topology(Struct, frozen=True):
     """How the GPUs connect, as `nvidia-smi topo -m` shows it, plus the facts the app derives from it."""
 
     gpus: tuple[str, ...]
@@ -181,7 +181,7 @@ def read_topology(nvml: Nvml) -> Topology:
         all_capability=all_cap,
         p2p_all_pairs=p2p_all,
     )
-    return dataclasses.replace(topo, facts=derive_facts(topo), cost_seconds=time.perf_counter() - t0)
+    return replace(topo, facts=derive_facts(topo), cost_seconds=time.perf_counter() - t0)
 
 
 def _p2p_text(value: int | NAType) -> str:

@@ -15,7 +15,9 @@ know (the numbering of lines, the log's clock, the GPUs, the profile), and get t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from symmtui.clitext import headless, mmss
 from symmtui.judge.diagnose import Diagnosis
@@ -32,8 +34,7 @@ INTENTS = ("launch", "relaunch", "patch", "fix", "stacks")
 LIVE = (State.STARTING, State.WAITING, State.STALLED)
 
 
-@dataclass(frozen=True)
-class Said:
+class Said(Struct, frozen=True):
     """One error or warning, with everything a reader says of it: its headline and where it is, and the
     catalogue's diagnosis (the cause in words, the next step as the dashboard and as a command say it, the
     intent a key acts on, the typed fix)."""
@@ -66,8 +67,7 @@ class Said:
         return Diagnosis(self.cause, self.action or "", self.intent, self.entry, self.fix, self.source)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True)
-class Eta:
+class Eta(Struct, frozen=True):
     """The ETA as shown: ``text`` ("03:10", "about 22 s", "no history yet"; "" when none applies), the
     earlier launches it comes from, and the live rate for the progress bar ("2.1/s", "")."""
 
@@ -77,8 +77,7 @@ class Eta:
     rate: str = ""
 
 
-@dataclass(frozen=True)
-class NodeBoard:
+class NodeBoard(Struct, frozen=True):
     """One node as every reader shows it."""
 
     name: str
@@ -118,16 +117,14 @@ class NodeBoard:
         return _panel(self.cause, self.errors, self.warnings)
 
 
-@dataclass(frozen=True)
-class Relaunch:
+class Relaunch(Struct, frozen=True):
     """What a relaunch does, for the question before it: the grace and each node's command."""
 
     grace: float
     commands: tuple[tuple[str, str], ...]
 
 
-@dataclass(frozen=True)
-class Board:
+class Board(Struct, frozen=True):
     """The bring-up of 1..N nodes as every reader shows it (see the module docstring)."""
 
     seq: int
@@ -204,8 +201,7 @@ class Board:
 MAX_SHOWN = 3
 
 
-@dataclass(frozen=True)
-class NodeInput:
+class NodeInput(Struct, frozen=True):
     """What the Session knows of one node besides its view: how its lines are numbered, its log's clock,
     its live progress rate, where its log is, the launch and generation, and its backlog's state."""
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Literal
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from symmtui.judge.events import PROCESS_EXIT, Event
 from symmtui.judge.rules import Action, Kind, Rule, RuleMatch, RuleSet
@@ -14,8 +16,7 @@ from symmtui.judge.rules import Action, Kind, Rule, RuleMatch, RuleSet
 Intent = Literal["patch", "relaunch", "stop"]
 
 
-@dataclass(frozen=True)
-class Diagnosis:
+class Diagnosis(Struct, frozen=True):
     """What went wrong, in words a tired engineer reads at 3 a.m., and the next step.
 
     ``id`` is the catalogue entry; ``fix`` its typed action with the values of this event filled in

@@ -14,14 +14,14 @@ dialect is unknown, and no reading below applies.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
+
+from msgspec import Struct
 
 from symmtui.tables import enginetable
 
 
-@dataclass(frozen=True)
-class Dialect:
+class Dialect(Struct, frozen=True):
     """One engine's readings. ``warmup_answer``: the catalogue entry whose first line, in a log whose start is
     there, answers the engine's own warm-up request (None: the engine sends itself none)."""
 

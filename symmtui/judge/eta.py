@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from symmtui.judge.readiness import Snapshot, State
 
@@ -29,8 +30,7 @@ UNITS = {"loading weights": "shards", "capturing CUDA graphs": "batches"}
 _TQDM = re.compile(r"(?<![\w.+-])(\d+(?:\.\d+)?)\s*(it/s|s/it)\b")  # a whole figure: not the 400 of 1e400it/s
 
 
-@dataclass(frozen=True)
-class LiveEta:
+class LiveEta(Struct, frozen=True):
     """Seconds left in the current phase at the live rate (units per second)."""
 
     rest: float

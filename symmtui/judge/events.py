@@ -16,9 +16,12 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 from itertools import accumulate
-from typing import TYPE_CHECKING, Protocol
+from operator import attrgetter
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from symmtui.judge import dialects
 from symmtui.judge import tracebacks as tb
@@ -59,8 +62,7 @@ _NUMBERS = re.compile(r"\d+(?:\.\d+)?")
 _BEFORE_HTTP = frozenset(PHASE_ORDER[: PHASE_ORDER.index(PHASE_HTTP)])
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(Struct, frozen=True):
     """Something a log record (or a traceback of several lines) means.
 
     ``diagnosis`` is the id of the catalogue entry that names it (``entry``), ``facts`` the values its
@@ -90,7 +92,8 @@ class Event:
     ends: str | None = None
     roles: frozenset[str] = frozenset()
     facts: tuple[tuple[str, str], ...] = ()
-    entry: Rule | None = field(default=None, compare=False, repr=False)
+    entry: Rule | None = None
+    """The catalogue entry that made it, for its diagnosis: aside from the value (not compared, not recorded)."""
     source: str | None = None
     spans: tuple[tuple[int, int], ...] = ()
     offset: int = -1
@@ -98,6 +101,17 @@ class Event:
     offsets: tuple[tuple[int, int], ...] = ()
     """Parallel to ``spans``: the byte offsets of each occurrence's first and last line. Line numbers may count
     from where the engine attached to a big log; offsets are always the file's (the log pane places rows by them)."""
+
+    ASIDE: ClassVar[tuple[str, ...]] = ("entry",)
+    """Fields aside from the value: ``==`` and the bundle leave them out."""
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Event:
+            return NotImplemented
+        return _value(self) == _value(other)
+
+    def __hash__(self) -> int:
+        return hash(_value(self))
 
     def where(self) -> str:
         """``"8 ranks"``, ``"rank 3"``, ``"3 times"`` or ``""``: how widely this event was seen."""
@@ -112,6 +126,9 @@ class Event:
         """The summary with its spread, e.g. ``KeyError: 12 at torch_symm_mem.py:83 (8 ranks)``."""
         where = self.where()
         return f"{self.summary} ({where})" if where else self.summary
+
+
+_value = attrgetter(*(name for name in Event.__struct_fields__ if name not in Event.ASIDE))
 
 
 class LineLike(Protocol):
@@ -149,8 +166,7 @@ def _worker(pre: Prefix) -> bool:
 _FRAMES, _EXC, _CHAIN = 0, 1, 2  # a block collects frames; its exception came (details may follow); a chain marker came
 
 
-@dataclass
-class _Section:
+class _Section(Struct):
     """One traceback of a chain: its innermost frame, its exception line and the lines continuing it."""
 
     frame: str | None = None
@@ -159,8 +175,7 @@ class _Section:
     details: list[str] = field(default_factory=list)
 
 
-@dataclass
-class _Block:
+class _Block(Struct):
     key: str | None
     rank: int | None
     start_no: int
@@ -194,8 +209,7 @@ class _Block:
         self.last_fed = fed
 
 
-@dataclass
-class _Death:
+class _Death(Struct):
     """A death's block (catalogue entries with ``follow``): its line, the lines after it that belong to it."""
 
     rule: Rule
@@ -217,8 +231,7 @@ class _Death:
     dirty: bool = False  # lines joined since its event was last emitted
 
 
-@dataclass
-class _Tally:
+class _Tally(Struct):
     """One keyed event's occurrences: the first one's event (as it last grew) and the count, ranks and spans of all.
     A repeat is counted here, never rebuilt: the Event is made again only when a batch ends (``_drain``)."""
 

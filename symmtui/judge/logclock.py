@@ -13,7 +13,7 @@ to the latest stamped line plus the engine-clock seconds since that line arrived
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from symmtui.clitext import duration
 from symmtui.judge.readiness import Snapshot
@@ -23,8 +23,7 @@ __all__ = ["LogTimes", "elapsed", "verdict_after", "words"]
 
 
 
-@dataclass(frozen=True)
-class LogTimes:
+class LogTimes(Struct, frozen=True):
     """The log pane's stamps: its first and latest stamped line (log time), and when the latest arrived
     (the engine's clock: the snapshot's ``started_at + elapsed`` scale, i.e. time.monotonic())."""
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from symmtui.judge.rules import PHASE_ORDER, PHASE_READY
 from symmtui.logs.lineparts import rank_tags as rank_tags  # re-exported: the one rank-tag rule lives there
@@ -13,8 +14,7 @@ from symmtui.logs.lineparts import record_source, split_prefix
 _INDEX = {p: i for i, p in enumerate(PHASE_ORDER)}
 
 
-@dataclass(frozen=True)
-class RankTag:
+class RankTag(Struct, frozen=True):
     """The rank a line (or a process title) names: ``label`` ("TP3", "DP1 TP3"), the pid if printed."""
 
     label: str
@@ -62,8 +62,7 @@ def compact(labels: Iterable[str]) -> str:
     return ", ".join(out)
 
 
-@dataclass(frozen=True)
-class RankState:
+class RankState(Struct, frozen=True):
     """One rank: the last phase its lines named, when its last line came, how many lines."""
 
     label: str
@@ -81,8 +80,7 @@ class RankState:
         return _INDEX.get(self.phase, -1) + (0.5 if self.finished == self.phase else 0.0)
 
 
-@dataclass(frozen=True)
-class RankSummary:
+class RankSummary(Struct, frozen=True):
     """Who is behind: None fields when every rank is level."""
 
     total: int

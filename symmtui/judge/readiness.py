@@ -26,8 +26,10 @@ import math
 import signal
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
 from enum import StrEnum
+
+from msgspec import Struct
+from msgspec.structs import force_setattr, replace
 
 from symmtui.errors import UserError
 from symmtui.judge.events import PROCESS_EXIT, Event
@@ -70,8 +72,7 @@ class State(StrEnum):
 
 
 
-@dataclass(frozen=True)
-class ReadinessConfig:
+class ReadinessConfig(Struct, frozen=True):
     """Limits and evidence. ``timeout``/``stall`` in seconds (None or 0: never). ``need_probe``: a URL is
     configured, so a log ready marker alone is not READY. ``has_pid``: a process is watched (stall
     then needs it alive)."""
@@ -90,13 +91,12 @@ class ReadinessConfig:
             if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) or value < 0:
                 raise UserError(f"{name} must be a positive number of seconds (0: never), not {value!r}")
             if value == 0 or math.isinf(value):
-                object.__setattr__(self, name, None)  # 0 (as in a profile) means no limit
+                force_setattr(self, name, None)  # 0 (as in a profile) means no limit
         if self.last_lines < 0:
             raise UserError(f"last_lines must be >= 0, not {self.last_lines}")
 
 
-@dataclass(frozen=True)
-class PhaseSpan:
+class PhaseSpan(Struct, frozen=True):
     """One phase of the bring-up. ``start``/``end`` are seconds since the start of watching;
     ``log_start``/``log_end`` the log's own timestamps (epoch seconds) when the lines had them."""
 
@@ -114,8 +114,7 @@ class PhaseSpan:
         return None if end is None else max(0.0, end - self.start)
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(Struct, frozen=True):
     """Everything a reader needs to show the bring-up (immutable; safe to hand across threads)."""
 
     state: State

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from msgspec import Struct, field
 
 from symmtui.errors import UserError
 from symmtui.judge.litmask import literal_mask
@@ -341,8 +342,7 @@ class RuleSet:
         return None
 
 
-@dataclass
-class ByteScanner:
+class ByteScanner(Struct):
     """Finds candidate lines in a big bytes buffer fast (``scan``): rare-byte anchors + memchr.
 
     For each literal it picks the byte that is rarest in a sample of the file; memchr (bytes.find

@@ -10,7 +10,9 @@ endpoint, the recorder and ``scan`` only format it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from symmtui.clitext import duration, mmss
 from symmtui.judge.diagnose import Diagnosis, PortOwner, diagnose
@@ -44,8 +46,7 @@ def ready_words(snap: Snapshot) -> str:
     return f"in {mmss(after if after is not None else snap.elapsed)}"
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Struct, frozen=True):
     """An error or warning with the catalogue's diagnosis of it (None: no entry names it)."""
 
     event: Event
@@ -72,8 +73,7 @@ def ordered_events(snap: Snapshot) -> tuple[Event, ...]:
     return (*((cause,) if cause is not None else ()), *errors, *snap.warnings)
 
 
-@dataclass(frozen=True)
-class Changes:
+class Changes(Struct, frozen=True):
     """What differs from the last READY launch, already worded (``launch.changes``): ``since`` says which
     launch and when (or that there is none to compare with, or that nothing it keeps differs), ``lines``
     the differences, the likeliest culprit first."""
@@ -87,8 +87,7 @@ class Changes:
         return f"changed {self.since}: {'; '.join(self.lines)}" if self.lines else self.since
 
 
-@dataclass(frozen=True)
-class NodeView:
+class NodeView(Struct, frozen=True):
     """One node as the verdict sees it: its name, its latest snapshot, who is behind inside it, the
     findings of its cause / errors / warnings, and the ETA from its earlier launches."""
 
@@ -123,8 +122,7 @@ class NodeView:
         return next((f for f in self.findings if f.event.key == event.key), None)
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(Struct, frozen=True):
     """The session's verdict: a state, the node it is about (crashed, behind, timed out; else the head),
     the header's line, the line under the state and the state's detail, every node's view, the patch state,
     and once READY the phases against earlier launches (what changed since the last READY launch is the

@@ -16,7 +16,8 @@ import datetime as _dt
 import re
 import shlex
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from symmtui.judge.diagnose import Diagnosis
 from symmtui.judge.rules import Action
@@ -34,8 +35,7 @@ _FLAG = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*[a-z0-9]")
 _VARIABLE = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
 
 
-@dataclass(frozen=True)
-class Difference:
+class Difference(Struct, frozen=True):
     """One difference: its ``rank`` (NAMED first ... REST), what it is about and its line.
 
     ``kind`` is "flag", "env", "version", "gpu", "patch", "model", "command", "cwd", "host" or "note";

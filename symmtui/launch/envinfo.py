@@ -25,9 +25,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from msgspec import Struct, field
 
 from symmtui import __version__
 from symmtui.errors import UserError
@@ -72,8 +73,7 @@ NCCL_PROBE = (
 )
 
 
-@dataclass(frozen=True)
-class GpuFact:
+class GpuFact(Struct, frozen=True):
     """One GPU as NVML named it: ``capability`` as "12.0", ``memory_mib`` total, ``uuid`` (None where NVML
     could not say): the card itself, so a history can tell another card in the same slot."""
 
@@ -81,12 +81,22 @@ class GpuFact:
     name: str | None
     capability: str | None
     memory_mib: int | None
-    uuid: str | None = field(default=None, compare=False)
+    uuid: str | None = None
     """Not in the JSON form (a bundle is shared: its capture reads back equal without it); the history keeps it."""
+    ASIDE: ClassVar[tuple[str, ...]] = ("uuid",)
+    """Fields aside from the value: ``==`` and the bundle leave them out."""
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not GpuFact:
+            return NotImplemented
+        return (self.index, self.name, self.capability, self.memory_mib) == (
+            other.index, other.name, other.capability, other.memory_mib)
+
+    def __hash__(self) -> int:
+        return hash((self.index, self.name, self.capability, self.memory_mib))
 
 
-@dataclass(frozen=True)
-class ServerCommand:
+class ServerCommand(Struct, frozen=True):
     """How the server runs: its words, its whole environment, its directory and interpreter (None: unknown)."""
 
     argv: tuple[str, ...] | None
@@ -134,8 +144,7 @@ class ServerCommand:
         return cls(argv, env, cwd, python)
 
 
-@dataclass(frozen=True)
-class EnvInfo:
+class EnvInfo(Struct, frozen=True):
     """The environment of one bring-up, redacted; JSON through :meth:`to_json` / :meth:`from_json`."""
 
     taken_at: float

@@ -25,9 +25,10 @@ import os
 import shlex
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from symmtui.errors import UserError
 from symmtui.launch.envinfo import PRESENCE_PREFIXES, VALUE_PREFIXES, GpuFact
@@ -51,8 +52,7 @@ Flag = tuple[str, str | None]
 FileFact = tuple[str, int, float]  # (name, size in bytes, mtime)
 
 
-@dataclass(frozen=True)
-class LaunchFacts:
+class LaunchFacts(Struct, frozen=True):
     """One launch's facts (see the module's docstring); ``more``: words and variables past the caps, not kept."""
 
     host: str = ""

@@ -7,9 +7,10 @@ import json
 import os
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from symmtui import boundary
 from symmtui.errors import UserError
@@ -44,8 +45,7 @@ def _seconds(value: Any, top: float) -> float:
     return seconds
 
 
-@dataclass(frozen=True)
-class HistoryEntry:
+class HistoryEntry(Struct, frozen=True):
     """One launch, appended once it ended (or was stopped)."""
 
     launch_id: str
@@ -124,8 +124,7 @@ class HistoryEntry:
         )
 
 
-@dataclass(frozen=True)
-class Estimate:
+class Estimate(Struct, frozen=True):
     """Medians over ``samples`` earlier successful launches of one command."""
 
     samples: int

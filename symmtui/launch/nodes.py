@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass, replace
 from pathlib import Path
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from symmtui.launch.profile import NodeSpec, Profile
 
@@ -41,8 +43,7 @@ def watched_log(profile: Profile, node: NodeSpec) -> Path | None:
     return node_profile(profile, node).log_path
 
 
-@dataclass(frozen=True)
-class StopCommandResult:
+class StopCommandResult(Struct, frozen=True):
     """What a node's ``stop`` command did: ``ok``, its exit code, and the reason in one line when not."""
 
     node: str

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
+
+from msgspec import Struct, field
 
 FORMATS = ("ntfy", "slack", "json")
 VERDICTS = ("ready", "crashed", "stalled", "timed_out")
@@ -21,8 +22,7 @@ Fail = Callable[[str, str], Exception]
 """Makes the one-line error for ``(dotted key, message)`` (the profile's locator names file:line)."""
 
 
-@dataclass(frozen=True)
-class Webhook:
+class Webhook(Struct, frozen=True):
     """One webhook URL and the body format it takes."""
 
     url: str
@@ -34,8 +34,7 @@ class Webhook:
         return redact(self.url)
 
 
-@dataclass(frozen=True)
-class NotifyConfig:
+class NotifyConfig(Struct, frozen=True):
     """What notifies, and how (defaults: bell and desktop on, no webhook, every verdict but STOPPED)."""
 
     webhooks: tuple[Webhook, ...] = ()

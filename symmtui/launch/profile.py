@@ -7,10 +7,11 @@ import re
 import shlex
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+from msgspec import Struct, field
 
 from symmtui import boundary, paths, patterns
 from symmtui.errors import UserError
@@ -41,8 +42,7 @@ class ProfileError(UserError):
         super().__init__(one_line, exit_code=exit_code)
 
 
-@dataclass(frozen=True)
-class NodeSpec:
+class NodeSpec(Struct, frozen=True):
     """One node of a multi-node server (``[[nodes]]``): where its log comes from, its GPUs, its launch/stop.
 
     ``rank`` is its place in the list (0: the head, which serves ``server.url``). ``launch`` and ``stop``
@@ -62,8 +62,7 @@ class NodeSpec:
     stop_text: str = ""
 
 
-@dataclass(frozen=True)
-class Profile:
+class Profile(Struct, frozen=True):
     """One server to bring up (or, without a command, one log to watch).
 
     ``argv`` is exactly what is executed: the user's argv list, a shlex-split string, or

@@ -13,9 +13,10 @@ import os
 import re
 import shlex
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from symmtui import boundary, fsatomic
 from symmtui.errors import UserError
@@ -28,8 +29,7 @@ _ENV_HEADER = re.compile(r"(?m)^[ \t]*\[server\.env\][ \t]*(?:#.*)?$")
 _TABLE = re.compile(r"(?m)^[ \t]*\[")
 
 
-@dataclass(frozen=True)
-class ProfileFix:
+class ProfileFix(Struct, frozen=True):
     """What applying ``action`` to the profile at ``path`` changes: ``old``/``new`` text and the diff."""
 
     path: Path

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
+
+from msgspec import Struct, field
 
 if TYPE_CHECKING:  # types only: a watch-only session reads Step and Progress without psutil
     from symmtui.launch.state import LaunchRecord
@@ -26,8 +27,7 @@ class Step(StrEnum):
     DONE = "done"
 
 
-@dataclass(frozen=True)
-class Stranger:
+class Stranger(Struct, frozen=True):
     """A process we did not start that still holds the port or GPU memory (pid None: not visible to us)."""
 
     pid: int | None
@@ -42,8 +42,7 @@ class Stranger:
         return f"{who}{cmd} holds {' and '.join(self.holds)}"
 
 
-@dataclass(frozen=True)
-class Progress:
+class Progress(Struct, frozen=True):
     """One visible step of a stop or relaunch, pushed to ``on_progress`` (from the calling thread)."""
 
     step: Step
@@ -69,8 +68,7 @@ GpuPids = Callable[[], "set[int] | None"]
 StopProgress = Progress
 
 
-@dataclass(frozen=True)
-class StopReport:
+class StopReport(Struct, frozen=True):
     """What a stop did and what is left."""
 
     record: LaunchRecord | None
@@ -117,8 +115,7 @@ class StopReport:
         return "; ".join(parts)
 
 
-@dataclass(frozen=True)
-class RelaunchResult:
+class RelaunchResult(Struct, frozen=True):
     """A relaunch: the stop, the preflight prediction (if any) and the new launch."""
 
     stop: StopReport

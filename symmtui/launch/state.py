@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import asdict
 
 from symmtui import fsatomic, paths
 from symmtui.errors import UserError
 
 
-@dataclass(frozen=True)
-class LaunchRecord:
+class LaunchRecord(Struct, frozen=True):
     """One launch: enough to find (and only find) the processes it started, after a restart too."""
 
     launch_id: str
@@ -102,8 +103,7 @@ def stop_request_path(profile_key: str) -> Path:
     return launch_dir() / f"{profile_key}.stopping"
 
 
-@dataclass(frozen=True)
-class StopRequest:
+class StopRequest(Struct, frozen=True):
     """A stop of one launch, recorded before its first signal so its watchers can tell it from a crash."""
 
     launch_id: str

@@ -12,9 +12,10 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from msgspec.structs import replace
 
 from symmtui.errors import UserError
 from symmtui.launch import history as history_mod

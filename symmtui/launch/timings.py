@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from symmtui.judge.readiness import READY_WAITING_HEALTH
 from symmtui.launch.history import HistoryEntry
@@ -34,8 +35,7 @@ def seconds(value: float) -> str:
     return f"{value:.2g} s"
 
 
-@dataclass(frozen=True)
-class PhaseTiming:
+class PhaseTiming(Struct, frozen=True):
     """One phase of this launch against its usual time."""
 
     name: str
@@ -59,8 +59,7 @@ class PhaseTiming:
         return f"{self.name} {seconds(self.took)} (usual {seconds(self.usual)}, {how})"
 
 
-@dataclass(frozen=True)
-class Comparison:
+class Comparison(Struct, frozen=True):
     """The phases that differ noticeably from the usual, and the versions changed since the launches compared."""
 
     samples: int

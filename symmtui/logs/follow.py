@@ -7,9 +7,10 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
+
+from msgspec import Struct
 
 from symmtui.logs import inotify
 from symmtui.logs.decode import DEFAULT_MAX_LINE_BYTES, LogLine, cut_utf8, make_line, make_lines, newlines
@@ -52,8 +53,7 @@ Attach = Callable[[int, int], "tuple[int, str]"]
 what to tell the reader about the part before it (sent as an "attached" notice; "" for none)."""
 
 
-@dataclass(frozen=True, slots=True)
-class FileNotice:
+class FileNotice(Struct, frozen=True):
     """Something happened to the file itself (not a line).
 
     waiting: the file (or its directory) does not exist yet. opened: a file generation is opened
@@ -227,8 +227,7 @@ def count_lines(fd: int, start: int, end: int, block: int = READ_BYTES) -> int:
     return n
 
 
-@dataclass(frozen=True)
-class Numbering:
+class Numbering(Struct, frozen=True):
     """Line numbers as the follower gave them -> the file's own: exact, or estimated past an uncounted part."""
 
     skipped: int = 0  # bytes before the attach point whose lines were not counted (0: numbers are exact)

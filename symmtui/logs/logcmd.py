@@ -16,8 +16,9 @@ import time
 import uuid
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from symmtui.errors import UserError
 from symmtui.logs.decode import DEFAULT_MAX_LINE_BYTES, LogLine
@@ -50,8 +51,7 @@ class LogCommandError(UserError):
     """A log command that cannot be used (empty, bad quoting, program not found or not executable)."""
 
 
-@dataclass(frozen=True)
-class LogCommand:
+class LogCommand(Struct, frozen=True):
     """A command whose stdout and stderr are the server's log.
 
     ``argv`` is exactly what is executed (no shell unless ``shell``: then it is ``/bin/sh -c text``);
@@ -112,8 +112,7 @@ class LogCommand:
         return None
 
 
-@dataclass(frozen=True)
-class Backoff:
+class Backoff(Struct, frozen=True):
     """When to restart a command that exited: ``first`` seconds, doubling up to ``cap``; a run that
     lasted ``reset_after`` seconds or more starts the doubling over."""
 

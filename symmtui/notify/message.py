@@ -3,7 +3,8 @@ terminal and redacted: a notification leaves the process; a fix said as a comman
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from msgspec import Struct
+from msgspec.structs import replace
 
 from symmtui.judge.board import Board
 from symmtui.judge.readiness import State
@@ -17,8 +18,7 @@ VERDICT_KEYS = {State.READY: "ready", State.CRASHED: "crashed", State.STALLED: "
                 State.TIMED_OUT: "timed_out"}
 
 
-@dataclass(frozen=True)
-class VerdictNote:
+class VerdictNote(Struct, frozen=True):
     """One verdict, told: ``headline`` (``READY after 95.2 s``), ``lines`` under it (next step, comparisons)."""
 
     state: str

@@ -8,7 +8,8 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from symmtui.launch.notifyconf import NotifyConfig, Webhook
 from symmtui.notify import local
@@ -23,8 +24,7 @@ FLUSH_BOUND = 3.0
 flight; then the verb exits with the verdict's code and a warning line for each webhook not done."""
 
 
-@dataclass
-class _Delivery:
+class _Delivery(Struct):
     what: str
     thread: threading.Thread | None = None
     reported: bool = False

@@ -5,14 +5,14 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from symmtui import fsatomic
 
 
-@dataclass
-class Staged:
+class Staged(Struct):
     """A fully written and fsynced temp file waiting to replace ``target`` (``real``: the file a symlink names)."""
 
     target: Path

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Literal
+
+from msgspec import Struct
 
 from symmtui.errors import UserError
 
@@ -16,8 +17,7 @@ TableKey = int | str
 _CAP_RE = re.compile(r"^\s*(?:sm[_ ]?(?P<sm>\d{2,3})|(?P<major>\d{1,2})(?:\.(?P<minor>\d))?)\s*$", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Capability:
+class Capability(Struct, frozen=True):
     """A compute capability: ``major`` and, when known, ``minor`` (``12`` or ``12.0``)."""
 
     major: int

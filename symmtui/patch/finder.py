@@ -10,8 +10,9 @@ import re
 import subprocess
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from symmtui import boundary
 from symmtui.errors import InputError, UserError
@@ -26,8 +27,7 @@ class PackageNotFound(UserError):
     exit_code = 2
 
 
-@dataclass(frozen=True)
-class Installed:
+class Installed(Struct, frozen=True):
     """A found package: its directory, version (None when unknown) and how we found it."""
 
     package: str

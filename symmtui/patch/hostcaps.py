@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from symmtui.patch.capability import Capability, KeyKind, key_text
 from symmtui.patch.engine import check
@@ -34,4 +35,4 @@ def other_caveats(report: CheckReport, others: Sequence[tuple[int, int]]) -> tup
 def with_others(report: CheckReport, others: Sequence[tuple[int, int]]) -> CheckReport:
     """``report`` with :func:`other_caveats` added to its caveats (unchanged when there are none)."""
     extra = other_caveats(report, others) if others else ()
-    return dataclasses.replace(report, caveats=report.caveats + extra) if extra else report
+    return replace(report, caveats=report.caveats + extra) if extra else report

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from msgspec import Struct
 
 from symmtui.patch.capability import KeyKind, TableKey
 
@@ -16,8 +17,7 @@ _SGLANG_DIR = "srt/distributed/device_communicators"
 _VLLM_DIR = "distributed/device_communicators"
 
 
-@dataclass(frozen=True)
-class TableSpec:
+class TableSpec(Struct, frozen=True):
     """Where one table lives (relative to the package directory) and its name."""
 
     role: Role
@@ -25,8 +25,7 @@ class TableSpec:
     name: str
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(Struct, frozen=True):
     """One released arrangement of the two tables.
 
     ``sizes`` maps capability -> {world size: max bytes}; ``multimem`` maps capability -> world sizes

@@ -6,8 +6,9 @@ import ast
 import bisect
 import operator
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Literal
+
+from msgspec import Struct
 
 from symmtui.patch.capability import KeyKind, TableKey
 
@@ -19,8 +20,7 @@ class LayoutProblem(Exception):
     """The source does not have the shape we know; the message says what differed."""
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(Struct, frozen=True):
     """One ``key: value`` of a dict literal, with byte offsets into the file.
 
     ``key_start..key_end`` and ``value_start..value_end`` are the literal's own text; ``start..end``
@@ -38,8 +38,7 @@ class Entry:
     value_dump: str
 
 
-@dataclass(frozen=True)
-class DictTable:
+class DictTable(Struct, frozen=True):
     """A named dict literal found in a module (module level or a class body)."""
 
     name: str

@@ -6,9 +6,10 @@ import os
 import shlex
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from msgspec import Struct
 
 from symmtui import boundary
 from symmtui.errors import UserError
@@ -22,8 +23,7 @@ SYMM_FLAG = "--enable-torch-symm-mem"
 _TP_FLAGS = ("--tp-size", "--tp", "--tensor-parallel-size", "-tp")
 
 
-@dataclass(frozen=True)
-class Prediction:
+class Prediction(Struct, frozen=True):
     """What the launch will do: ``crash`` (KeyError at distributed init) or ``off`` (feature silently off)."""
 
     outcome: Literal["crash", "off"]

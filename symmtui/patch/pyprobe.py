@@ -14,8 +14,9 @@ import os
 import shlex
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 # Runs under -I: sys.path is the stdlib and the install's site-packages only. Every import happens
 # before the server's directories are put on the path; after that nothing is imported, only located.
@@ -70,8 +71,7 @@ PROBE = (
 )
 
 
-@dataclass(frozen=True)
-class ImportContext:
+class ImportContext(Struct, frozen=True):
     """The directories a server command searches before the interpreter's own: as ``sys.path`` would be.
 
     ``head``: its script directory (or cwd for ``-m``/``-c``), then its PYTHONPATH entries, in order;

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from msgspec import Struct, field
 
 from symmtui.patch.capability import Capability, TableKey
 from symmtui.patch.parser import LookupStyle
@@ -23,8 +24,7 @@ Outcome = Literal["crash", "off", "fine", "unknown"]
 """What a launch with ``--enable-torch-symm-mem`` on these GPUs does with the files as they are."""
 
 
-@dataclass(frozen=True)
-class TableStatus:
+class TableStatus(Struct, frozen=True):
     """One table as check found it."""
 
     role: str
@@ -58,8 +58,7 @@ class TableStatus:
         }
 
 
-@dataclass(frozen=True)
-class CheckReport:
+class CheckReport(Struct, frozen=True):
     """Everything check learnt: per-table status, the predicted launch behaviour, caveats, file hashes."""
 
     package: str
@@ -132,8 +131,7 @@ class CheckReport:
         }
 
 
-@dataclass(frozen=True)
-class ApplyResult:
+class ApplyResult(Struct, frozen=True):
     """What apply did: ``applied``, ``already`` (symmtui's patch is there) or ``nothing`` (upstream has it)."""
 
     status: Literal["applied", "already", "nothing"]
@@ -160,8 +158,7 @@ class ApplyResult:
         }
 
 
-@dataclass(frozen=True)
-class RevertResult:
+class RevertResult(Struct, frozen=True):
     """What revert did: ``reverted``, ``already`` (files are the originals) or ``nothing`` (no record)."""
 
     status: Literal["reverted", "already", "nothing"]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 import os
 import pwd
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from symmtui import boundary
 from symmtui.errors import InputError, UserError
@@ -25,8 +26,7 @@ from symmtui.patch.parser import (
 from symmtui.patch.state import sha256
 
 
-@dataclass
-class Scan:
+class Scan(Struct):
     """One install as read: its layout, the table files' bytes and modes, the parsed tables, how they are read."""
 
     inst: Installed

@@ -10,10 +10,12 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import asdict, replace
 
 from symmtui import boundary
 from symmtui.boundary import InputError
@@ -57,8 +59,7 @@ def patches_dir() -> Path:
         raise StateError(str(exc)) from None
 
 
-@dataclass(frozen=True)
-class FileRecord:
+class FileRecord(Struct, frozen=True):
     """One patched file: where, its hashes before/after, and the backup's name in the record dir."""
 
     path: str
@@ -69,8 +70,7 @@ class FileRecord:
     mode: int
 
 
-@dataclass(frozen=True)
-class PatchRecord:
+class PatchRecord(Struct, frozen=True):
     """The manifest of one applied patch (one package install)."""
 
     package: str

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import os
 import pwd
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 CAP_SYS_PTRACE = 19
 YAMA = Path("/proc/sys/kernel/yama/ptrace_scope")
 
 
-@dataclass(frozen=True)
-class Access:
+class Access(Struct, frozen=True):
     """What decides ptrace permission here: our capabilities, Yama's scope, the target's owner."""
 
     has_ptrace_cap: bool

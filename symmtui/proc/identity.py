@@ -19,8 +19,9 @@ import os
 import select
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
+
+from msgspec import Struct
 
 from symmtui.proc.pidwatch import stat_fields
 
@@ -41,8 +42,7 @@ class Outcome(StrEnum):
     DENIED = "denied"  # the kernel said no
 
 
-@dataclass(frozen=True)
-class Listed:
+class Listed(Struct, frozen=True):
     """A process as it was shown (or recorded): its pid, start time (psutil's ``create_time``; None: unread) and
     real uid (None: not to be checked, a launch's own process that may drop its privileges)."""
 
@@ -51,8 +51,7 @@ class Listed:
     uid: int | None = None
 
 
-@dataclass(frozen=True)
-class Signalled:
+class Signalled(Struct, frozen=True):
     """What happened, and the sentence that says it."""
 
     outcome: Outcome
@@ -63,8 +62,7 @@ class Signalled:
         return self.outcome is Outcome.SENT
 
 
-@dataclass(frozen=True)
-class Now:
+class Now(Struct, frozen=True):
     """What /proc says of a pid at this moment (None: no such process)."""
 
     state: str

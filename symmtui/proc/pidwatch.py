@@ -12,11 +12,11 @@ import os
 import select
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 
-@dataclass(frozen=True)
-class ProcStat:
+class ProcStat(Struct, frozen=True):
     """The two fields of ``/proc/PID/stat`` we use: the state letter and the start time."""
 
     state: str

@@ -9,10 +9,10 @@ import contextlib
 import os
 import signal
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import psutil  # type: ignore[import-untyped,unused-ignore]
+from msgspec import Struct
 
 from symmtui.proc import identity
 from symmtui.proc.pidwatch import environ, stat_fields
@@ -23,8 +23,7 @@ MARKER_ENV = "SYMMTUI_LAUNCH_ID"
 _TOLERANCE = identity.START_TOLERANCE  # the one tolerance of "the same process"
 
 
-@dataclass(frozen=True)
-class ProcInfo:
+class ProcInfo(Struct, frozen=True):
     """A process we know, by identity; ``why`` says how it was found (leader/tree/session/group/marker)."""
 
     pid: int

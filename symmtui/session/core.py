@@ -19,9 +19,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from symmtui import boundary, clitext
 from symmtui.bringup.engine import HEARTBEAT, EngineUpdate
@@ -86,8 +88,7 @@ A = TypeVar("A")
 SLOW_CALL = 1.0  # a GPU sampling round in flight this long is named on the Board ("NVML slow")
 
 
-@dataclass
-class _NodeState:
+class _NodeState(Struct):
     """What the Session keeps of one node between its engine's updates (its engine thread's, under the lock)."""
 
     view: NodeView

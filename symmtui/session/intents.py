@@ -8,8 +8,9 @@ asked for: it comes in the Boards the Session posts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
+
+from msgspec import Struct
 
 if TYPE_CHECKING:
     import signal
@@ -31,9 +32,10 @@ T = TypeVar("T")
 class Intent(Generic[T]):
     """An intent whose answer is a ``T``."""
 
+    __slots__ = ()  # a mixin of Structs: no instance dict of its own
 
-@dataclass(frozen=True)
-class Launched:
+
+class Launched(Struct, frozen=True):
     """What a launch intent did: each node's new launch, the warnings, the SM120 preflight's prediction."""
 
     records: tuple[tuple[str, LaunchRecord], ...]
@@ -45,8 +47,7 @@ class Launched:
     """The head's earlier launches of this command (the ETA), read after the launch."""
 
 
-@dataclass(frozen=True)
-class NodeStop:
+class NodeStop(Struct, frozen=True):
     """What stopping one node did: its stop command's result, its local launch's report, or why not."""
 
     node: str
@@ -61,8 +62,7 @@ class NodeStop:
         return (self.command is None or self.command.ok) and self.error is None
 
 
-@dataclass(frozen=True)
-class Launch(Intent[Launched]):
+class Launch(Struct, Intent[Launched], frozen=True):
     """Stop what was launched before, check the patch (a local node), launch every node again, follow it.
     ``checked=False``: launch without stopping or checking first (the demo's first launch)."""
 
@@ -72,24 +72,21 @@ class Launch(Intent[Launched]):
     checked: bool = True
 
 
-@dataclass(frozen=True)
-class Stop(Intent["tuple[NodeStop, ...]"]):
+class Stop(Struct, Intent["tuple[NodeStop, ...]"], frozen=True):
     """Stop every node (its stop command, its whole local tree), then wait for GPU memory and the port."""
 
     on_progress: OnProgress | None = None
     grace: float | None = None
 
 
-@dataclass(frozen=True)
-class KillStranger(Intent[bool]):
+class KillStranger(Struct, Intent[bool], frozen=True):
     """End ``pid``, a process symmtui did not start that holds the head's port or GPU memory (the user
     confirmed it); True when it is gone."""
 
     pid: int
 
 
-@dataclass(frozen=True)
-class SignalProcess(Intent["Signalled"]):
+class SignalProcess(Struct, Intent["Signalled"], frozen=True):
     """Send ``sig`` to a process the user picked from a list (the process view: k / K), if it is still what was
     listed (pid, start time, owner: ``proc.identity``, checked at that moment); one outside the server's tree only
     ``by_pid`` (the user typed its pid); pid 1 and symmtui itself never. The answer says what happened."""
@@ -99,52 +96,44 @@ class SignalProcess(Intent["Signalled"]):
     by_pid: bool = False
 
 
-@dataclass(frozen=True)
-class StillRunning(Intent["tuple[str, ...]"]):
+class StillRunning(Struct, Intent["tuple[str, ...]"], frozen=True):
     """The nodes whose launch (any process of it) still runs."""
 
 
-@dataclass(frozen=True)
-class CheckPatch(Intent["PatchView"]):
+class CheckPatch(Struct, Intent["PatchView"], frozen=True):
     """The SM120 patch's check and diff for this session's install and GPUs."""
 
 
-@dataclass(frozen=True)
-class ApplyPatch(Intent["PatchState"]):
+class ApplyPatch(Struct, Intent["PatchState"], frozen=True):
     """Apply the SM120 patch the user saw (``view``); the Boards' advice follows the new state."""
 
     view: PatchView
 
 
-@dataclass(frozen=True)
-class RevertPatch(Intent["PatchState"]):
+class RevertPatch(Struct, Intent["PatchState"], frozen=True):
     """Revert the SM120 patch."""
 
 
-@dataclass(frozen=True)
-class PlanFix(Intent["ProfileFix | None"]):
+class PlanFix(Struct, Intent["ProfileFix | None"], frozen=True):
     """The profile change of ``node``'s first diagnosis whose action is a flag or a variable (None: none)."""
 
     node: str | None = None
 
 
-@dataclass(frozen=True)
-class ApplyFix(Intent[None]):
+class ApplyFix(Struct, Intent[None], frozen=True):
     """Write the profile change (atomically) and launch with it from the next relaunch on."""
 
     fix: ProfileFix
 
 
-@dataclass(frozen=True)
-class RequestStacks(Intent[None]):
+class RequestStacks(Struct, Intent[None], frozen=True):
     """Dump ``node``'s server processes on a worker thread; a StacksTaken message brings the dump."""
 
     node: str | None = None
     native: bool = False
 
 
-@dataclass(frozen=True)
-class DumpStacks(Intent["tuple[StacksReport, str | None]"]):
+class DumpStacks(Struct, Intent["tuple[StacksReport, str | None]"], frozen=True):
     """Dump ``node``'s server processes now and answer with the dump and where it was saved (``keep``);
     UserError when there is nothing to dump or ptrace was refused for every process."""
 
@@ -154,8 +143,7 @@ class DumpStacks(Intent["tuple[StacksReport, str | None]"]):
     keep: bool = True
 
 
-@dataclass(frozen=True)
-class Say(Intent[None]):
+class Say(Struct, Intent[None], frozen=True):
     """A one-line note for the user, posted to every reader (``severity``: information, warning, error)."""
 
     text: str

@@ -21,7 +21,8 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import replace
+
+from msgspec.structs import replace
 
 from symmtui.judge.board import Board
 from symmtui.session.messages import (

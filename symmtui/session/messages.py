@@ -1,4 +1,4 @@
-"""What a Session posts: plain frozen dataclasses that carry their data (no Textual).
+"""What a Session posts: plain frozen records (msgspec Structs) that carry their data (no Textual).
 
 Every message a node's engine makes names its node and carries the Session's Board (``judge.board.Board``):
 the one value a reader lays out, so a reader never works out the verdict, a cause or a next step itself.
@@ -6,8 +6,9 @@ the one value a reader lays out, so a reader never works out the verdict, a caus
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from symmtui.judge.readiness import State
 
@@ -26,8 +27,7 @@ VERDICTS = (State.READY, State.CRASHED, State.STALLED, State.TIMED_OUT, State.ST
 """States a verdict is about (STALLED too: it is what a user walking away wants to know)."""
 
 
-@dataclass(frozen=True)
-class EngineBatch:
+class EngineBatch(Struct, frozen=True):
     """One batch of node ``node``'s engine (its new lines, events and file notices) and the Board now.
 
     ``restarted``: the first batch of a new launch (a relaunch); the reader starts that node's pane over.
@@ -73,8 +73,7 @@ class EngineBatch:
         return self.board.view(self.node).ranks
 
 
-@dataclass(frozen=True)
-class GpuRound:
+class GpuRound(Struct, frozen=True):
     """One GPU sampling round with the facts read from it: our launch's pids and the GPUs' capability."""
 
     snapshot: GpuSnapshot
@@ -82,37 +81,32 @@ class GpuRound:
     capability: tuple[int, int] | None
 
 
-@dataclass(frozen=True)
-class TopologyRead:
+class TopologyRead(Struct, frozen=True):
     """The topology, read once (None and a reason when it could not be read)."""
 
     topology: Topology | None
     reason: str | None
 
 
-@dataclass(frozen=True)
-class Notice:
+class Notice(Struct, frozen=True):
     """A one-line note for the user: ``severity`` is information, warning or error."""
 
     text: str
     severity: str = "information"
 
 
-@dataclass(frozen=True)
-class Bell:
+class Bell(Struct, frozen=True):
     """Ring the terminal (a notification, rung through the front end's own screen)."""
 
 
-@dataclass(frozen=True)
-class PatchState:
+class PatchState(Struct, frozen=True):
     """What an apply/revert through the session left: the patch is ``applied`` or not, and its message."""
 
     applied: bool
     text: str
 
 
-@dataclass(frozen=True)
-class StacksTaken:
+class StacksTaken(Struct, frozen=True):
     """A stacks dump of node ``node``'s server processes (``symmtui.stacks``), or the one line why there is none.
 
     ``auto``: taken because the verdict became STALLED naming that node (once per stall), not on a key.
@@ -126,8 +120,7 @@ class StacksTaken:
     node: str = ""
 
 
-@dataclass(frozen=True)
-class VerdictReached:
+class VerdictReached(Struct, frozen=True):
     """The Session's verdict entered ``board.state`` (READY, CRASHED, STALLED, TIMED OUT, STOPPED) or
     named another node: posted once per change, after the history is written, for the observers (notify,
     metrics). ``generation``, ``launch_id`` and ``log_path`` are those of the node it is about."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from symmtui.judge.readiness import Snapshot, State
 
@@ -12,8 +12,7 @@ CHANGED = (State.CRASHED, State.STALLED, State.TIMED_OUT)
 """Verdicts that say what changed since the last READY launch (``session.changes``)."""
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(Struct, frozen=True):
     """The history fields read from the final snapshot: verdict, cause, seconds per phase."""
 
     verdict: str

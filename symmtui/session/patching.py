@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from symmtui.errors import UserError
 from symmtui.session.messages import PatchState
@@ -15,8 +16,7 @@ if TYPE_CHECKING:  # the patch engine loads on the first check: `wait` and `laun
     from symmtui.patch import Capability, CheckReport
 
 
-@dataclass(frozen=True)
-class PatchView:
+class PatchView(Struct, frozen=True):
     """What the patch modal shows: the check report, the exact diff, and what can be done."""
 
     report: CheckReport
@@ -46,8 +46,7 @@ class PatchView:
         return "No diff: the tables are not in a shape symmtui patches (see above)."
 
 
-@dataclass
-class Patcher:
+class Patcher(Struct):
     """check / apply / revert on one package; the host's facts are asked when needed (NVML may be late).
 
     ``facts`` is :func:`symmtui.gpu.facts.patch_facts` over the dashboard's NVML: the same capability

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from symmtui.judge.readiness import DEFAULT_STALL, DEFAULT_TIMEOUT, ReadinessConfig
 from symmtui.judge.rules import RuleSet, user_ruleset
@@ -13,8 +14,7 @@ if TYPE_CHECKING:
     from symmtui.launch.profile import Profile
 
 
-@dataclass(frozen=True)
-class BringupSettings:
+class BringupSettings(Struct, frozen=True):
     """How one bring-up is judged: the rules (built-in + the user's) and the readiness limits."""
 
     ruleset: RuleSet

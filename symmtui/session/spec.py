@@ -10,9 +10,10 @@ the Session owns it from there. Nothing is added to a Session after it is built.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+
+from msgspec import Struct
 
 from symmtui.session.settings import BringupSettings
 
@@ -22,8 +23,7 @@ if TYPE_CHECKING:
     from symmtui.launch.state import LaunchRecord
     from symmtui.logs.logcmd import LogCommand
 
-@dataclass(frozen=True)
-class NodePlan:
+class NodePlan(Struct, frozen=True):
     """One node: its name, what its engine follows, what it probes and watches, and how it launches.
 
     ``source``: the log file or command followed at the start (None: nothing until a launch).
@@ -51,8 +51,7 @@ class NodePlan:
     stop_text: str = ""
 
 
-@dataclass(frozen=True)
-class PatchTarget:
+class PatchTarget(Struct, frozen=True):
     """Which install the patch edits: ``site`` and ``package`` (None: the one ``python`` imports)."""
 
     site: Path | None = None
@@ -60,8 +59,7 @@ class PatchTarget:
     python: str | None = None
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(Struct, frozen=True):
     """The bundle recorder plug-in: one bundle per node in the store (``symmtui.bundle.store``), the head's
     in ``dest`` when given (``--bundle PATH``); the server's command comes from the spec's profile, else from
     ``pid``'s /proc. ``announce``: print where each bundle is on stderr when the Session closes."""
@@ -71,8 +69,7 @@ class Record:
     announce: bool = False
 
 
-@dataclass(frozen=True)
-class Notify:
+class Notify(Struct, frozen=True):
     """The notifier plug-in: ``config`` (None: the defaults); ``bell_on_screen``: ring through the front
     end's own screen (the dashboard) instead of /dev/tty."""
 
@@ -80,8 +77,7 @@ class Notify:
     bell_on_screen: bool = False
 
 
-@dataclass(frozen=True)
-class Metrics:
+class Metrics(Struct, frozen=True):
     """The Prometheus endpoint plug-in; ``linger``: seconds it keeps answering after the Session closed."""
 
     port: int
@@ -89,8 +85,7 @@ class Metrics:
     linger: float = 0.0
 
 
-@dataclass(frozen=True)
-class GpuPlan:
+class GpuPlan(Struct, frozen=True):
     """Which GPUs the Session reads (it opens them when it is built and closes them when it closes).
 
     ``nvml``: this host's NVML (which pids hold GPU memory, the capability, the topology, the patch's facts):
@@ -105,8 +100,7 @@ class GpuPlan:
     timeout: float = 2.0
 
 
-@dataclass(frozen=True)
-class SessionSpec:
+class SessionSpec(Struct, frozen=True):
     """Everything a Session is: its nodes (head first), rules and limits, resources and plug-ins."""
 
     name: str

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from symmtui.gpu.results import GpuSample
 
@@ -11,8 +12,7 @@ BUSY = 90  # % utilization: a GPU spinning (NCCL waits for a peer on the GPU, in
 IDLE = 10
 
 
-@dataclass(frozen=True)
-class GpuEvidence:
+class GpuEvidence(Struct, frozen=True):
     """One reading of the GPUs next to a stall: the facts, a short tag, and what they mean."""
 
     facts: str

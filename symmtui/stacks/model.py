@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from msgspec import Struct, field
 
 Status = Literal["ok", "denied", "gone", "not-python", "timeout", "error"]
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(Struct, frozen=True):
     """One frame as py-spy reports it (innermost first in a stack)."""
 
     name: str
@@ -25,8 +25,7 @@ class Frame:
         return {"name": self.name, "filename": self.filename, "line": self.line, "native": self.native}
 
 
-@dataclass(frozen=True)
-class ThreadStack:
+class ThreadStack(Struct, frozen=True):
     """One thread of one process."""
 
     tid: int
@@ -39,8 +38,7 @@ class ThreadStack:
                 "frames": [f.to_json() for f in self.frames]}
 
 
-@dataclass(frozen=True)
-class ProcDump:
+class ProcDump(Struct, frozen=True):
     """py-spy's answer for one process: its threads, or why there are none."""
 
     pid: int
@@ -71,8 +69,7 @@ class ProcDump:
                 "threads": [t.to_json() for t in self.threads]}
 
 
-@dataclass(frozen=True)
-class Hint:
+class Hint(Struct, frozen=True):
     """What to try for a hang in a phase: one catalogue entry of kind "hang"."""
 
     id: str
@@ -83,8 +80,7 @@ class Hint:
         return {"id": self.id, "text": self.text, "source": list(self.source)}
 
 
-@dataclass(frozen=True)
-class Group:
+class Group(Struct, frozen=True):
     """Processes whose main threads stand in the same stack."""
 
     procs: tuple[ProcDump, ...]

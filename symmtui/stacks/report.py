@@ -6,9 +6,11 @@ import json
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from symmtui import boundary, fsatomic
 from symmtui.errors import UserError
@@ -33,8 +35,7 @@ class PtraceDenied(UserError):
     exit_code = 3
 
 
-@dataclass(frozen=True)
-class LogFacts:
+class LogFacts(Struct, frozen=True):
     """What the log's tail says: the last phase named, each rank's progress, pids the log printed."""
 
     phase: str | None
@@ -80,8 +81,7 @@ def _line_time(plain: str, default: float) -> float:
         return default
 
 
-@dataclass(frozen=True)
-class StacksReport:
+class StacksReport(Struct, frozen=True):
     """Every process's stacks, the groups, what could not be read, and the log's view."""
 
     taken_at: float

@@ -12,13 +12,14 @@ directory means parsing at every start. Unlike bytecode it does not depend on
 from __future__ import annotations
 
 import binascii
-import dataclasses
 import marshal
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import asdict
 
 from symmtui import boundary
 from symmtui.errors import InputError
@@ -77,13 +78,13 @@ def _key(sources: Sequence[Path]) -> tuple[Any, ...]:
 
 def _row(rule: Rule) -> dict[str, Any]:
     row: dict[str, Any] = {}
-    for f in dataclasses.fields(rule):
-        value = getattr(rule, f.name)
+    for name in rule.__struct_fields__:
+        value = getattr(rule, name)
         if isinstance(value, Kind):
             value = value.value
         elif isinstance(value, Action):
-            value = dataclasses.asdict(value)
-        row[f.name] = value
+            value = asdict(value)
+        row[name] = value
     return row
 
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from symmtui.errors import UserError
 from symmtui.tables import catcache
@@ -49,8 +50,7 @@ class EngineTableError(UserError):
     """A bad engine file: one line naming the file and the key."""
 
 
-@dataclass(frozen=True)
-class Engine:
+class Engine(Struct, frozen=True):
     """One serving engine: its names, how to tell it from a command line or a stack, its package, its warm-up."""
 
     name: str
@@ -74,8 +74,7 @@ class Engine:
     """Process names (``Name*``: a prefix) that are no rank without a rank tag."""
 
 
-@dataclass(frozen=True)
-class PrefixShape:
+class PrefixShape(Struct, frozen=True):
     """How some records start: a regex matched at a record's start, its named groups read as PREFIX_GROUPS."""
 
     engine: str
@@ -99,8 +98,7 @@ class PrefixShape:
     """``join_hint(joins)``, derived likewise."""
 
 
-@dataclass(frozen=True)
-class RequestShape:
+class RequestShape(Struct, frozen=True):
     """A request or access line: what follows the match (or its ``content`` group) is the client's content."""
 
     engine: str
@@ -113,8 +111,7 @@ class RequestShape:
     """The content goes on over the following lines that carry no record prefix (a prompt with real newlines)."""
 
 
-@dataclass(frozen=True)
-class Table:
+class Table(Struct, frozen=True):
     """The whole table: the engines (name order), every prefix shape (the engines' in file order, then the
     shared ones) and every request shape."""
 

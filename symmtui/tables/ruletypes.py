@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass
 from enum import StrEnum
+
+from msgspec import Struct
+from msgspec.structs import asdict
 
 from symmtui.patterns import Match
 
@@ -34,8 +36,7 @@ ROLES = ("wrapper", "fatal", "announce", "new_run", "generic", "serving")
 SCOPES = ("line", "exception", "exit")
 
 
-@dataclass(frozen=True)
-class Action:
+class Action(Struct, frozen=True):
     """What to do about a catalogue entry, typed so a front end can carry it out.
 
     ``type`` is one of ACTION_TYPES: ``flag_add``/``flag_remove`` (``flag``, optional ``value``),
@@ -56,11 +57,10 @@ class Action:
 
     def as_json(self) -> dict[str, str | None]:
         """Every field, null where it does not apply (the ``fix`` object of ``scan --json``)."""
-        return {k: (v or None) for k, v in self.__dict__.items()}
+        return {k: (v or None) for k, v in asdict(self).items()}
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(Struct, frozen=True):
     """One catalogue entry: a line rule (ready, phase, progress, crash, warning, info) and its diagnosis.
 
     ``pattern`` is a regex searched in the message part of a line (after the rank/timestamp prefix,
@@ -120,8 +120,7 @@ MAX_COUNT_DIGITS = 18
 """Digits a progress count read from a log may have: more is no count (a line of 400 digits)."""
 
 
-@dataclass(frozen=True)
-class RuleMatch:
+class RuleMatch(Struct, frozen=True):
     """The first rule (in table order) that matched a line, with the regex match."""
 
     rule: Rule

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
 
 import psutil  # type: ignore[import-untyped,unused-ignore]
+from msgspec import Struct
 
 from symmtui.gpu.results import GpuProcess, is_na
 from symmtui.gpu.sampler import GpuSnapshot
@@ -31,8 +31,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 _DESCENDING = {"gpu_memory", "gpu_util", "cpu", "rss"}  # the biggest first; the rest ascending
 
 
-@dataclass(frozen=True)
-class HostFacts:
+class HostFacts(Struct, frozen=True):
     """What /proc says of a pid: owner, CPU, resident memory, start time (to know it is still the same)."""
 
     uid: int | None
@@ -43,8 +42,7 @@ class HostFacts:
     command: str | None = None
 
 
-@dataclass(frozen=True)
-class ProcRow:
+class ProcRow(Struct, frozen=True):
     """One process on the GPUs."""
 
     pid: int

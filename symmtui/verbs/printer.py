@@ -9,8 +9,9 @@ Boards until one is decided (``Board.decided``), and never asks the Session for 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from typing import TextIO
+
+from msgspec import Struct
 
 from symmtui import clitext
 from symmtui.judge.board import Board, Said
@@ -29,8 +30,7 @@ LAST_LINES = 3  # a process that died without an error line: this many of its la
 TICK = 0.5  # the mailbox is looked at at least this often (a session closed under us)
 
 
-@dataclass(frozen=True)
-class WaitResult:
+class WaitResult(Struct, frozen=True):
     """The verdict the printer printed, its exit code and the Board it printed."""
 
     state: State

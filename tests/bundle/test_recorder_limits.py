@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import json
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from symmtui.bringup.engine import EngineUpdate
 from symmtui.bundle import format as fmt
@@ -72,7 +72,7 @@ def test_gpu_rounds_are_downsampled_past_the_cap(tmp_path: Path, monkeypatch: py
     rec = _recorder(tmp_path / "b.json.gz")
     rec.ingest(0.0, TopologyRead(topo, None))
     for i in range(400):
-        rec.ingest(float(i), GpuRound(dataclasses.replace(gpus, time=1000.0 + i), frozenset({4242}), (12, 0)))
+        rec.ingest(float(i), GpuRound(replace(gpus, time=1000.0 + i), frozenset({4242}), (12, 0)))
     doc = rec.document()
     rounds = doc["gpu"]["rounds"]
     assert len(rounds) <= 50 and doc["gpu"]["stride"] == 8
@@ -85,9 +85,9 @@ def test_a_changed_judgement_is_kept_and_time_passing_is_not(tmp_path: Path,
                                                              crash: Crash) -> None:
     _lines, _events, snap = crash
     rec = _recorder(tmp_path / "b.json.gz")
-    starting = dataclasses.replace(snap, state=State.STARTING, cause=None)
+    starting = replace(snap, state=State.STARTING, cause=None)
     for i in range(20):
-        rec.ingest(float(i), _batch((), (), dataclasses.replace(starting, elapsed=float(i)), 0, None))
+        rec.ingest(float(i), _batch((), (), replace(starting, elapsed=float(i)), 0, None))
     rec.ingest(21.0, _batch((), (), snap, 0, None))
     assert [s[2]["state"] for s in rec.document()["snapshots"]] == [
         {"@e": "State", "v": "starting"}, {"@e": "State", "v": "crashed"}]
@@ -156,7 +156,7 @@ def test_a_relaunch_moves_the_bundle_to_the_new_logs_name(tmp_path: Path, crash:
     rec.ingest(1.0, _batch(tuple(lines), tuple(events), snap, 0, str(first)))
     a = rec.write()
     assert a is not None and a.parent == store.store_dir() and a.name.startswith(store.stem(first, "") + ".")
-    ready = dataclasses.replace(snap, state=State.READY, cause=None)
+    ready = replace(snap, state=State.READY, cause=None)
     rec.ingest(2.0, _batch(tuple(lines[:3]), (), ready, 1, str(second), True))
     b = rec.write(final=True)
     assert b is not None and b.name.startswith(store.stem(second, "") + ".")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from symmtui.build import demo_spec, open_demo
 from symmtui.bundle.format import SUFFIX, read_bundle

@@ -3,12 +3,12 @@ full with every regex compiled up front, on every line of the corpus and fixture
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from functools import lru_cache
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from symmtui.bringup.scan import ScanReport, scan_file
 from symmtui.judge.events import EventBuilder
@@ -73,7 +73,7 @@ def test_lazy_and_eager_rules_judge_every_line_and_the_log_alike(log: Path) -> N
 
 
 def _judged(report: ScanReport) -> ScanReport:
-    return dataclasses.replace(report, seconds=0.0)
+    return replace(report, seconds=0.0)
 
 
 def test_the_shipped_files_are_the_catalogue_package_resources() -> None:

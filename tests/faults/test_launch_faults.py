@@ -203,7 +203,8 @@ def test_state_file_written_atomically(tmp_path: Path) -> None:
 def test_state_write_failure_keeps_the_previous_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The disk fills while the state is rewritten: the previous state file is intact, no temp file is left."""
     import errno
-    from dataclasses import replace
+
+    from msgspec.structs import replace
 
     key = load_profile(_cfg(tmp_path)).key
     old = state.LaunchRecord("old", key, "p", 101, 101, 101, 1.0, 1.0, ("x",), "h", "/l.log", "/", None)

@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from symmtui.patch import PatchError, Refused, apply, check, revert
@@ -57,7 +58,7 @@ def _python_for_nobody() -> str | None:
         if not cand:
             continue
         try:
-            probe = subprocess.run([cand, "-c", "import tomllib"], capture_output=True, timeout=60, check=False, cwd="/",
+            probe = subprocess.run([cand, "-c", f"import sys; assert sys.version_info[:2] == {sys.version_info[:2]}"], capture_output=True, timeout=60, check=False, cwd="/",
                                    user=65534, group=65534)
         except PermissionError:
             continue
@@ -84,6 +85,8 @@ def test_read_only_target_refuses_and_says_how(shared_dir: Path) -> None:
         # the checkout may sit under a folder that user cannot enter (mktemp -d is 0700): give it a copy
         src = shared_dir / "src"
         shutil.copytree(ROOT / "symmtui", src / "symmtui", ignore=shutil.ignore_patterns("__pycache__"))
+        # and of the one compiled dependency the patch verb imports (its records): the venv's own build
+        shutil.copytree(Path(msgspec.__file__).parent, src / "msgspec", ignore=shutil.ignore_patterns("__pycache__"))
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=shared_dir, check=False,
                               env={**_env(XDG_STATE_HOME=str(state), HOME=str(state)), "PYTHONPATH": str(src)},
                               user=65534, group=65534)

@@ -8,6 +8,8 @@ import json
 import os
 from pathlib import Path
 
+from msgspec.structs import replace
+
 from symmtui.judge.diagnose import Diagnosis
 from symmtui.judge.rules import Action
 from symmtui.launch import changes
@@ -108,10 +110,9 @@ def test_the_model_folders_config_and_weight_index_are_compared(tmp_path: Path) 
 def test_the_culprit_the_diagnosis_names_comes_first_then_versions_gpus_patch_model_rest() -> None:
     gpu = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
     then = _facts([*PY, "--tp", "8"], {"NCCL_P2P_LEVEL": "NVL"})
-    then = LaunchFacts(**{**then.__dict__, "gpus": tuple(GpuFact(i, gpu, "12.0", None, f"GPU-{i}") for i in range(8))})
+    then = replace(then, gpus=tuple(GpuFact(i, gpu, "12.0", None, f"GPU-{i}") for i in range(8)))
     now = _facts([*PY, "--tp", "8", "--enable-torch-symm-mem"], {"NCCL_P2P_LEVEL": "SYS"}, cwd="/srv2")
-    now = LaunchFacts(**{**now.__dict__, "gpus": tuple(GpuFact(i, gpu, "12.0", None, f"GPU-{i + (i > 5)}")
-                                                        for i in range(8))})
+    now = replace(now, gpus=tuple(GpuFact(i, gpu, "12.0", None, f"GPU-{i + (i > 5)}") for i in range(8)))
     diag = Diagnosis("SGLang lacks compute capability 12 in its torch symmetric-memory tables",
                      "press p to apply the SM120 patch (or `symmtui patch apply`), then relaunch; or drop "
                      "--enable-torch-symm-mem", fix=Action("patch", "…", patch="sm120"))

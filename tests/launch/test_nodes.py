@@ -8,10 +8,10 @@ import shlex
 import shutil
 import sys
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from symmtui.judge.events import Event
 from symmtui.judge.readiness import Readiness, ReadinessConfig, Snapshot, State

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from symmtui.build import dashboard_spec
 from symmtui.cli import main

@@ -4,12 +4,13 @@ no callable: the Session opens the GPUs from the spec's GpuPlan, owns what the c
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Iterator
 from pathlib import Path, PurePath
 
 import pytest
+from msgspec import Struct
+from msgspec.structs import replace
 
 from symmtui.build import dashboard_spec, demo_spec, open_demo
 from symmtui.demo.story import Demo
@@ -32,9 +33,9 @@ def _live(value: object, where: str) -> Iterator[str]:
     elif isinstance(value, dict):
         for key, item in value.items():
             yield from _live(item, f"{where}[{key!r}]")
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for f in dataclasses.fields(value):
-            yield from _live(getattr(value, f.name), f"{where}.{f.name}")
+    elif isinstance(value, Struct):
+        for name in value.__struct_fields__:
+            yield from _live(getattr(value, name), f"{where}.{name}")
     else:
         yield f"{where}: {type(value).__name__}"
 
@@ -44,7 +45,7 @@ def test_the_demos_spec_is_data_and_its_session_owns_what_the_demo_made(nodes: i
     spec, demo = demo_spec(80.0, nodes=nodes, record_bundle=False)
     assert list(_live(spec, "spec")) == []
     assert (spec.gpus is not None and spec.gpus.per_node) == (nodes == 2)  # the one-node demo's NVML: handed over
-    session = open_demo(dataclasses.replace(spec, first_launch=None), demo)
+    session = open_demo(replace(spec, first_launch=None), demo)
     try:
         if isinstance(demo, Demo):
             assert session.nvml is not None and session.nvml is demo.nvml  # the stand-in the demo drives

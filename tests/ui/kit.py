@@ -8,10 +8,10 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from msgspec.structs import replace
 from textual.app import App
 from textual.pilot import Pilot
 

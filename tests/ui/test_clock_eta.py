@@ -3,7 +3,7 @@ launch's first line, and an ETA from the live shard rate without history."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from symmtui.judge import board as boards
 from symmtui.judge import logclock as clock

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from symmtui.judge import board as boards
 from symmtui.judge.board import NodeInput

@@ -99,7 +99,7 @@ async def test_demo_story_crash_patch_relaunch_ready() -> None:
 async def test_what_the_user_saves_in_the_demo_outlives_it(tmp_path: Path) -> None:
     """The demo's stack dump (taken at STALLED), a log export and its bundle go to the user's state dir, not
     into the demo's temp dir removed on quit; each demo run keeps a bundle of its own."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from symmtui.build import demo_spec, open_demo
     from symmtui.bundle.wire import demo_bundle_path

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from symmtui.gpu.exporter import gpus_from_series, parse_exposition
 from symmtui.gpu.sampler import GpuSnapshot
@@ -34,7 +35,7 @@ async def test_exporter_gpus_in_the_panel_and_an_unreachable_node() -> None:
         # processes and capability unknown (an exporter publishes neither): a dash, not 0, "n/a" or "n/ap"
         assert "100%" in h200 and "54°C" in h200 and "54°C  –  " in h200 and "n/ap" not in h200
         assert "32°C" in l40s and " – " in l40s and "n/a" not in l40s
-    lost = dataclasses.replace(gpus, samples=(dataclasses.replace(gpus.samples[0], lost=True),) + gpus.samples[1:])
+    lost = replace(gpus, samples=(replace(gpus.samples[0], lost=True),) + gpus.samples[1:])
     session = FixedSession(lines, events, snap, lost, None, our_pids=frozenset())
     app = SymmApp(session)
     async with app.run_test(size=(140, 40)) as pilot:

@@ -6,10 +6,10 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from symmtui.build import dashboard_spec, open_session
 from symmtui.demo.sandbox import write_sandbox

@@ -4,11 +4,11 @@ the footer shows the keys of what has the focus."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 from textual.widget import Widget
 from textual.widgets import Footer
 

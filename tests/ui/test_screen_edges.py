@@ -4,9 +4,8 @@ at 80 columns, and a stall's stacks dump says nothing of the hang once the serve
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
+from msgspec.structs import replace
 from textual.geometry import Region
 from textual.widgets import Button
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from symmtui.cli import main
 from symmtui.gpu.facts import PatchFacts
@@ -38,7 +38,7 @@ async def test_eta_from_launch_history_then_every_state_named_in_header_and_gaug
         assert eta.runs == 3 and eta.seconds is not None and 0 < eta.seconds < 480
 
         for state, words in STATES:
-            session.post(dataclasses.replace(session.fixed_snapshot, state=state))
+            session.post(replace(session.fixed_snapshot, state=state))
             await settle(pilot)
             header = app.query_one(StatusHeader)
             assert header.state is state

@@ -6,8 +6,9 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from symmtui.gpu.standin.codec import Struct, from_json
 from symmtui.gpu.standin.errors import (
@@ -21,8 +22,7 @@ MiB = 1024 * 1024
 FAKE_PID_BASE = 4_194_000  # above most pid_max settings, so psutil will not find a real process by chance
 
 
-@dataclass
-class ProcEntry:
+class ProcEntry(msgspec.Struct):
     """One process holding memory on one simulated GPU."""
 
     pid: int
@@ -31,8 +31,7 @@ class ProcEntry:
     kind: str = "C"  # "C" compute, "G" graphics
 
 
-@dataclass
-class _Slow:
+class _Slow(msgspec.Struct):
     seconds: float
     gate: threading.Event | None
     entered: threading.Event | None

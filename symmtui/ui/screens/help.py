@@ -11,9 +11,9 @@ bound twice in one section is listed once. Escape, q, F1 or h closes it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from msgspec import Struct
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -24,8 +24,7 @@ from textual.widgets import Static
 __all__ = ["HelpRow", "HelpScreen", "Section", "help_rows"]
 
 
-@dataclass(frozen=True)
-class HelpRow:
+class HelpRow(Struct, frozen=True):
     """One key: how it is typed, what it does, and why not now (None: it works now)."""
 
     section: str

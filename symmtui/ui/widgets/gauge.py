@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from msgspec import Struct
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
@@ -40,8 +39,7 @@ def state_var(state: State) -> str:
 PROGRESS_UNITS = {"loading weights": "shards", "capturing CUDA graphs": "batches"}
 
 
-@dataclass(frozen=True)
-class Activity:
+class Activity(Struct, frozen=True):
     """What symmtui itself is doing (stopping, launching), shown under the state."""
 
     text: str

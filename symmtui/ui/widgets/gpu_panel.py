@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Collection
-from dataclasses import dataclass
 
+from msgspec import Struct
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -51,8 +51,7 @@ def _show(value: object, fmt: str) -> str:
     return "n/a" if number is None else fmt.format(number)
 
 
-@dataclass(frozen=True)
-class _Columns:
+class _Columns(Struct, frozen=True):
     name: int
     bar: int
     spark: int

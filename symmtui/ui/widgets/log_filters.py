@@ -17,7 +17,8 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from symmtui.logs.lineparts import split_prefix
 from symmtui.patterns import PatternError, UserPattern, compile_user
@@ -32,8 +33,7 @@ PIECE = 64 << 10  # bytes of lines one RE2 call matches at most (see matching)
 SAMPLE = 2_000  # rows looked at to tell whether a file's lines carry prefixes
 
 
-@dataclass(frozen=True)
-class FilterRule:
+class FilterRule(Struct, frozen=True):
     """One regex filter: ``include`` (filter-in) or not (filter-out)."""
 
     include: bool
@@ -135,8 +135,7 @@ def _texts(data: bytes) -> Iterator[str]:
     return (clean(raw) for raw in data.split(b"\n"))
 
 
-@dataclass
-class Found:
+class Found(Struct):
     """What a scan has found so far: the new rows since the last report, the rows judged, whether it is done."""
 
     rows: list[int]

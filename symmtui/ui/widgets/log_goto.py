@@ -15,7 +15,8 @@ import calendar
 import difflib
 import re
 import time
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from symmtui.judge.rules import PHASE_ORDER
 from symmtui.logs.lineparts import split_prefix
@@ -30,8 +31,7 @@ _CLOCK = re.compile(r"(?:(\d{4})-(\d\d)-(\d\d)[ T])?(\d{1,2}):(\d\d)(?::(\d\d))?
 _SINCE = re.compile(r"\+\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+(?:\.\d+)?)s?)?")
 
 
-@dataclass(frozen=True)
-class Landing:
+class Landing(Struct, frozen=True):
     """Where a go-to lands (``row`` None: nowhere) and what the status line says about it."""
 
     row: int | None

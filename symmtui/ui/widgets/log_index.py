@@ -22,8 +22,9 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
+
+from msgspec import Struct, field
 
 from symmtui.ui.widgets.log_file import LogFile
 
@@ -91,8 +92,7 @@ def spread(ranks: frozenset[int], count: int) -> str:
     return f"×{count} times" if count > 1 else ""
 
 
-@dataclass
-class Block:
+class Block(Struct):
     """A traceback block: rows `start`..`end` (inclusive) under one summary row.
 
     ``copy``: another occurrence (another rank's) of the event whose first occurrence is at row ``first``;
@@ -122,8 +122,7 @@ class Block:
         return text
 
 
-@dataclass
-class _Keyed:
+class _Keyed(Struct):
     """What one event key (its latest version) marked: occurrence's first offset -> last row marked, its blocks."""
 
     applied: dict[int, int] = field(default_factory=dict)

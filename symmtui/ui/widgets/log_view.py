@@ -41,11 +41,11 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
+from msgspec import Struct
 from rich.cells import cell_len, get_character_cell_size
 from rich.segment import Segment
 from rich.style import Style
@@ -557,8 +557,7 @@ class LogSearch(Input):
             self._owner._step_match(forward=forward)
 
 
-@dataclass(frozen=True)
-class _Part:
+class _Part(Struct, frozen=True):
     """One part of the status line: its text and how much it matters (0 first; a narrow pane drops the last)."""
 
     text: Text

@@ -11,8 +11,8 @@ columns there are, drawn with eighth blocks.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 
+from msgspec import Struct
 from textual.content import Content
 from textual.widgets import Static
 
@@ -27,8 +27,7 @@ CHART_ROWS = 3  # rows per chart
 _EIGHTHS = " ▁▂▃▄▅▆▇█"
 
 
-@dataclass(frozen=True)
-class Point:
+class Point(Struct, frozen=True):
     """One GPU in one round: when (wall clock), memory used / total (bytes), utilisation (%)."""
 
     t: float
