@@ -23,6 +23,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
+# Loaded before stop_on_signals puts the handlers in: msgspec's C module init imports Python modules and
+# clears their errors, so a Terminated raised inside it was lost and the verb went on, deaf to SIGTERM.
+import msgspec  # noqa: F401
+
 from symmtui import __version__, clitext, paths
 from symmtui.errors import InputError as InputError  # re-exported: the verbs' one import for input errors
 from symmtui.errors import UserError
