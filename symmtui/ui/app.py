@@ -142,7 +142,10 @@ class SymmApp(App[int]):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip="Quit, as lnav and toolong do"),
         Binding("f1,h", "help", "Keys", key_display="F1", tooltip="Every key and what it does now (also h)"),
         Binding("t", "next_theme", "Theme", tooltip="The next theme"),  # last: 80 columns cut it, not q or F1
-        Binding("tab,shift+tab", "switch_focus", "Focus", show=False,
+        # priority: Textual's Screen binds tab / shift+tab to focus_next / focus_previous, and a screen's binding
+        # is found before the app's; that walk reaches every focusable widget (the search box, open while a
+        # search is on). check_action refuses this on a modal and while typing: their own focus keys then work
+        Binding("tab,shift+tab", "switch_focus", "Focus", show=False, priority=True,
                 tooltip="The log pane or the GPU table (its up / down list a GPU's processes); Escape: the log"),
         Binding("escape", "focus_log", "Log", show=False, tooltip="Back to the log pane"),
         *_routed(LogLines.BINDINGS, letters=True),  # j, k, g, G ... reach the pane from the GPU table too

@@ -181,6 +181,31 @@ async def test_keys_typed_fast_after_slash_are_the_searchs_text_and_act_on_nothi
         await wait_for(pilot, lambda: isinstance(app.screen, PatchScreen), "the patch modal on p")
 
 
+async def test_tab_and_shift_tab_only_switch_the_log_and_the_gpu_table_while_a_search_is_on() -> None:
+    """A search on keeps its box open under the pane (n / N walk it). Textual's own tab / shift+tab (the
+    Screen's focus_next / focus_previous, found before the app's binding) walked every focusable widget: tab
+    from the log, or shift+tab from the GPU table, put the focus in the box, and s was typed into it (no dump)."""
+    from symmtui.ui.widgets.log_view import LogLines, LogSearch
+    from symmtui.ui.widgets.stacks import StacksView
+
+    app = SymmApp(crashed_session())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        box = app.query_one(LogSearch)
+        await pilot.press("slash", *"init", "enter")
+        await settle(pilot)
+        assert app.query_one(LogView).search_text == "init"
+        assert box.display and isinstance(app.focused, LogLines)  # the box stays open; the pane has the keys
+        for key, then in [("tab", GpuTable), ("tab", LogLines), ("shift+tab", GpuTable), ("shift+tab", LogLines),
+                          ("tab", GpuTable), ("shift+tab", LogLines), ("shift+tab", GpuTable)]:
+            await pilot.press(key)
+            assert isinstance(app.focused, then), f"{key}: the focus is on {app.focused!r}, not a {then.__name__}"
+        await pilot.press("s")
+        await wait_for(pilot, lambda: app.query_one(StacksView).display and "Stacks (s)" in text(app),
+                       "the stacks panel on s (painted)")
+        assert box.value == "init"  # s was not typed into the box
+
+
 async def test_theme_option_starts_in_that_theme() -> None:
     app = SymmApp(crashed_session(), theme="symmtui-contrast")
     async with app.run_test(size=(100, 30)) as pilot:
