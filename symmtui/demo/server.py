@@ -9,6 +9,7 @@ import faulthandler
 import http.server
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -21,6 +22,7 @@ from pathlib import Path
 from symmtui.demo.sandbox import sandbox_has_capability
 
 _OUT_LOCK = threading.Lock()
+_RANKS: list[int] = []  # the rank processes this server started (the hang story; some setsid'd)
 
 DETAILS = """\
 Run it as ``python -m symmtui.demo.server [options]`` with stdout redirected to a log file (the
@@ -344,6 +346,7 @@ class _Server:
             procs.append(subprocess.Popen(  # noqa: S603 - our own script, argv[0] is the process title
                 [f"sglang::scheduler_TP{r}", worker, str(r), str(hang_rank), "1" if r % 2 == 0 else "0"],
                 executable=sys.executable, stdin=subprocess.DEVNULL))
+            _RANKS.append(procs[-1].pid)
         self.status("init_distributed", 0.0, _MEM_INIT)
         while True:
             time.sleep(1.0)
@@ -482,6 +485,38 @@ def _grandchildren(n: int, ignore_sigterm: bool, lifetime: float) -> list[int]:
     return pids
 
 
+def _end_all() -> None:
+    """SIGKILL this server's rank processes and its process group (itself included): its launcher is gone."""
+    for pid in _RANKS:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+def exit_with(parent: int) -> None:
+    """End this server (and its ranks) once process ``parent`` has ended, however it ended (SIGKILL included).
+
+    The demo's launcher (the dashboard) stops its server when it quits; one killed before it could (serve's
+    SIGKILL of a tab's dashboard that did not quit in time, a kill -9) left it running for good. A pidfd of
+    the parent, not PR_SET_PDEATHSIG: that signal follows the launching *thread*, and a relaunch is made on a
+    worker thread that ends right after. A parent gone before the pidfd was open: we were reparented already."""
+    if os.getppid() != parent:
+        _end_all()
+    try:
+        fd = os.pidfd_open(parent)
+    except ProcessLookupError:
+        _end_all()
+        return
+    if os.getppid() != parent:  # it ended between the two looks: the pidfd may name a process reusing its pid
+        _end_all()
+
+    def watch() -> None:
+        select.select([fd], [], [])  # readable once the process has ended
+        _end_all()
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m symmtui.demo.server", description=__doc__, epilog=DETAILS,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -516,6 +551,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --hang-rank: hang only if FILE does not exist yet (it is created), so a relaunch recovers")
     p.add_argument("--deepgemm-sm120", action="store_true",
                    help=f"die with DeepGEMM's KeyError: '120a' at CUDA-graph capture unless {DEEPGEMM_ENV}=0")
+    p.add_argument("--exit-with", metavar="PID", type=int, default=None,
+                   help="end (with the rank processes) when process PID, the launcher (the demo's dashboard), ends")
     p.add_argument("--ready-for", type=float, default=None, help="exit 0 this many seconds after ready")
     return p
 
@@ -530,6 +567,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.grandchildren:
         _grandchildren(args.grandchildren, args.ignore_sigterm, args.worker_lifetime)
+    if args.exit_with is not None:  # its thread after the forks (they are made before any thread)
+        exit_with(args.exit_with)
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     else:

@@ -73,6 +73,7 @@ def write_profile(root: Path, *, speed: float, port: int, site: Path, status: Pa
         "--port", str(port),
         "--status-file", str(status),
         "--tp", "8",
+        "--exit-with", str(os.getpid()),  # this process launches it (the dashboard): the server ends with it
     ]
     if story == "hang":
         command += ["--hang-rank", str(HANG_RANK), "--hang-once", str(root / "hung-once")]

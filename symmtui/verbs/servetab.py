@@ -94,14 +94,23 @@ class Tab:
         self._ready = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._hangup: asyncio.Task[None] | None = None
+        self._starting: asyncio.Future[None] | None = None  # set by start(); done once the process is known
 
     async def start(self, width: int, height: int) -> None:
+        """Start the dashboard; not once the tab is hung up. A hang-up that comes while the process is being
+        spawned (its pipes connected: the process runs, ``proc`` is not set yet) waits for it."""
+        if self._hangup is not None or self._starting is not None:
+            return
+        self._starting = asyncio.get_running_loop().create_future()
         env = {**self.env, "COLUMNS": str(width), "ROWS": str(height)}
-        self.proc = await asyncio.create_subprocess_exec(
-            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True, preexec_fn=_hang_up_with_parent)
-        self._tasks = [asyncio.create_task(self._pump()), asyncio.create_task(self._keep_stderr()),
-                       asyncio.create_task(self._watch_ready())]
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True, preexec_fn=_hang_up_with_parent)
+            self._tasks = [asyncio.create_task(self._pump()), asyncio.create_task(self._keep_stderr()),
+                           asyncio.create_task(self._watch_ready())]
+        finally:
+            self._starting.set_result(None)
 
     # ---- page -> app -------------------------------------------------------------------------
 
@@ -213,6 +222,8 @@ class Tab:
 
     async def _hang_up(self) -> None:
         self.tab_gone = True
+        if self._starting is not None:
+            await self._starting  # a start under way: its process is hung up too, not left to run unwatched
         proc = self.proc
         if proc is None:
             return
