@@ -20,11 +20,12 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 import re2
 from msgspec import Struct
 
+from symmtui.aside import Aside
 from symmtui.errors import UserError
 
 MAX_PATTERN = 4096
@@ -83,21 +84,13 @@ class Match(Protocol):
     def end(self, group: int | str = 0, /) -> int: ...
 
 
-class UserPattern(Struct, frozen=True):
+class UserPattern(Aside, Struct, frozen=True):
     """A compiled user pattern: ``search``/``finditer`` as ``re.Pattern``'s, in time linear in the text."""
 
     source: str
     ignore_case: bool = False
     _rx: object = None
-    """The compiled program: not part of the value (two compiles of one pattern are equal)."""
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not UserPattern:
-            return NotImplemented
-        return (self.source, self.ignore_case) == (other.source, other.ignore_case)
-
-    def __hash__(self) -> int:
-        return hash((self.source, self.ignore_case))
+    ASIDE: ClassVar[tuple[str, ...]] = ("_rx",)  # the compiled program: two compiles of one pattern are equal
 
     @property
     def pattern(self) -> str:

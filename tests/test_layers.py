@@ -10,7 +10,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "symmtui"
 
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in (
-    "__init__ errors textsafe catalogue engines",  # the ground: no symmtui imports but these (catalogue, engines: data)
+    "__init__ errors textsafe catalogue engines aside",  # the ground: no symmtui imports but these (catalogue, engines: data)
     "patterns",  # user regexes, run by RE2 (linear time)
     "redact",  # the one redactor (its ANSI rule is textsafe's)
     "paths clitext",  # state dirs; the command line's text conventions and writer

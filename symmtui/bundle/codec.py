@@ -21,6 +21,7 @@ from typing import Any
 
 from msgspec import Struct
 
+from symmtui.aside import Aside
 from symmtui.gpu.results import NA, GpuInfo, NAType, NvLink
 from symmtui.gpu.topology import Topology
 from symmtui.judge.board import Board, Eta, NodeBoard, Relaunch, Said
@@ -49,8 +50,8 @@ _FIELDS: dict[type[Any], tuple[str, ...]] = {}  # a kept class -> the fields kep
 
 
 def _kept(cls: type[Struct]) -> tuple[str, ...]:
-    """The fields of ``cls`` the bundle keeps: all but those it holds aside from its value."""
-    aside = getattr(cls, "ASIDE", ())
+    """The fields of ``cls`` the bundle keeps: all but those it holds aside from its value (``symmtui.aside``)."""
+    aside = cls.ASIDE if issubclass(cls, Aside) else ()
     return tuple(name for name in cls.__struct_fields__ if name not in aside)
 
 

@@ -17,12 +17,12 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
-from operator import attrgetter
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from msgspec import Struct, field
 from msgspec.structs import replace
 
+from symmtui.aside import Aside
 from symmtui.judge import dialects
 from symmtui.judge import tracebacks as tb
 from symmtui.judge.dialects import dialect as dialect_of
@@ -62,7 +62,7 @@ _NUMBERS = re.compile(r"\d+(?:\.\d+)?")
 _BEFORE_HTTP = frozenset(PHASE_ORDER[: PHASE_ORDER.index(PHASE_HTTP)])
 
 
-class Event(Struct, frozen=True):
+class Event(Aside, Struct, frozen=True):
     """Something a log record (or a traceback of several lines) means.
 
     ``diagnosis`` is the id of the catalogue entry that names it (``entry``), ``facts`` the values its
@@ -103,15 +103,6 @@ class Event(Struct, frozen=True):
     from where the engine attached to a big log; offsets are always the file's (the log pane places rows by them)."""
 
     ASIDE: ClassVar[tuple[str, ...]] = ("entry",)
-    """Fields aside from the value: ``==`` and the bundle leave them out."""
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not Event:
-            return NotImplemented
-        return _value(self) == _value(other)
-
-    def __hash__(self) -> int:
-        return hash(_value(self))
 
     def where(self) -> str:
         """``"8 ranks"``, ``"rank 3"``, ``"3 times"`` or ``""``: how widely this event was seen."""
@@ -126,9 +117,6 @@ class Event(Struct, frozen=True):
         """The summary with its spread, e.g. ``KeyError: 12 at torch_symm_mem.py:83 (8 ranks)``."""
         where = self.where()
         return f"{self.summary} ({where})" if where else self.summary
-
-
-_value = attrgetter(*(name for name in Event.__struct_fields__ if name not in Event.ASIDE))
 
 
 class LineLike(Protocol):

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from msgspec import Struct, field
 
 from symmtui import __version__
+from symmtui.aside import Aside
 from symmtui.errors import UserError
 from symmtui.gpu.facts import capabilities_of
 from symmtui.gpu.results import NAType
@@ -73,7 +74,7 @@ NCCL_PROBE = (
 )
 
 
-class GpuFact(Struct, frozen=True):
+class GpuFact(Aside, Struct, frozen=True):
     """One GPU as NVML named it: ``capability`` as "12.0", ``memory_mib`` total, ``uuid`` (None where NVML
     could not say): the card itself, so a history can tell another card in the same slot."""
 
@@ -84,16 +85,6 @@ class GpuFact(Struct, frozen=True):
     uuid: str | None = None
     """Not in the JSON form (a bundle is shared: its capture reads back equal without it); the history keeps it."""
     ASIDE: ClassVar[tuple[str, ...]] = ("uuid",)
-    """Fields aside from the value: ``==`` and the bundle leave them out."""
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not GpuFact:
-            return NotImplemented
-        return (self.index, self.name, self.capability, self.memory_mib) == (
-            other.index, other.name, other.capability, other.memory_mib)
-
-    def __hash__(self) -> int:
-        return hash((self.index, self.name, self.capability, self.memory_mib))
 
 
 class ServerCommand(Struct, frozen=True):
