@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from symmtui.gpu.nvml import Nvml
     from symmtui.gpu.sampler import GpuSnapshot
     from symmtui.judge.board import Board, Said
+    from symmtui.judge.events import Event
     from symmtui.judge.ranks import RankSummary
     from symmtui.judge.readiness import Snapshot
     from symmtui.judge.rules import RuleSet
@@ -109,6 +110,20 @@ def _kept_line(t: float, g: int, no: int, offset: int, text: str) -> list[Any]:
     if len(text) > fmt.MAX_LINE_CHARS:
         text = text[: fmt.MAX_LINE_CHARS] + " […cut]"
     return [t, g, no, offset, text]
+
+
+def _kept_event(t: float, g: int, event: Event) -> list[Any]:
+    """An event as the bundle keeps it: encoded, every string redacted."""
+    return [t, g, redacted(encode(event))]
+
+
+def _cleaned(records: list[list[Any] | tuple[Any, ...]] | deque[list[Any] | tuple[Any, ...]],
+             clean: Callable[..., list[Any]]) -> list[list[Any]]:
+    """``records`` with each one still as it came (a tuple) made clean, in place (once: later writes reuse it)."""
+    done = [clean(*rec) if isinstance(rec, tuple) else rec for rec in records]
+    records.clear()
+    records.extend(done)
+    return done
 
 
 def _spread(items: list[Any], keep: float) -> list[Any]:
@@ -199,7 +214,9 @@ class Recorder:
         self._env: EnvInfo | None = None
         self._gens: dict[int, dict[str, Any]] = {}
         self._gen = 0
-        self._head: list[list[Any]] = []
+        # Lines and events are kept as they came (tuples) and made clean (redacted, cut, encoded) when a bundle is
+        # written: doing it as they came took the GIL from the judging of a long log's last 0.5 MB (its verdict).
+        self._head: list[list[Any] | tuple[Any, ...]] = []
         self._head_bytes = 0
         self._tail: deque[list[Any] | tuple[Any, ...]] = deque()  # tuples: not redacted yet
         self._tail_sizes: deque[int] = deque()
@@ -207,7 +224,7 @@ class Recorder:
         self._omitted = 0
         self._seen = 0
         self._dropped = 0
-        self._events: list[list[Any]] = []
+        self._events: list[list[Any] | tuple[Any, ...]] = []
         self._events_omitted = 0
         self._snaps: list[list[Any]] = []
         self._snap_key: tuple[int, str] | None = None
@@ -345,11 +362,10 @@ class Recorder:
             self._seen += 1
             size = min(len(line.text), fmt.MAX_LINE_CHARS) + 24
             if self._head_bytes + size <= fmt.HEAD_BYTES and not self._tail:
-                self._head.append(_kept_line(t, g, line.no, line.offset, line.text))
+                self._head.append((t, g, line.no, line.offset, line.text))
                 self._head_bytes += size
                 continue
-            # The tail keeps the line as it came (a tuple): most are dropped again before any write,
-            # so they are redacted when written (``_clean_tail``), not here.
+            # (most tail lines are dropped again before any write: never made clean)
             self._tail.append((t, g, line.no, line.offset, line.text))
             self._tail_sizes.append(size)
             self._tail_bytes += size
@@ -362,7 +378,7 @@ class Recorder:
                 self._notices.append([t, "file", f"{notice.kind}: {notice.message}"])
         for event in batch.events:
             if len(self._events) < fmt.MAX_EVENTS:
-                self._events.append([t, g, redacted(encode(event))])
+                self._events.append((t, g, event))
             else:
                 self._events_omitted += 1
         self._snapshot(t, g, batch.snapshot, batch.ranks)
@@ -431,19 +447,19 @@ class Recorder:
 
     def document(self, *, final: bool = False, log_share: float = 1.0) -> dict[str, Any]:
         """The bundle's JSON document now (``log_share`` < 1 keeps less of the log: the size bound)."""
-        head = self._head
-        tail = self._clean_tail()
+        head = _cleaned(self._head, _kept_line)
+        tail = _cleaned(self._tail, _kept_line)
         omitted = self._omitted
         if log_share < 1.0:
             keep_head = int(len(head) * log_share)
             keep_tail = int(len(tail) * log_share)
             omitted += (len(head) - keep_head) + (len(tail) - keep_tail)
             head, tail = head[:keep_head], tail[len(tail) - keep_tail:]
-        rest = {  # every record was redacted as it was kept; these few strings are redacted here
+        rest = {  # lines and events were made clean above, snapshots and Boards as they were kept; these here
             "name": redact(self.name),
             "host": redact(self.host),
             "generations": redacted([self._gens[g] for g in sorted(self._gens)]),
-            "events": self._events,
+            "events": _cleaned(self._events, _kept_event),
             "events_omitted": self._events_omitted,
             "snapshots": self._snaps,
             "snapshots_thinned": self._snaps_thinned,
@@ -469,11 +485,6 @@ class Recorder:
             "limits": {"head_bytes": fmt.HEAD_BYTES, "tail_bytes": fmt.TAIL_BYTES,
                        "max_file_bytes": fmt.MAX_FILE_BYTES, "max_gpu_rounds": fmt.MAX_GPU_ROUNDS},
         }
-
-    def _clean_tail(self) -> list[list[Any]]:
-        """The tail's records, each redacted and cut (once: the deque keeps the clean ones)."""
-        self._tail = deque(_kept_line(*rec) if isinstance(rec, tuple) else rec for rec in self._tail)
-        return list(self._tail)  # type: ignore[arg-type]  # (all lists now)
 
     def encoded(self, *, final: bool = False) -> bytes:
         """The compressed file, within :data:`format.MAX_FILE_BYTES` (and :data:`format.MAX_JSON_BYTES`

@@ -319,12 +319,14 @@ class EventBuilder:
         self._dirty.clear()
         return out
 
-    def feed_many(self, lines: Sequence[LineLike]) -> list[Event]:
+    def feed_many(self, lines: Sequence[LineLike], *, part_of: int = 0) -> list[Event]:
         """Like ``feed`` for each line in order, several times faster on big batches: the batch is
         prefiltered as one buffer (the same byte scanner ``scan`` uses) and only candidate lines (and
-        every line of an open traceback) go through the rules."""
+        every line of an open traceback) go through the rules. ``part_of``: the lines of the whole batch
+        ``lines`` begins, when the caller feeds it in chunks (a first chunk of a long batch is prefiltered too:
+        judged line by line, the first 64 KiB of a served log's last 0.5 MB took 34 ms, prefiltered 9)."""
         n = len(lines)
-        if n < BATCH_MIN or (n < FIRST_BATCH_MIN and self._scanner is None and self._fed == 0):
+        if n < BATCH_MIN or (max(n, part_of) < FIRST_BATCH_MIN and self._scanner is None and self._fed == 0):
             out: list[Event] = []
             for line in lines:
                 out.extend(self._line(line.no, line.plain, line.text, _offset(line)))

@@ -7,7 +7,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symmtui.judge.events import MAX_BLOCK_LINES, Event, EventBuilder, split_prefix
+from symmtui.judge.events import FIRST_BATCH_MIN, MAX_BLOCK_LINES, Event, EventBuilder, split_prefix
 from symmtui.judge.rules import Kind
 
 from .engine_kit import KEYERROR_LOG, READY_LOG, lines_of
@@ -232,8 +232,10 @@ _LINE_POOL = [
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.sampled_from(_LINE_POOL) | st.text(max_size=40).map(lambda t: t.replace("\n", " ").replace("\r", " ")),
                 max_size=400),
-       st.lists(st.integers(min_value=1, max_value=200), min_size=1, max_size=10))
-def test_feed_many_equals_feeding_line_by_line(texts: list[str], cuts: list[int]) -> None:
+       st.lists(st.integers(min_value=1, max_value=200), min_size=1, max_size=10), st.booleans())
+def test_feed_many_equals_feeding_line_by_line(texts: list[str], cuts: list[int], hinted: bool) -> None:
+    """``hinted``: each chunk says it is part of a long batch (the engine's ``part_of``), so a short first chunk
+    is prefiltered too instead of judged line by line."""
     lines = lines_of("\n".join(texts)) if texts else []
     one = EventBuilder()
     expected = [e for ln in lines for e in one.feed(ln)] + one.flush()
@@ -243,7 +245,7 @@ def test_feed_many_equals_feeding_line_by_line(texts: list[str], cuts: list[int]
     for size in cuts * 50:
         if pos >= len(lines):
             break
-        got.extend(many.feed_many(lines[pos : pos + size * 3]))
+        got.extend(many.feed_many(lines[pos : pos + size * 3], part_of=FIRST_BATCH_MIN if hinted else 0))
         pos += size * 3
     got.extend(many.feed_many(lines[pos:]))
     got.extend(many.flush())
