@@ -7,6 +7,7 @@ file is opened non-blocking and read up to a cap, numbers are range-checked, str
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import contextlib
 import errno
@@ -23,16 +24,27 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
-# Loaded before stop_on_signals puts the handlers in: msgspec's C module init imports Python modules and
-# clears their errors, so a Terminated raised inside it was lost and the verb went on, deaf to SIGTERM.
-import msgspec  # noqa: F401
-
 from symmtui import __version__, clitext, paths
 from symmtui.errors import InputError as InputError  # re-exported: the verbs' one import for input errors
 from symmtui.errors import UserError
 from symmtui.paths import usable_dir as usable_dir
 from symmtui.textsafe import MAX_SHOWN as MAX_SHOWN
 from symmtui.textsafe import shown as shown
+
+# Loaded before stop_on_signals puts the handlers in: msgspec's C module init imports Python modules and
+# clears their errors, so a Terminated raised inside it was lost and the verb went on, deaf to SIGTERM.
+# That init also tries typing_extensions (and with it inspect, ast, dis, tokenize: ~10 ms of every verb's
+# start) only to prefer its get_type_hints, used by typed decoding, which symmtui never asks for; it falls
+# back to typing's. So typing_extensions is kept out of that one import and is importable again after it
+# (Textual imports it); a process that has it loaded already is left as it is.
+_TYPING_EXTENSIONS_ABSENT = "typing_extensions" not in sys.modules
+if _TYPING_EXTENSIONS_ABSENT:
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # (import raises ImportError)
+try:
+    import msgspec  # noqa: F401
+finally:
+    if _TYPING_EXTENSIONS_ABSENT:
+        del sys.modules["typing_extensions"]
 
 MAX_VALUE_CHARS = 4096  # one option value (a path, URL, regex, name)
 MAX_CONFIG_BYTES = 1 << 20  # a profile or a theme file
@@ -153,9 +165,30 @@ def stop_on_signals() -> None:
     (tests call :func:`symmtui.cli.main` in their own process). A Textual app takes them over while it
     runs (the dashboard's own exit on SIGTERM, its clean-up on SIGHUP)."""
     _SIGNALS["installed"] = 1
+    if sys.unraisablehook is not _unraisable:
+        _UNRAISABLE[:] = [sys.unraisablehook]
+        sys.unraisablehook = _unraisable
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is signal.SIG_DFL:
             signal.signal(sig, _terminated)
+
+
+_UNRAISABLE: list[Callable[[Any], object]] = []  # the hook stop_on_signals replaced
+
+
+def _unraisable(info: Any) -> None:
+    """A Terminated raised where Python drops exceptions (a weakref callback, a ``__del__``, a generator being
+    closed) is delivered again, at the main thread's next step: one landed in importlib's module-lock callback
+    ("Exception ignored in ... cb") and `wait` ran on, deaf to SIGTERM (1 start in 300 under load)."""
+    exc = info.exc_value
+    if isinstance(exc, Terminated):
+        _SIGNALS["terminating"] = 0  # it never unwound anything: the next delivery raises it
+        # sent again from a bare thread (threading's start waits, and raised in this hook it is dropped again)
+        main = threading.main_thread().ident
+        if main is not None:  # (always: a running thread has one)
+            _thread.start_new_thread(signal.pthread_kill, (main, exc.signum))
+        return
+    (_UNRAISABLE[0] if _UNRAISABLE else sys.__unraisablehook__)(info)
 
 
 @contextlib.contextmanager

@@ -36,10 +36,11 @@ def test_crash_log_exits_1_with_cause_block_and_diagnosis() -> None:
 
 # What `wait --log --no-record` on a short finished log with no URL, no webhook and no [notify] has no
 # use for: the prober (httpx, ssl, a thread pool), the patch engine, the bundle recorder, the notifier,
-# the launch history, the log command's follower, the batch prefilter (a short log is judged line by line).
+# the launch history, the log command's follower, the batch prefilter (a short log is judged line by line),
+# typing_extensions and inspect (msgspec's import tries them: symmtui.boundary keeps them out).
 _UNUSED_BY_WAIT = ("httpx", "ssl", "symmtui.patch", "symmtui.bringup.probe", "symmtui.bundle.recorder",
                    "symmtui.notify.notifier", "symmtui.launch.history", "symmtui.logs.logcmd",
-                   "symmtui.judge.litscan", "hyperscan", "anyio")
+                   "symmtui.judge.litscan", "hyperscan", "anyio", "typing_extensions", "inspect")
 
 
 def test_wait_on_a_log_loads_none_of_what_it_does_not_use() -> None:

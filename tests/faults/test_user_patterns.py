@@ -172,3 +172,29 @@ def test_a_sigterm_the_moment_the_handler_is_in_always_ends_wait(tmp_path: Path)
                 proc.kill()
                 proc.wait()
     assert codes == [143] * 20, codes
+
+
+_DROPPED = """
+import os, signal, sys, time
+from symmtui import boundary
+boundary.stop_on_signals()
+class Dropped:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)  # its handler runs in here, where Python drops what is raised
+        for _ in range(1000):
+            pass
+try:
+    Dropped()
+    for _ in range(100):
+        time.sleep(0.1)
+    print("ran on")
+except KeyboardInterrupt as exc:
+    sys.exit(boundary.interrupted_code(exc))
+"""
+
+
+def test_a_sigterm_whose_handler_lands_in_a_finalizer_still_ends_the_verb() -> None:
+    """The handler's Terminated raised in a ``__del__`` (importlib's module-lock callback, in the wild) is not lost."""
+    r = subprocess.run([sys.executable, "-c", _DROPPED], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    assert (r.returncode, r.stdout, r.stderr) == (143, "", "")
