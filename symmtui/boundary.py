@@ -11,6 +11,7 @@ import _thread
 import argparse
 import contextlib
 import errno
+import gc
 import math
 import os
 import re
@@ -230,6 +231,14 @@ def own_process() -> None:
 def owns_process() -> bool:
     """Whether symmtui's command line owns this process: process-wide settings (the collector's) are its to make."""
     return _WHOLE_PROCESS[0]
+
+
+def started() -> None:
+    """The dashboard's first frame is drawn: what start-up made (modules, the Session, the widgets) is moved out
+    of the collector's sight, and collection, off since ``cli.console`` began, resumes."""
+    if _WHOLE_PROCESS[0]:
+        gc.freeze()
+        gc.enable()
 
 
 _INTERNAL: list[tuple[str, str]] = []  # this run's internal errors: (what, where the details went)

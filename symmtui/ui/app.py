@@ -165,10 +165,8 @@ class SymmApp(App[int]):
         self._moved_for: tuple[State, str] | None = None  # the verdict the pane last moved for
         self._stacks: dict[str, tuple[StacksTaken, State | None]] = {}  # each node's last dump, the state then
         self._log_paths: dict[str, str | None] = {}
-        self.clock = clock
-        """The app's clock: every guard and timer of the dashboard reads it (tests set one they drive)."""
         self.theme_names = register_themes(self, load_themes())
-        self.theme = theme or DEFAULT_THEME
+        self._start_theme(theme or DEFAULT_THEME)
         self.relaunching = False
         self._opening: float | None = None  # when a text box was asked for (it gets the focus a moment later)
         self._typed = ""  # the keys typed since, for the box once it has the focus
@@ -177,6 +175,19 @@ class SymmApp(App[int]):
         self._mailbox: Mailbox | None = None
 
     # ---- layout ----------------------------------------------------------------------------
+
+    def _start_theme(self, name: str) -> None:
+        """Start in theme ``name``. Setting ``App.theme`` before the app runs re-parses all of its CSS once more
+        (Textual's watcher queues a refresh_css: 15-45 ms of the first paint) only to swap the variables of the
+        stylesheet the app has not parsed yet; set them instead. A theme light where Textual's default is dark
+        also needs the watcher's ANSI colour mapping: that one is set as usual."""
+        chosen = self.get_theme(name)
+        if chosen is None or chosen.dark != self.current_theme.dark:
+            self.theme = name  # validated: an unknown name raises as it always did
+            return
+        self.set_reactive(App.theme, name)
+        self.stylesheet.set_variables(self.get_css_variables())
+        self.set_class(True, f"-theme-{name}", update=False)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)
@@ -222,6 +233,7 @@ class SymmApp(App[int]):
     def on_mount(self) -> None:
         self._exit_on_signals()
         self._mailbox = self.session.attach(lambda: self.post_message(MailReady()))
+        self.call_after_refresh(boundary.started)  # the collector resumes (cli.console stopped it for the start)
         for box in self.query(LogSearch):  # each node's pane
             box.typed_ahead = self._take_typed
         self.log_view.focus()

@@ -8,6 +8,7 @@ import io
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -19,6 +20,7 @@ from symmtui.errors import UserError
 from symmtui.logs.logcmd import LogCommand
 from symmtui.ui.app import SymmApp
 from symmtui.ui.themes import DEFAULT_THEME, load_themes
+from symmtui.ui.widgets.log_file import index_ahead
 
 
 def run_app(app: App[Any], **run: Any) -> Any:
@@ -37,6 +39,8 @@ def run_app(app: App[Any], **run: Any) -> Any:
                 gc.freeze()
             result = app.run(**run)
         finally:
+            if boundary.owns_process():
+                gc.enable()  # an app that ended before its first frame (boundary.started)
             # Textual's driver leaves its SIGCONT/SIGTSTP handlers behind: a SIGCONT after the app ended (tmux
             # sends one with the SIGHUP of a closed pane) ran Textual's resume on no event loop, in the middle
             # of the clean-up (a RuntimeError; the demo's temp dir was left)
@@ -103,6 +107,9 @@ def run_dashboard(config: str | None, log: str | None, url: str | None, theme: s
                           metrics_port=metrics[0], metrics_host=metrics[1], record_bundle=record,
                           bundle=bundle)
     boundary.require_terminal("the dashboard")  # after the profile's and options' own errors
+    for plan in spec.nodes:  # the log's end indexed while Textual starts: the pane's first frame has its rows
+        if isinstance(plan.source, Path):
+            index_ahead(plan.source)
     session = None
     try:
         with boundary.signals_held():  # SIGTERM / SIGHUP while its log command starts: acted on after

@@ -605,6 +605,35 @@ async def test_a_big_file_shows_its_end_first_and_every_line_from_the_first(
         feeder.close()
 
 
+@pytest.mark.parametrize("ahead", [True, False], ids=["indexed-ahead", "not-ahead"])
+async def test_a_log_indexed_ahead_is_on_the_panes_first_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ahead: bool
+) -> None:
+    """The dashboard begins its log's index as it starts (``index_ahead``, while Textual starts up): the pane
+    takes it, so the moment it is given the file (before its own thread has run) it has every row and shows the
+    file's end; without it the rows come later from the pane's thread. Either way the rest is filled in."""
+    monkeypatch.setattr(log_file, "TAIL_FIRST", 64 << 10)
+    monkeypatch.setattr(log_file, "TAIL_BYTES", 16 << 10)
+    path = tmp_path / "server.log"
+    path.write_text("".join(f"{line}\n" for line in numbered(200_000)), encoding="utf-8")
+    if ahead:
+        assert log_file.index_ahead(path).wait(30)
+    app = LogApp()
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.query_one(LogView)
+        view.view_file(path)
+        assert view.line_count == (200_000 if ahead else 0)
+        if ahead:
+            assert body(view)[-1].endswith("line 200000 loading layer 42")
+        await wait_for(pilot, lambda: view.line_count == 200_000 and view.settled, "the whole file indexed")
+        with open(path, "a", encoding="utf-8") as fh:  # the file taken ahead is followed as it grows
+            fh.write("line 200001 after the start\n")
+        view.poke()
+        await wait_for(pilot, lambda: view.line_count == 200_001, "the line written after the start")
+        await pilot.press("g")
+        assert body(view)[0] == "  line 000001 loading layer 1"
+
+
 async def test_lines_with_escapes_tabs_and_unicode_are_read_back_as_shown(tmp_path: Path) -> None:
     app = LogApp()
     async with app.run_test(size=SIZE) as pilot:

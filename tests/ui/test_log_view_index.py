@@ -79,19 +79,29 @@ def fed(path: Path, texts: list[str], *, builder: EventBuilder | None = None, fl
                        st.integers(0, 3).map(lambda n: "x" * (n * 700))), min_size=0, max_size=60),
     st.booleans(),
     st.integers(min_value=64, max_value=900),
+    st.booleans(),
 )
 def test_the_offset_index_matches_the_file_line_by_line(
-    tmp_path_factory: pytest.TempPathFactory, texts: list[str], partial: bool, chunk: int,
+    tmp_path_factory: pytest.TempPathFactory, texts: list[str], partial: bool, chunk: int, ahead: bool,
 ) -> None:
-    """Whatever the file, small or indexed from its end first: each row starts where its line starts, reads as
-    the follower would clean it, and ``chunks``/``texts`` read what ``text`` reads."""
+    """Whatever the file, small or indexed from its end first, its end indexed here or ahead (``index_ahead``,
+    as the dashboard starts): each row starts where its line starts, reads as the follower would clean it, and
+    ``chunks``/``texts`` read what ``text`` reads."""
     path = tmp_path_factory.mktemp("idx") / "f.log"
     data = "".join(t + "\n" for t in texts).encode() + (b"tail without newline" if partial else b"")
     path.write_bytes(data)
     saved = (log_file.TAIL_FIRST, log_file.TAIL_BYTES, log_file.CHUNK, log_file.CAP)
     log_file.TAIL_FIRST, log_file.TAIL_BYTES, log_file.CHUNK, log_file.CAP = 2 * chunk, chunk, chunk, 1000
     try:
-        file = indexed(path)
+        if ahead:
+            assert log_file.index_ahead(path).wait(30)
+            taken = log_file.take_ahead(path)
+            assert taken is not None and taken[1].is_set() and log_file.take_ahead(path) is None, "taken once"
+            file = taken[0]
+            assert file.end_indexed == (file.error == "")
+            file.index(lambda: False, lambda: None)  # the rows before its end, as the pane's thread goes on
+        else:
+            file = indexed(path)
         raws = data.split(b"\n")
         if raws and raws[-1] == b"":
             raws.pop()

@@ -68,7 +68,7 @@ from symmtui.logs.decode import LogLine
 from symmtui.patterns import UserPattern
 from symmtui.textsafe import visible
 from symmtui.ui.widgets import log_goto
-from symmtui.ui.widgets.log_file import LogFile, follow
+from symmtui.ui.widgets.log_file import LogFile, follow, take_ahead
 from symmtui.ui.widgets.log_filters import FilterRule, Found, Records, compile_search, count, find, keep
 from symmtui.ui.widgets.log_index import (
     BLOCK_END,
@@ -97,7 +97,7 @@ _KIND_CLASS = {
 _GUTTER = 2
 MAX_EXPORT = 1_000_000  # lines an export writes at most
 _JUDGE_ROWS = 20_000  # rows the pane's own judging feeds the event builder at a time
-PAINT_GRACE = 0.05  # seconds the pane's first frame of a big file's end gets before its head is indexed
+PAINT_WAIT = 1.0  # seconds at most the head of a big file waits for the frame that shows its end
 ROW_CACHE = 256
 """Rendered rows kept (``_Rows``)."""
 TAKE_GAP = 0.05
@@ -691,6 +691,7 @@ class _Job:
         self.stop = threading.Event()
         self.wake = threading.Event()
         self.posted = threading.Event()  # a message of this job's is on its way (one at a time)
+        self.painted = threading.Event()  # a frame after the UI took this job's rows was drawn
 
     def wait(self) -> bool:
         self.wake.wait()
@@ -955,7 +956,8 @@ class LogView(Vertical):
             self._file_job.cancel()
         old = self.index.file
         self.path = path
-        file = LogFile(path) if path is not None else None
+        ahead = take_ahead(path) if path is not None else None  # its end indexed as the dashboard started
+        file = ahead[0] if ahead is not None else LogFile(path) if path is not None else None
         self.index.clear(file)
         self._widest = 0
         self._judged = None
@@ -963,22 +965,23 @@ class LogView(Vertical):
             old.close()  # its threads are told to stop; a read after this reads nothing (LogFile's lock)
         if file is not None:
             job = self._file_job = _Job()
-            self.run_worker(partial(self._follow, file, job), thread=True, group=f"log-file-{id(self)}",
-                            name="symmtui-log-index", exit_on_error=False)
+            self.run_worker(partial(self._follow, file, job, ahead[1] if ahead is not None else None), thread=True,
+                            group=f"log-file-{id(self)}", name="symmtui-log-index", exit_on_error=False)
         self._after_change()
 
-    def _follow(self, file: LogFile, job: _Job) -> None:
-        """The file thread: index, then follow (``log_file.follow``); each change is one message at a time."""
+    def _follow(self, file: LogFile, job: _Job, ahead: threading.Event | None = None) -> None:
+        """The file thread: index, then follow (``log_file.follow``); each change is one message at a time.
+        ``ahead``: set once the thread that began the index ahead is done with the file."""
+        while ahead is not None and not ahead.wait(0.1):
+            if job.stop.is_set():
+                return
         def changed() -> None:
             if not job.posted.is_set() and not job.stop.is_set():
                 job.posted.set()
                 self.post_message(_FileChanged(file, job))
 
-        def shown() -> None:  # the end of a big file is on screen before its head is filled in
-            for _ in range(100):  # the UI takes the change (at most a second), then paints it
-                if not job.posted.is_set() or job.stop.wait(0.01):
-                    break
-            job.stop.wait(PAINT_GRACE)
+        def shown() -> None:  # the end of a big file is on screen before its head is filled in: the filling
+            job.painted.wait(PAINT_WAIT)  # holds the GIL for most of a second and slowed that frame down by as much
 
         follow(file, job.stop, job.wake, changed, shown)
         if file.ended and not job.stop.is_set():
@@ -1039,6 +1042,8 @@ class LogView(Vertical):
     def _take(self, message: _FileChanged) -> None:
         self._taken = time.monotonic()
         message.job.posted.clear()
+        if not message.job.painted.is_set():
+            self.call_after_refresh(message.job.painted.set)
         file = message.file
         if file is not self.index.file:
             return  # an older generation's
