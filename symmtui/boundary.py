@@ -233,9 +233,34 @@ def owns_process() -> bool:
     return _WHOLE_PROCESS[0]
 
 
+_FIRST_FRAME = threading.Event()  # clear only while a dashboard's start waits for its first frame
+_FIRST_FRAME.set()
+FIRST_FRAME_WAIT = 2.0  # seconds at most that deferred work waits for that frame
+
+
+def hold_for_first_frame() -> None:
+    """A Textual front end starts (``cli``, a framed verb): what ``after_first_frame`` guards waits for its frame."""
+    _FIRST_FRAME.clear()
+
+
+def after_first_frame() -> None:
+    """Return once the dashboard's first frame is drawn (or none is coming: at once; FIRST_FRAME_WAIT at most).
+    A thread whose work the first frame does not show (the bundle's, the count of an attach's skipped lines)
+    calls it first: each took the GIL from the start-up (a new thread waited up to 40 ms for it to be handed
+    back), and the frame came later by as much."""
+    _FIRST_FRAME.wait(FIRST_FRAME_WAIT)
+
+
+def release_held() -> None:
+    """What ``after_first_frame`` holds goes ahead now (the first frame, or a close that cannot wait for it)."""
+    _FIRST_FRAME.set()
+
+
 def started() -> None:
-    """The dashboard's first frame is drawn: what start-up made (modules, the Session, the widgets) is moved out
-    of the collector's sight, and collection, off since ``cli.console`` began, resumes."""
+    """The dashboard's first frame is drawn (or its app ended without one): what start-up made (modules, the
+    Session, the widgets) is moved out of the collector's sight, collection, off since ``cli.console`` began,
+    resumes, and the work held for the frame goes ahead."""
+    release_held()
     if _WHOLE_PROCESS[0]:
         gc.freeze()
         gc.enable()

@@ -146,6 +146,8 @@ def _dispatch(argv: Sequence[str] | None, signals: bool = False) -> int:
     boundary.check_values(args)
     if args.verb not in FRAMED:
         gc.enable()
+    elif boundary.owns_process():
+        boundary.hold_for_first_frame()
     if signals and args.verb not in OWN_SIGNALS:
         boundary.stop_on_signals()  # before anything starts: a log command, the demo's servers
     code: int = (VERBS[args.verb] if args.verb else DASHBOARD).run(args)

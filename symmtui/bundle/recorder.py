@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct
 from msgspec.structs import replace
 
-from symmtui import fsatomic
+from symmtui import boundary, fsatomic
 from symmtui.bundle import format as fmt
 from symmtui.bundle import store
 from symmtui.bundle.codec import encode
@@ -261,6 +261,7 @@ class Recorder:
         if self._closed:
             return
         self._closed = True
+        boundary.release_held()  # a session closed before the dashboard's first frame: the worker goes on now
         try:
             self._queue.put((self._clock() - self._t0, _CLOSE), timeout=CLOSE_JOIN)
         except queue.Full:
@@ -268,6 +269,7 @@ class Recorder:
         self._worker.join(CLOSE_JOIN)
 
     def _capture_env(self) -> None:
+        boundary.after_first_frame()
         try:
             env = self._env_fn()
         except (OSError, UserError, ValueError) as exc:  # capture words its own failures; these are the unforeseen
@@ -279,6 +281,7 @@ class Recorder:
     # ---- the worker ------------------------------------------------------------------------
 
     def _run(self) -> None:
+        boundary.after_first_frame()  # the messages wait in the queue meanwhile
         while True:
             t, message = self._queue.get()
             if message is _CLOSE:

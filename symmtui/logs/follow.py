@@ -12,6 +12,7 @@ from typing import Any, Literal, cast
 
 from msgspec import Struct
 
+from symmtui import boundary
 from symmtui.logs import inotify
 from symmtui.logs.decode import DEFAULT_MAX_LINE_BYTES, LogLine, cut_utf8, make_line, make_lines, newlines
 
@@ -471,6 +472,7 @@ class LogFollower:
 
     def _count_skipped(self, fd: int, end: int, gen: int) -> None:
         """Count the lines before the attach point (a thread of its own: the verdict never waits on it)."""
+        boundary.after_first_frame()
         try:
             n = count_lines(fd, 0, end)
         except OSError:

@@ -39,8 +39,7 @@ def run_app(app: App[Any], **run: Any) -> Any:
                 gc.freeze()
             result = app.run(**run)
         finally:
-            if boundary.owns_process():
-                gc.enable()  # an app that ended before its first frame (boundary.started)
+            boundary.started()  # an app that ended before its first frame: the collector and the held work resume
             # Textual's driver leaves its SIGCONT/SIGTSTP handlers behind: a SIGCONT after the app ended (tmux
             # sends one with the SIGHUP of a closed pane) ran Textual's resume on no event loop, in the middle
             # of the clean-up (a RuntimeError; the demo's temp dir was left)
