@@ -21,7 +21,8 @@ Rows (issue 23 and the timing rows of issue 22):
   sparse   a 2 GB sparse log (a NUL hole, the ready line at its end): `wait` verdict. Bound: a verdict.
   tui      (bench.peers_tui) the dashboard against toolong and lnav in tmux: idle CPU, first paint and
            peak RSS on a 1M-line log, a key shown during a 50k lines/s flood (or some of its parts:
-           idle, demo, keys, paint, fsearch).
+           idle, demo, keys, paint, firstpaint: first paints only, --runs rounds of every program in
+           turn, bigfile, fsearch).
 """
 
 from __future__ import annotations
@@ -425,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
             f.unlink()
         parts = set(PARTS) if "tui" in only else set(only) & set(PARTS)
         if parts:
-            peers_tui.rows(table, tmp, quick=args.quick, toolong=args.toolong, parts=parts)
+            peers_tui.rows(table, tmp, quick=args.quick, toolong=args.toolong, parts=parts, rounds=args.runs)
         table.print()
         print(f"load average at the end {os.getloadavg()[0]:.1f}")
     finally:
