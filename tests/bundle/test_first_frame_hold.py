@@ -13,7 +13,8 @@ from symmtui import boundary
 from symmtui.bundle.format import read_bundle
 from symmtui.bundle.recorder import Recorder
 from symmtui.launch.envinfo import EnvInfo
-from tests.bundle.test_recorder_limits import Crash, _batch, crash  # noqa: F401  (crash: the fixture)
+from tests.bundle.test_recorder_limits import _batch
+from tests.ui.kit import CRASH_LOG, read_lines, replay
 
 NEVER = 600.0  # FIRST_FRAME_WAIT in these tests: a wait that ends only because something released it
 
@@ -55,8 +56,9 @@ def test_the_environment_capture_waits_for_the_first_frame(held: None, tmp_path:
     rec.close()
 
 
-def test_a_recorder_closed_before_any_frame_writes_its_bundle(held: None, tmp_path: Path, crash: Crash) -> None:
-    lines, events, snap = crash
+def test_a_recorder_closed_before_any_frame_writes_its_bundle(held: None, tmp_path: Path) -> None:
+    lines = read_lines(CRASH_LOG)
+    events, snap = replay(lines)
     dest = tmp_path / "b.json.gz"
     rec = Recorder(name="t", host="h", command=None, dest=dest, env=lambda: EnvInfo(taken_at=0.0, symmtui="test"))
     rec.start()
