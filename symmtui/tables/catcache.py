@@ -100,7 +100,10 @@ def write(cache: Path, data: bytes) -> None:
     from symmtui.fsatomic import write_atomic
 
     try:
-        cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # $XDG_CACHE_HOME and symmtui's folder in it, nothing above: a folder gone is not made again (the demo's
+        # temp dir, removed at its quit while a judging thread still compiled a Hyperscan database, came back)
+        for folder in (cache.parent.parent, cache.parent):
+            folder.mkdir(exist_ok=True, mode=0o700)
         write_atomic(cache, data, mode=0o600, durable=False)  # a lost cache costs one parse
     except OSError:
         pass  # no usable cache directory (HOME=/dev/null, read-only): every start parses

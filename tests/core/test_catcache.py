@@ -96,6 +96,17 @@ def test_an_unusable_cache_directory_means_parsing(folder: Path, monkeypatch: py
     assert calls == [1, 1] and first == again
 
 
+def test_the_cache_makes_its_own_folders_but_never_one_above_them(folder: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    calls: list[int] = []
+    catcache.load(folder, _sources(folder), _parser(folder, calls))  # $XDG_CACHE_HOME itself missing: made
+    assert list((tmp_path / "cache" / "symmtui").iterdir())
+    gone = tmp_path / "demo-temp-dir"  # the demo's XDG_CACHE_HOME lives in its temp dir, removed at its quit
+    monkeypatch.setenv("XDG_CACHE_HOME", str(gone / "xdg_cache_home"))
+    catcache.load(folder, _sources(folder), _parser(folder, calls))
+    assert calls == [1, 1] and not gone.exists()
+
+
 def test_the_shipped_catalogue_loads_the_same_cached_or_parsed(tmp_path: Path) -> None:
     code = ("from symmtui.tables.catalogue import builtin_entries, parse_builtin\n"
             "print(builtin_entries() == parse_builtin())\n")
