@@ -39,7 +39,7 @@ def run_app(app: App[Any], **run: Any) -> Any:
                 gc.freeze()
             result = app.run(**run)
         finally:
-            boundary.started()  # an app that ended before its first frame: the collector and the held work resume
+            boundary.started()  # again after the first frame (idempotent), or for an app that ended before it
             # Textual's driver leaves its SIGCONT/SIGTSTP handlers behind: a SIGCONT after the app ended (tmux
             # sends one with the SIGHUP of a closed pane) ran Textual's resume on no event loop, in the middle
             # of the clean-up (a RuntimeError; the demo's temp dir was left)
