@@ -4,13 +4,16 @@ Every program runs as a user starts it, in a real terminal (tmux), on the same f
 quiet log, first paint and peak RSS on a 1M-line (~129 MB) log, a key's effect on screen during a
 50k lines/s flood, the demo idle after READY (8 simulated GPUs), and the dashboard's RSS during a
 1M-line flood with a search typed. A key is timed from `tmux send-keys` until `capture-pane` shows
-its effect (polled; each capture costs ~2 ms). CPU and memory are the whole process tree's (psutil;
+its effect, captured once after each burst of the pane's output (`Pane.watch`: tmux's pipe-pane into a
+FIFO; a capture costs ~3 ms of CPU, so polling it in a loop took most of a core from the programs it
+measured on this 2-core VM). CPU and memory are the whole process tree's (psutil;
 peak RSS is the sum of each process's VmHWM). A missing peer is a line saying so.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import shlex
 import shutil
 import statistics
@@ -95,6 +98,31 @@ class Pane:
 
     def capture(self) -> str:
         return _tmux("capture-pane", "-p", "-t", self.name)
+
+    def watch(self, fifo: Path) -> tuple[int, int]:
+        """Copy what the program writes to its terminal into ``fifo`` (tmux pipe-pane); its read end, which
+        ``wait_output`` blocks on, and a write end of our own that keeps it from reading as closed."""
+        os.mkfifo(fifo)
+        rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        keep = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        _tmux("pipe-pane", "-O", "-t", self.name, f"exec cat > {shlex.quote(str(fifo))}")
+        return rfd, keep
+
+    def wait_output(self, rfd: int, cond: Callable[[str], bool], timeout: float) -> float | None:
+        """As ``wait_for``, but the screen is captured only when the program has written since the last
+        capture (all that is pending is read first), not in a loop."""
+        t0 = time.perf_counter()
+        while True:
+            if cond(self.capture()):
+                return time.perf_counter() - t0
+            left = timeout - (time.perf_counter() - t0)
+            if left <= 0 or not select.select([rfd], [], [], left)[0]:
+                return None
+            try:
+                while os.read(rfd, 1 << 16):
+                    pass
+            except BlockingIOError:
+                pass
 
     def keys(self, key: str) -> None:
         _tmux("send-keys", "-t", self.name, key)
@@ -325,6 +353,8 @@ def measure_keys(prog: Program, log: Path, writer: Path, pair: tuple[str, str, s
     open_key, open_marker, close_key = pair or (prog.open_key, prog.open_marker, prog.close_key)
     pane = Pane("keys", prog.argv(log), prog.env, prog.cwd)
     out: list[float] = []
+    fifo = log.with_suffix(".out")
+    rfd, keep = pane.watch(fifo)
     try:
         if pane.wait_for(_screen_has_log, 30) is None:
             raise SystemExit(f"{prog.name}: no log line on screen in 30 s:\n{pane.capture()}")
@@ -336,13 +366,16 @@ def measure_keys(prog: Program, log: Path, writer: Path, pair: tuple[str, str, s
                 for key, want in ((open_key, True), (close_key, False)):
                     t0 = time.perf_counter()
                     pane.keys(key)
-                    took = pane.wait_for(lambda s, w=want: (open_marker in s) == w, 10)  # type: ignore[misc]
+                    took = pane.wait_output(rfd, lambda s, w=want: (open_marker in s) == w, 10)  # type: ignore[misc]
                     out.append(time.perf_counter() - t0 if took is not None else 10.0)
                     time.sleep(0.2)
         finally:
             flood.wait()
     finally:
         pane.close()
+        os.close(rfd)
+        os.close(keep)
+        fifo.unlink()
     return out
 
 
