@@ -256,6 +256,28 @@ def release_held() -> None:
     _FIRST_FRAME.set()
 
 
+_KEY_SHOWN = threading.Event()  # clear from a key typed in a dashboard until the frame that shows it
+_KEY_SHOWN.set()
+KEY_WAIT = 0.1  # seconds at most that the engine's reading and judging waits for that frame
+
+
+def key_typed() -> None:
+    """A key reached a Textual front end: what calls ``give_way`` waits until its frame is drawn (``key_shown``)."""
+    _KEY_SHOWN.clear()
+
+
+def key_shown() -> None:
+    """The frame that shows the last key typed is drawn: the engine reads on."""
+    _KEY_SHOWN.set()
+
+
+def give_way() -> None:
+    """Between two steps of the engine's reading and judging: wait while a typed key's frame is drawn (KEY_WAIT at
+    most). A 50k lines/s flood kept the judging thread on the GIL; the UI thread, given it back 5 ms at a time,
+    drew a key's frame 60-110 ms after the key (bench.peers keys)."""
+    _KEY_SHOWN.wait(KEY_WAIT)
+
+
 def started() -> None:
     """The dashboard's first frame is drawn (or its app ended without one): what start-up made (modules, the
     Session, the widgets) is moved out of the collector's sight, collection, off since ``cli.console`` began,

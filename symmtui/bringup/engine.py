@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from msgspec import Struct, field
 from msgspec.structs import replace
 
+from symmtui import boundary
 from symmtui.bringup.lastrun import last_launch_attach
 from symmtui.judge.events import PROCESS_EXIT, Event, EventBuilder
 from symmtui.judge.logclock import LogTimes
@@ -732,6 +733,7 @@ def _chunks(lines: list[LogLine]) -> Iterator[list[LogLine]]:
         while j < n and size + len(lines[j].plain) <= limit:
             size += len(lines[j].plain)
             j += 1
+        boundary.give_way()
         started = time.thread_time()  # a cost, not a time the verdict depends on: not the injected clock
         yield lines[i:j]
         if time.thread_time() - started > SLOW_CHUNK:

@@ -529,6 +529,7 @@ class LogFollower:
 
     def _drain(self, stop: threading.Event, on_batch: Callable[[list[LogItem]], None]) -> None:
         while True:
+            boundary.give_way()
             items = self._read_new()
             if items or not (self.has_more or self.caught_up):
                 self.caught_up = not self.has_more  # read by on_batch: what existed at the start is all judged

@@ -170,6 +170,7 @@ class SymmApp(App[int]):
         self.relaunching = False
         self._opening: float | None = None  # when a text box was asked for (it gets the focus a moment later)
         self._typed = ""  # the keys typed since, for the box once it has the focus
+        self._last_key: events.Key | None = None  # the last key that held the engine back (boundary.give_way)
         self.board: Board | None = None
         """The Board shown (the Session posts one with every batch and once a second)."""
         self._mailbox: Mailbox | None = None
@@ -253,6 +254,7 @@ class SymmApp(App[int]):
             loop.remove_signal_handler(signal.SIGTERM)
             loop.remove_signal_handler(signal.SIGHUP)
         boundary.hold_signals()  # asyncio left them at their default: the clean-up after this must not be cut
+        boundary.key_shown()  # a key's frame that never came (the key quit): the engine reads on at full speed
 
     def _hangup(self) -> None:
         try:
@@ -497,6 +499,15 @@ class SymmApp(App[int]):
         if action in KEYS and action != "quit" and isinstance(self.screen, ModalScreen):
             return False
         return not (action in KEYS and self.typing())
+
+    async def on_event(self, event: events.Event) -> None:
+        """A key holds the engine's reading back until the frame that shows its effect is drawn (``boundary.
+        give_way``): the frame after the one in progress, where the key's action and any screen it opens are."""
+        if isinstance(event, events.Key) and event is not self._last_key:  # (a key bubbled back up comes again)
+            self._last_key = event
+            boundary.key_typed()
+            self.call_after_refresh(self.call_after_refresh, boundary.key_shown)
+        await super().on_event(event)
 
     def on_key(self, event: events.Key) -> None:
         """From a key that opens the log pane's text box (its action runs a moment later, and the box gets the
