@@ -60,7 +60,7 @@ from symmtui.session.messages import (
 from symmtui.session.node import eta_of
 from symmtui.session.patching import Patcher
 from symmtui.stacks.gpus import evidence, utilization_of
-from symmtui.ui.screens.confirm import KEY_GUARD
+from symmtui.ui.screens.confirm import KEY_GUARD, ConfirmScreen
 from tests.handclock import HandClock, LeapClock
 from tests.ui.screen_text import screen_text
 
@@ -339,6 +339,16 @@ def toasts(app: App[object]) -> list[str]:
 
     app.notify = notify  # type: ignore[method-assign]
     return said
+
+
+def dialog_title(app: App[object]) -> str | None:
+    """The title of the question on screen, or None: no ConfirmScreen, or one pushed but not yet composed (a
+    screen is the app's ``screen`` before its children mount, so a query in that moment finds nothing)."""
+    screen = app.screen
+    if not isinstance(screen, ConfirmScreen):
+        return None
+    boxes = screen.query("#confirm-dialog")
+    return str(boxes.first().border_title) if boxes else None
 
 
 async def answer(pilot: Pilot[object], key: str = "y") -> None:

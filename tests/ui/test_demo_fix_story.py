@@ -11,17 +11,12 @@ from symmtui.bringup.scan import scan_file
 from symmtui.judge.readiness import State
 from symmtui.launch.profile import load_profile
 from symmtui.ui.app import SymmApp
-from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.relaunch import RelaunchScreen
-from tests.ui.kit import answer, current_launch, demo_session, text, wait_for
+from tests.ui.kit import answer, current_launch, demo_session, dialog_title, text, wait_for
 
 
 def _state(app: SymmApp) -> State | None:
     return app.board.state if app.board is not None else None
-
-
-def _title(app: SymmApp) -> str | None:
-    return str(app.screen.query_one("#confirm-dialog").border_title) if isinstance(app.screen, ConfirmScreen) else None
 
 
 @pytest.mark.timeout(180)
@@ -43,13 +38,13 @@ async def test_demo_fix_story_env_fix_in_profile_relaunch_ready() -> None:
             assert "SGLANG_ENABLE_JIT_DEEPGEMM" not in profile.read_text()
             # 2. p shows the profile change as a TOML diff; nothing written yet
             await pilot.press("p")
-            await wait_for(pilot, lambda: _title(app) == "Apply the fix to the profile?", "the fix modal")
+            await wait_for(pilot, lambda: dialog_title(app) == "Apply the fix to the profile?", "the fix modal")
             body = str(app.screen.query_one("#confirm-body", Static).render())
             assert '+[server.env]' in body and '+SGLANG_ENABLE_JIT_DEEPGEMM = "0"' in body
             assert "SGLANG_ENABLE_JIT_DEEPGEMM" not in profile.read_text()
             # 3. y writes it to the demo's profile and offers the relaunch; y relaunches with it
             await answer(pilot)
-            await wait_for(pilot, lambda: _title(app) == "Relaunch?", "the relaunch offer")
+            await wait_for(pilot, lambda: dialog_title(app) == "Relaunch?", "the relaunch offer")
             written = tomllib.loads(profile.read_text())
             assert written["server"]["env"] == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
             assert load_profile(profile).env == {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}

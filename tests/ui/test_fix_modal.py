@@ -10,7 +10,7 @@ from symmtui.build import dashboard_spec, open_session
 from symmtui.launch.profile import load_profile
 from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
-from tests.ui.kit import answer, settle, text, wait_for
+from tests.ui.kit import answer, dialog_title, settle, text, wait_for
 
 # vllm-project/vllm#2418 (the error line as the issue quotes it), after vLLM's start-up lines
 LOG = (
@@ -31,7 +31,7 @@ async def test_p_applies_the_flag_to_the_profile_and_offers_the_relaunch(tmp_pat
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: "KV cache holds 3664 tokens" in text(app), "the diagnosis")
         await pilot.press("p")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the fix modal")
+        await wait_for(pilot, lambda: dialog_title(app) is not None, "the fix modal")
         body = str(app.screen.query_one("#confirm-body", Static).render())
         assert "KV cache holds 3664 tokens" in body
         assert '-command = ["python", "-m", "vllm.entrypoints.openai.api_server", "--max-model-len", "4096"]' in body
@@ -44,8 +44,7 @@ async def test_p_applies_the_flag_to_the_profile_and_offers_the_relaunch(tmp_pat
         await wait_for(pilot, lambda: app.board is not None and app.board.relaunch is not None
                        and "--max-model-len 3664" in app.board.relaunch.commands[0][1],
                        "the next launch's command on the Board")  # the next launch uses it
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen)
-                       and app.screen.query_one("#confirm-dialog").border_title == "Relaunch?", "the relaunch offer")
+        await wait_for(pilot, lambda: dialog_title(app) == "Relaunch?", "the relaunch offer")
         await pilot.press("n")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
