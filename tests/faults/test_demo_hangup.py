@@ -31,6 +31,13 @@ def _server_up(marker: str) -> bool:
     return False
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "(gone)"
+
+
 POINTS: dict[str, Callable[[Pane, Path, str], bool]] = {
     "its temp dir is made": lambda pane, tmp, marker: any(tmp.glob("symmtui-demo-*")),
     "its server runs": lambda pane, tmp, marker: _server_up(marker),
@@ -59,7 +66,8 @@ def test_closing_the_pane_as_the_demo_starts_leaves_nothing(tmp_path: Path, poin
         deadline = time.monotonic() + 30
         while (_demo_pids(marker) or any(tmp.iterdir())) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _demo_pids(marker), "the demo left processes behind"
+        left = {pid: _cmdline(pid) for pid in _demo_pids(marker)}
+        assert not left, f"the demo left processes behind: {left}"
         assert not any(tmp.iterdir()), f"the demo left files: {sorted(p.name for p in tmp.iterdir())}"
     finally:
         _tmux("kill-session", "-t", name)
