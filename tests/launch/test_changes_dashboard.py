@@ -23,7 +23,7 @@ from symmtui.ui.app import SymmApp
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.widgets.diagnosis import DiagnosisView
 from tests.launch.helpers import demo_config, free_port, run_cli, stop_at_end, wait_until
-from tests.ui.kit import answer, text, wait_for
+from tests.ui.kit import answer, dialog_title, text, wait_for
 
 __all__ = ["stop_at_end"]
 
@@ -57,7 +57,7 @@ async def test_the_dashboard_shows_what_changed_and_p_goes_back_to_what_worked(t
             assert "changed since the last READY launch, " in panel and f"· {FLAG} added" in panel
             assert panel.index(f"{FLAG} added") < panel.index("NCCL_P2P_LEVEL NVL -> SYS")
             await pilot.press("p")  # the diagnosis's fix is the patch; the flag it names was added since READY
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "back to what worked")
+            await wait_for(pilot, lambda: dialog_title(app) is not None, "back to what worked")
             body = str(app.screen.query_one("#confirm-body", Static).render())
             assert "Back to what worked: the last READY launch, " in body
             assert f"remove {FLAG} (the READY launch ran without it)" in body

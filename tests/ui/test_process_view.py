@@ -22,7 +22,7 @@ from symmtui.gpu.standin import load_standin, standin_host
 from symmtui.session.protocol import SessionLike
 from symmtui.ui.screens.confirm import ConfirmScreen
 from symmtui.ui.screens.processes import PidScreen, ProcessScreen
-from tests.ui.kit import answer, settle, text, toasts, wait_for, watched
+from tests.ui.kit import answer, dialog_title, settle, text, toasts, wait_for, watched
 
 GIB = 1024**3
 
@@ -125,9 +125,9 @@ async def test_the_process_view_lists_sorts_marks_and_signals_only_your_own(
         # our own: a confirmation that names it; n keeps it running
         table.move_cursor(row=[r.pid for r in screen.shown].index(server.pid))
         await pilot.press("k")
-        assert isinstance(app.screen, ConfirmScreen)
+        await wait_for(pilot, lambda: dialog_title(app) is not None, "the confirmation")
+        assert dialog_title(app) == f"Send SIGTERM to pid {server.pid}?"
         shown = text(app)
-        assert app.screen.query_one("#confirm-dialog").border_title == f"Send SIGTERM to pid {server.pid}?"
         assert "--served-by-symmtui-test" in shown
         assert "one of this launch's processes" in shown
         await pilot.press("n")
