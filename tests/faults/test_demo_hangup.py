@@ -8,6 +8,8 @@ dir removed."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 import time
 import uuid
@@ -31,11 +33,17 @@ def _server_up(marker: str) -> bool:
     return False
 
 
-def _cmdline(pid: int) -> str:
+def _left(pid: int) -> str:
+    """What a process left behind is: its command line and, for a Python one, its threads' stacks (py-spy)."""
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
-        return "(gone)"
+        return f"{pid}: (gone)"
+    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+    if spy is None or "python" not in argv:
+        return f"{pid}: {argv}"
+    dump = subprocess.run([spy, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=30)
+    return f"{pid}: {argv}\n{dump.stdout}{dump.stderr}"
 
 
 POINTS: dict[str, Callable[[Pane, Path, str], bool]] = {
@@ -66,8 +74,8 @@ def test_closing_the_pane_as_the_demo_starts_leaves_nothing(tmp_path: Path, poin
         deadline = time.monotonic() + 30
         while (_demo_pids(marker) or any(tmp.iterdir())) and time.monotonic() < deadline:
             time.sleep(0.05)
-        left = {pid: _cmdline(pid) for pid in _demo_pids(marker)}
-        assert not left, f"the demo left processes behind: {left}"
+        left = [_left(pid) for pid in _demo_pids(marker)]
+        assert not left, "the demo left processes behind:\n" + "\n".join(left)
         assert not any(tmp.iterdir()), f"the demo left files: {sorted(p.name for p in tmp.iterdir())}"
     finally:
         _tmux("kill-session", "-t", name)
