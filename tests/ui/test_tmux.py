@@ -3,8 +3,10 @@ story's p, y, y), to READY."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -24,10 +26,28 @@ pytestmark = [
 ]
 
 TMUX = sysparts.TMUX
+# This test process's own tmux server: not the user's (a developer runs the suite inside tmux; its panes got
+# that server's environment, and a kill there reached ours), and one only these tests start and end.
+SOCKET = f"symmtui-tests-{os.getpid()}"
+
+
+@atexit.register
+def _end_server() -> None:
+    """The server goes with this process, and its socket file with it (tmux leaves the file behind)."""
+    if shutil.which(TMUX) is None:
+        return
+    subprocess.run([TMUX, "-L", SOCKET, "kill-server"], capture_output=True, timeout=30)
+    folder = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+    (folder / SOCKET).unlink(missing_ok=True)
 
 
 def _tmux(*args: str) -> str:
-    out = subprocess.run([TMUX, *args], capture_output=True, text=True, timeout=30)
+    out = subprocess.run([TMUX, "-L", SOCKET, *args], capture_output=True, text=True, timeout=30)
+    if args[:1] == ("new-session",) and out.returncode != 0:
+        # the last session's kill ends the server (exit-empty); a new-session that reaches it as it exits fails
+        # ("server exited unexpectedly"): once more, on a server of its own. Said, not ignored, if it fails again.
+        out = subprocess.run([TMUX, "-L", SOCKET, *args], capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, f"tmux new-session failed: {out.stderr.strip()}"
     return out.stdout
 
 
