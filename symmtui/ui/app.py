@@ -117,6 +117,18 @@ def _while_composed(handler: F) -> F:
     return cast(F, wrapper)
 
 
+def end_job_control() -> None:
+    """Give SIGCONT and SIGTSTP back to their defaults: Textual's driver sets them when it is made and leaves
+    them behind. A SIGCONT after the driver left application mode (tmux sends one with the SIGHUP of a closed
+    pane) ran its resume, which started a new, non-daemon input thread that nothing stops: the process hung at
+    its exit, and on the closed terminal that thread's select loop spun a core (a dashboard found 21 minutes
+    after its test, 100 % of a core, its main thread in threading._shutdown). Also: a SIGCONT after the app
+    ended ran the resume on no event loop, in the middle of the demo's clean-up (its temp dir was left)."""
+    for sig in (signal.SIGCONT, signal.SIGTSTP):
+        with contextlib.suppress(ValueError, OSError):  # not the main thread: nothing was installed
+            signal.signal(sig, signal.SIG_DFL)
+
+
 class SymmApp(App[int]):
     """The dashboard: renders what the Session posts and sends intents (patch, relaunch) back to it.
 
@@ -254,6 +266,7 @@ class SymmApp(App[int]):
             loop.remove_signal_handler(signal.SIGTERM)
             loop.remove_signal_handler(signal.SIGHUP)
         boundary.hold_signals()  # asyncio left them at their default: the clean-up after this must not be cut
+        end_job_control()  # now, before Textual's driver leaves application mode
         boundary.key_shown()  # a key's frame that never came (the key quit): the engine reads on at full speed
 
     def _hangup(self) -> None:

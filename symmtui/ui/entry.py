@@ -6,7 +6,6 @@ import contextlib
 import gc
 import io
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from symmtui import boundary
 from symmtui.build import dashboard_spec, demo_spec, open_demo, open_session
 from symmtui.errors import UserError
 from symmtui.logs.logcmd import LogCommand
-from symmtui.ui.app import SymmApp
+from symmtui.ui.app import SymmApp, end_job_control
 from symmtui.ui.themes import DEFAULT_THEME, load_themes
 from symmtui.ui.widgets.log_file import index_ahead
 
@@ -40,12 +39,7 @@ def run_app(app: App[Any], **run: Any) -> Any:
             result = app.run(**run)
         finally:
             boundary.started()  # again after the first frame (idempotent), or for an app that ended before it
-            # Textual's driver leaves its SIGCONT/SIGTSTP handlers behind: a SIGCONT after the app ended (tmux
-            # sends one with the SIGHUP of a closed pane) ran Textual's resume on no event loop, in the middle
-            # of the clean-up (a RuntimeError; the demo's temp dir was left)
-            for sig in (signal.SIGCONT, signal.SIGTSTP):
-                with contextlib.suppress(ValueError, OSError):  # not the main thread: nothing was installed
-                    signal.signal(sig, signal.SIG_DFL)
+            end_job_control()  # also for an app that ended before it unmounted
     if app.return_code not in (None, 0, 2):  # 1: Textual caught an exception (2: a thread's, already recorded)
         details = captured.getvalue()
         last = [ln.strip() for ln in details.splitlines() if ln.strip() and not ln.startswith((" ", "│", "╰", "╭"))]
