@@ -265,8 +265,8 @@ class SymmApp(App[int]):
             loop = asyncio.get_running_loop()
             loop.remove_signal_handler(signal.SIGTERM)
             loop.remove_signal_handler(signal.SIGHUP)
-        boundary.hold_signals()  # asyncio left them at their default: the clean-up after this must not be cut
         end_job_control()  # now, before Textual's driver leaves application mode
+        boundary.hold_signals()  # asyncio left them at their default: the clean-up after this must not be cut
         boundary.key_shown()  # a key's frame that never came (the key quit): the engine reads on at full speed
 
     def _hangup(self) -> None:

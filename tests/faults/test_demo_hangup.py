@@ -42,7 +42,10 @@ def _left(pid: int) -> str:
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
     if spy is None or "python" not in argv:
         return f"{pid}: {argv}"
-    dump = subprocess.run([spy, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=30)
+    try:
+        dump = subprocess.run([spy, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        return f"{pid}: {argv}\n(py-spy dump took over 10 s)"
     return f"{pid}: {argv}\n{dump.stdout}{dump.stderr}"
 
 

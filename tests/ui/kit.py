@@ -345,10 +345,9 @@ def dialog_title(app: App[object]) -> str | None:
     """The title of the question on screen, or None: no ConfirmScreen, or one pushed but not yet composed (a
     screen is the app's ``screen`` before its children mount, so a query in that moment finds nothing)."""
     screen = app.screen
-    if not isinstance(screen, ConfirmScreen):
+    if not isinstance(screen, ConfirmScreen) or not screen.is_mounted:  # mounted: every child is (its body too)
         return None
-    boxes = screen.query("#confirm-dialog")
-    return str(boxes.first().border_title) if boxes else None
+    return str(screen.query_one("#confirm-dialog").border_title)
 
 
 async def answer(pilot: Pilot[object], key: str = "y") -> None:

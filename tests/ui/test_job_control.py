@@ -6,25 +6,12 @@ its exit, that thread spinning a core on the closed terminal (found after a real
 from __future__ import annotations
 
 import signal
-from pathlib import Path
 from types import FrameType
 
-from symmtui.ui import app as app_module
 from symmtui.ui.app import SymmApp
 from tests.ui.kit import crashed_session, settle
 
 JOB_CONTROL = (signal.SIGCONT, signal.SIGTSTP)
-
-
-class _Watched(SymmApp):
-    """The dashboard, noting the handlers its unmount leaves."""
-
-    CSS_PATH = str(Path(app_module.__file__).parent / "app.tcss")  # the dashboard's, not one next to this file
-    left: dict[int, object]
-
-    def on_unmount(self) -> None:
-        super().on_unmount()
-        self.left = {sig: signal.getsignal(sig) for sig in JOB_CONTROL}
 
 
 async def test_the_dashboard_gives_job_control_back_as_it_unmounts() -> None:
@@ -33,11 +20,12 @@ async def test_the_dashboard_gives_job_control_back_as_it_unmounts() -> None:
 
     before = {sig: signal.signal(sig, textuals) for sig in JOB_CONTROL}
     try:
-        app = _Watched(crashed_session())
+        app = SymmApp(crashed_session())
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
             assert all(signal.getsignal(sig) is textuals for sig in JOB_CONTROL)  # ctrl+z works while it runs
-        assert app.left == {sig: signal.SIG_DFL for sig in JOB_CONTROL}
+        # run_test is not entry.run_app (whose end resets them too): only the app's unmount can have
+        assert {sig: signal.getsignal(sig) for sig in JOB_CONTROL} == {sig: signal.SIG_DFL for sig in JOB_CONTROL}
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
