@@ -103,9 +103,17 @@ class UserPattern(Aside, Struct, frozen=True):
     def finditer(self, text: str) -> Iterator[Match]:
         return self._rx.finditer(text)  # type: ignore[attr-defined, no-any-return]
 
-    def finditer_bytes(self, data: bytes) -> Iterator[Match]:
-        """Matches in UTF-8 ``data``: their spans are byte offsets (the log pane searches a file's bytes)."""
-        return self._rx.finditer(data)  # type: ignore[attr-defined, no-any-return]
+    def line_hits(self, data: bytes) -> Iterator[int]:
+        """The byte offset of the first match in each line of UTF-8 ``data`` that holds one (the log pane counts
+        rows; bytes spare the offsets' conversion to characters)."""
+        line_end = -1  # where the line of the last hit ends
+        for m in self._rx.finditer(data):  # type: ignore[attr-defined]
+            at: int = m.start()
+            if at > line_end:
+                yield at
+                line_end = data.find(b"\n", at)
+                if line_end < 0:
+                    return
 
     @property
     def groupindex(self) -> dict[str, int]:

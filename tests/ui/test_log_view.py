@@ -542,7 +542,7 @@ async def test_a_search_counts_every_match_of_a_big_file_and_keys_work_meanwhile
         lines = numbered(60_000)
         for i in range(3, 60_000, 7):
             lines[i] = f"retracted request {i}"
-        view, feeder = await start(pilot, tmp_path, lines)
+        view, feeder = await start(pilot, tmp_path, lines, events=False)
         await pilot.press("slash", *"retracted", "enter")
         app.post_message(events.Key("f9", None))
         await settled(pilot, view)
@@ -592,7 +592,7 @@ async def test_a_big_file_shows_its_end_first_and_every_line_from_the_first(
     monkeypatch.setattr(log_file, "TAIL_BYTES", 16 << 10)
     app = LogApp()
     async with app.run_test(size=SIZE) as pilot:
-        view, feeder = await start(pilot, tmp_path, numbered(200_000))
+        view, feeder = await start(pilot, tmp_path, numbered(200_000), events=False)  # the index, not events
         index = view.index
         assert index.file is not None and index.file.head > 190_000, "indexed from its end first"
         assert body(view)[-1].endswith("line 200000 loading layer 42")
@@ -639,7 +639,7 @@ async def test_lines_with_escapes_tabs_and_unicode_are_read_back_as_shown(tmp_pa
     async with app.run_test(size=SIZE) as pilot:
         lines = numbered(20_000)
         lines[100] = "\x1b[31mcoloured\x1b[0m line with\ttab and ünïcode"
-        view, feeder = await start(pilot, tmp_path, lines)
+        view, feeder = await start(pilot, tmp_path, lines, events=False)
         await pilot.press("g")
         screen = body(view)
         assert screen[0] == "  line 000001 loading layer 1"

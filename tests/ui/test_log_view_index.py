@@ -345,8 +345,8 @@ def write(path: Path, texts: list[str]) -> LogFile:
 def test_matching_agrees_with_a_line_by_line_search(
     tmp_path_factory: pytest.TempPathFactory, texts: list[str], needle: str, chunk: int, piece: int,
 ) -> None:
-    """Chunks of plain bytes searched a piece at a time, others row by row: the same rows as the text each row
-    shows, wherever the chunks and pieces are cut."""
+    """Chunks of plain bytes searched a piece at a time, others as their rows' shown texts joined: the same rows as
+    the text each row shows, wherever the chunks and pieces are cut."""
     file = write(tmp_path_factory.mktemp("m") / "m.log", texts)
     saved, saved_piece = log_file.CHUNK, log_filters.PIECE
     log_file.CHUNK, log_filters.PIECE = chunk, piece

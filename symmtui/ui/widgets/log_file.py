@@ -150,11 +150,8 @@ class LogFile:
 
     def texts(self, lo: int, hi: int) -> Iterator[tuple[int, str]]:
         """(row, text) of the known rows in [lo, hi), read in chunks of about CHUNK bytes."""
-        for first, last, data, plain, _exact in self.chunks(lo, hi):
-            if plain:
-                yield from zip(range(first, last), data.decode("utf-8", "replace").split("\n"), strict=True)
-            else:
-                yield from zip(range(first, last), (clean(raw) for raw in data.split(b"\n")), strict=True)
+        for first, last, data, plain, exact in self.chunks(lo, hi):
+            yield from zip(range(first, last), shown(data, plain, exact), strict=True)
 
     def chunks(self, lo: int, hi: int, size: int | None = None) -> Iterator[tuple[int, int, bytes, bool, bool]]:
         """The known rows of [lo, hi) as ``(first, stop, data, plain, exact)``: rows first..stop-1 joined by
@@ -414,6 +411,14 @@ def clean(raw: bytes) -> str:
         raw = raw[:-1]
     visible, _cut = clean_raw(raw, CAP)
     return strip_ansi(visible.decode("utf-8", "replace"))
+
+
+def shown(data: bytes, plain: bool, exact: bool) -> list[str]:
+    """The texts a chunk's rows show (``LogFile.chunks``): rows with escapes but no CR or NUL, none cut, are cleaned
+    at once (no escape spans a newline), the others row by row."""
+    if plain or (exact and b"\r" not in data and b"\x00" not in data):
+        return strip_ansi(data.decode("utf-8", "replace")).split("\n")
+    return [clean(raw) for raw in data.split(b"\n")]
 
 
 def _why(path: Path, exc: OSError) -> str:

@@ -4,7 +4,7 @@ rows the filters keep (lnav's ``:filter-in`` / ``:filter-out``, records kept who
 Every pattern the user types is compiled by RE2 (``symmtui.patterns.compile_user``): a lower-case pattern matches
 any case (smart case), a search that is no valid regex is searched as the text typed. The file is read in chunks
 of rows (``LogFile.chunks``); a chunk of plain bytes is searched as it is (a match's byte offset gives its row),
-a chunk with escapes, carriage returns or NULs row by row, on the text the pane shows.
+a chunk with escapes, carriage returns or NULs on the text the pane shows, its rows joined by newlines.
 
 A filter judges records, not lines (lnav's multi-line messages): a line that starts no record (no prefix the one
 prefix parser, ``symmtui.logs.lineparts``, knows) continues the record above, and a traceback (an event's span:
@@ -23,7 +23,7 @@ from msgspec import Struct
 from symmtui.logs.lineparts import split_prefix
 from symmtui.patterns import PatternError, UserPattern, compile_user
 from symmtui.ui.widgets import log_file
-from symmtui.ui.widgets.log_file import LogFile, clean
+from symmtui.ui.widgets.log_file import LogFile
 
 __all__ = ["MAX_RECORD", "FilterRule", "Found", "Records", "compile_search", "count", "find", "keep", "matching"]
 
@@ -64,8 +64,8 @@ def compile_search(text: str) -> tuple[UserPattern, bool]:
         return compile_user(text, what="search", ignore_case=fold, lines=True, literal=True), False
 
 
-Seen = Callable[[int, bytes, bool], None]
-"""``seen(first, data, plain)``: the chunk of rows from ``first`` that a scan read (``LogFile.chunks``)."""
+Seen = Callable[[int, bytes, bool, bool], None]
+"""``seen(first, data, plain, exact)``: the chunk of rows from ``first`` that a scan read (``LogFile.chunks``)."""
 
 
 def matching(rx: UserPattern, file: LogFile, lo: int, hi: int, seen: Seen | None = None,
@@ -78,7 +78,7 @@ def matching(rx: UserPattern, file: LogFile, lo: int, hi: int, seen: Seen | None
     starts = file.starts
     for first, last, data, plain, exact in file.chunks(lo, hi):
         if seen is not None:
-            seen(first, data, plain)
+            seen(first, data, plain, exact)
         rows: list[int] = []
         if plain:
             base = starts[first]
@@ -88,25 +88,29 @@ def matching(rx: UserPattern, file: LogFile, lo: int, hi: int, seen: Seen | None
                 if stopped():
                     return
                 inner = at0 + len(piece) < len(data)  # not the last piece: its end is the next one's start
-                for m in rx.finditer_bytes(piece):
-                    if inner and m.start() == len(piece):
+                for hit in rx.line_hits(piece):
+                    if inner and hit == len(piece):
                         continue  # an empty match after the piece's last newline: the next piece judges that spot
-                    at = at0 + m.start()
+                    at = at0 + hit
                     row = (bisect_right(starts, base + at, first, last) - 1) if local is None else \
                         first + bisect_right(local, at) - 1
                     if row != prev:
                         rows.append(row)
                         prev = row
-        else:
-            size = 0
-            for row, text in zip(range(first, last), _texts(data), strict=True):
-                size += len(text)
-                if size >= PIECE:
-                    if stopped():
-                        return
-                    size = 0
-                if rx.search(text) is not None:
-                    rows.append(row)
+        else:  # the rows' shown texts, a PIECE of them joined at a time: one RE2 call each, as above
+            texts = log_file.shown(data, plain, exact)
+            i = 0
+            while i < len(texts):
+                if stopped():
+                    return
+                j, size = i, 0
+                while j < len(texts) and (size < PIECE or j == i):
+                    size += len(texts[j]) + 1
+                    j += 1
+                joined = "\n".join(texts[i:j]).encode()
+                local = _local_starts(joined)
+                rows += (first + i + bisect_right(local, hit) - 1 for hit in rx.line_hits(joined))
+                i = j
         yield last, rows
 
 
@@ -129,10 +133,6 @@ def _local_starts(data: bytes) -> list[int]:
         out.append(i + 1)
         i = data.find(b"\n", i + 1)
     return out
-
-
-def _texts(data: bytes) -> Iterator[str]:
-    return (clean(raw) for raw in data.split(b"\n"))
 
 
 class Found(Struct):
@@ -212,20 +212,20 @@ class Records:
         self.blocks = sorted(blocks)
         self._block_starts = [a for a, _ in self.blocks]
         self._starts = bytearray()  # per row: 0 unknown, 1 starts no record, 2 starts one
-        self._window: tuple[int, bytes, bool] | None = None  # the chunk a scan read last (its rows' text)
+        self._window: tuple[int, bytes, bool, bool] | None = None  # the chunk a scan read last (its rows' text)
         self._texts: list[str] = []
         self.prefixed = self._sample()
 
-    def window(self, first: int, data: bytes, plain: bool) -> None:
+    def window(self, first: int, data: bytes, plain: bool, exact: bool) -> None:
         """The rows a scan just read (from ``first``): their text is taken from there, not read again."""
-        self._window = (first, data, plain)
+        self._window = (first, data, plain, exact)
         self._texts = []
 
     def _text(self, row: int) -> str:
         if self._window is not None:
-            first, data, plain = self._window
+            first, data, plain, exact = self._window
             if not self._texts:
-                self._texts = data.decode("utf-8", "replace").split("\n") if plain else list(_texts(data))
+                self._texts = log_file.shown(data, plain, exact)
             if first <= row < first + len(self._texts):
                 return self._texts[row - first]
         return self.file.text(row)
