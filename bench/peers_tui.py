@@ -12,6 +12,7 @@ peak RSS is the sum of each process's VmHWM). A missing peer is a line saying so
 
 from __future__ import annotations
 
+import atexit
 import os
 import select
 import shlex
@@ -76,6 +77,15 @@ class Program:
     close_key: str
     cwd: Path | None = None
     escape: tuple[str, str, str] | None = None
+
+
+@atexit.register
+def _end_server() -> None:
+    """The bench's tmux server goes with it, and its socket file too (tmux leaves the file behind)."""
+    if shutil.which("tmux") is None:
+        return
+    subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True, check=False)
+    (Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / SOCKET).unlink(missing_ok=True)
 
 
 def _tmux(*args: str) -> str:

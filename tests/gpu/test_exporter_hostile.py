@@ -4,7 +4,7 @@ impossible values, a header dribbled one byte a second, pages of too many GPUs o
 from __future__ import annotations
 
 import json
-import shutil
+import os
 import socket
 import subprocess
 import sys
@@ -18,6 +18,7 @@ import pytest
 
 from symmtui.cli import main
 from symmtui.gpu.exporter import MAX_BODY, MAX_GPUS
+from tests import sysparts
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "exporters"
 DCGM = (FIX / "dcgm-exporter-l40s.prom").read_text()
@@ -59,27 +60,28 @@ def _hostile_labels() -> str:
 
 
 @pytest.mark.tmux
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+@pytest.mark.needs("tmux")  # skipped with the reason where it is missing; a failure in CI
 def test_escape_bytes_in_exporter_labels_do_not_reach_the_terminal_in_tmux(tmp_path: Path) -> None:
     from tests.httpkit import serving
 
-    tmux = shutil.which("tmux") or "tmux"
     name = f"symmtui-exporter-{uuid.uuid4().hex[:8]}"
+    tmux = [sysparts.TMUX, "-L", name]  # a tmux server of its own, not the user's (gone with kill-server)
     with serving(_page(_hostile_labels())) as url:
         script = tmp_path / "run.sh"
         script.write_text(f"COLUMNS=200 {sys.executable} -m symmtui gpus --source {url}/metrics; echo DONE-$?; sleep 60\n")
-        subprocess.run([tmux, "new-session", "-d", "-s", name, "-x", "200", "-y", "40", f"sh {script}"], check=True)
+        subprocess.run([*tmux, "new-session", "-d", "-s", name, "-x", "200", "-y", "40", f"sh {script}"], check=True)
         try:
-            subprocess.run([tmux, "select-pane", "-t", name, "-T", "original-title"], check=True)
+            subprocess.run([*tmux, "select-pane", "-t", name, "-T", "original-title"], check=True)
             deadline = time.monotonic() + 60
-            while "DONE-" not in (screen := subprocess.run([tmux, "capture-pane", "-p", "-t", name], capture_output=True,
+            while "DONE-" not in (screen := subprocess.run([*tmux, "capture-pane", "-p", "-t", name], capture_output=True,
                                                            text=True).stdout):
                 assert time.monotonic() < deadline, screen
                 time.sleep(0.1)
-            title = subprocess.run([tmux, "display", "-p", "-t", name, "#{pane_title}"], capture_output=True,
+            title = subprocess.run([*tmux, "display", "-p", "-t", name, "#{pane_title}"], capture_output=True,
                                    text=True).stdout.strip()
         finally:
-            subprocess.run([tmux, "kill-session", "-t", name], capture_output=True)
+            subprocess.run([*tmux, "kill-server"], capture_output=True)
+            (Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / name).unlink(missing_ok=True)
     assert "DONE-0" in screen, screen
     assert title == "original-title"
     assert "L40S\\x1b]2;pwned-by-exporter\\x07" in screen, screen  # shown as text, not obeyed

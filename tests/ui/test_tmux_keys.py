@@ -8,7 +8,6 @@ the time since its first line. At 120x40 the status line drops whole parts, neve
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 import time
 import uuid
@@ -22,7 +21,7 @@ from tests.ui.test_tmux import Pane, _demo_pids, _quit_and_check_nothing_is_left
 pytestmark = [
     pytest.mark.tmux,
     pytest.mark.xdist_group("tmux"),
-    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)"),
+    pytest.mark.needs("tmux"),  # skipped with the reason where it is missing; a failure in CI
 ]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
