@@ -259,6 +259,11 @@ class SymmApp(App[int]):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signal.SIGTERM, self.exit, 128 + signal.SIGTERM)
             loop.add_signal_handler(signal.SIGHUP, self._hangup)
+        came = boundary.app_has_signals()  # one that came while Textual started (entry.run_app held it): now
+        if came == signal.SIGHUP:
+            self._hangup()
+        elif came == signal.SIGTERM:
+            self.exit(128 + signal.SIGTERM)
 
     def on_unmount(self) -> None:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):

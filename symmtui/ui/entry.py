@@ -6,6 +6,7 @@ import contextlib
 import gc
 import io
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,10 +37,14 @@ def run_app(app: App[Any], **run: Any) -> Any:
                 # of the collector's reach, each full collection walks only what the dashboard makes since. During
                 # a 50k lines/s flood they came about twice a second and took 40-110 ms; a key waited for them.
                 gc.freeze()
+            boundary.hold_for_app()  # SIGTERM / SIGHUP until the app has its handlers (SymmApp.on_mount)
             result = app.run(**run)
         finally:
             boundary.started()  # again after the first frame (idempotent), or for an app that ended before it
             end_job_control()  # also for an app that ended before it unmounted
+            came = boundary.app_has_signals()  # the app ended before it took them: one that came acts now
+            if came:
+                signal.raise_signal(came)
     if app.return_code not in (None, 0, 2):  # 1: Textual caught an exception (2: a thread's, already recorded)
         details = captured.getvalue()
         last = [ln.strip() for ln in details.splitlines() if ln.strip() and not ln.startswith((" ", "│", "╰", "╭"))]
