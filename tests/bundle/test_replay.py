@@ -34,19 +34,25 @@ def _verdict(box: Mailbox, state: State, timeout: float = 60.0) -> None:
 
 @pytest.fixture(scope="module")
 def demo_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The crash story, driven headless: KeyError: 12, the patch, the relaunch, READY; recorded as the demo does."""
-    dest = tmp_path_factory.mktemp("demo") / f"demo-crash{SUFFIX}"
-    spec, demo = demo_spec(160.0)
-    assert spec.record is not None
-    session = open_demo(replace(spec, record=replace(spec.record, dest=dest)), demo)
-    try:
-        box = session.attach(lambda: None)
-        _verdict(box, State.CRASHED)
-        session.ask(ApplyPatch(session.ask(CheckPatch())))
-        session.ask(Launch())
-        _verdict(box, State.READY)
-    finally:
-        session.close()  # writes the bundle a last time, then the demo removes its temp dir
+    """The crash story, driven headless: KeyError: 12, the patch, the relaunch, READY; recorded as the demo does.
+    In XDG dirs of its own: a module's fixture runs before each test's (tests/conftest.py), and this one's demo
+    reserved its default bundle in the real ~/.local/state (an empty file left there by every run)."""
+    root = tmp_path_factory.mktemp("demo")
+    dest = root / f"demo-crash{SUFFIX}"
+    with pytest.MonkeyPatch.context() as mp:
+        for var in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+            mp.setenv(var, str(root / var.lower()))
+        spec, demo = demo_spec(160.0)
+        assert spec.record is not None
+        session = open_demo(replace(spec, record=replace(spec.record, dest=dest)), demo)
+        try:
+            box = session.attach(lambda: None)
+            _verdict(box, State.CRASHED)
+            session.ask(ApplyPatch(session.ask(CheckPatch())))
+            session.ask(Launch())
+            _verdict(box, State.READY)
+        finally:
+            session.close()  # writes the bundle a last time, then the demo removes its temp dir
     return dest
 
 

@@ -118,8 +118,10 @@ def session(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Pa
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     # the tmux server's environment is whoever started it: a COLUMNS/LINES there (a shell's 80x24) would win
-    # over the window's size in the app (shutil.get_terminal_size reads them first)
-    env_prefix = f"env -u COLUMNS -u LINES {marker} TMPDIR={tmpdir} TERM=tmux-256color"
+    # over the window's size in the app (shutil.get_terminal_size reads them first), and its XDG dirs are not this
+    # test's (a full run left a demo bundle in ~/.local/state): this test's own, from its environment
+    xdg = " ".join(f"{var}={os.environ[var]}" for var in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"))
+    env_prefix = f"env -u COLUMNS -u LINES {marker} TMPDIR={tmpdir} {xdg} TERM=tmux-256color"
     what = "--speed 40 --nodes 2" if story == "nodes" else f"--speed 160 --story {story}"
     command = f"{env_prefix} {sys.executable} -m symmtui demo {what}"
     width, height = ("160", "72") if story == "nodes" else ("120", "40")  # 16 GPU rows above the panes
