@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +60,12 @@ def require(*parts: str) -> None:
             pytest.fail(f"CI=true and a system part is missing ({why}): a skip here would hide the tests "
                         "that need it", pytrace=False)
         pytest.skip(why)
+
+
+def end_tmux_server(socket: str) -> None:
+    """The private tmux server ``-L socket`` (a test's own, never the user's) ends, and its socket file goes with it
+    (tmux leaves the file behind in its folder)."""
+    if not _executable(TMUX):
+        return
+    subprocess.run([TMUX, "-L", socket, "kill-server"], capture_output=True, timeout=30, check=False)
+    (Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / socket).unlink(missing_ok=True)

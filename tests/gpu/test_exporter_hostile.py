@@ -4,7 +4,6 @@ impossible values, a header dribbled one byte a second, pages of too many GPUs o
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -80,8 +79,7 @@ def test_escape_bytes_in_exporter_labels_do_not_reach_the_terminal_in_tmux(tmp_p
             title = subprocess.run([*tmux, "display", "-p", "-t", name, "#{pane_title}"], capture_output=True,
                                    text=True).stdout.strip()
         finally:
-            subprocess.run([*tmux, "kill-server"], capture_output=True)
-            (Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / name).unlink(missing_ok=True)
+            sysparts.end_tmux_server(name)
     assert "DONE-0" in screen, screen
     assert title == "original-title"
     assert "L40S\\x1b]2;pwned-by-exporter\\x07" in screen, screen  # shown as text, not obeyed

@@ -6,7 +6,6 @@ from __future__ import annotations
 import atexit
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -33,12 +32,8 @@ SOCKET = f"symmtui-tests-{os.getpid()}"
 
 @atexit.register
 def _end_server() -> None:
-    """The server goes with this process, and its socket file with it (tmux leaves the file behind)."""
-    if shutil.which(TMUX) is None:
-        return
-    subprocess.run([TMUX, "-L", SOCKET, "kill-server"], capture_output=True, timeout=30)
-    folder = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
-    (folder / SOCKET).unlink(missing_ok=True)
+    """The server goes with this process, and its socket file with it."""
+    sysparts.end_tmux_server(SOCKET)
 
 
 def _tmux(*args: str) -> str:

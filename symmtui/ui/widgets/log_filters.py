@@ -4,7 +4,7 @@ rows the filters keep (lnav's ``:filter-in`` / ``:filter-out``, records kept who
 Every pattern the user types is compiled by RE2 (``symmtui.patterns.compile_user``): a lower-case pattern matches
 any case (smart case), a search that is no valid regex is searched as the text typed. The file is read in chunks
 of rows (``LogFile.chunks``); a chunk of plain bytes is searched as it is (a match's byte offset gives its row),
-a chunk with escapes, carriage returns or NULs on the text the pane shows, its rows joined by newlines.
+a chunk with escapes, carriage returns or NULs as the text the pane shows, its rows joined, in the same way.
 
 A filter judges records, not lines (lnav's multi-line messages): a line that starts no record (no prefix the one
 prefix parser, ``symmtui.logs.lineparts``, knows) continues the record above, and a traceback (an event's span:
@@ -79,38 +79,25 @@ def matching(rx: UserPattern, file: LogFile, lo: int, hi: int, seen: Seen | None
     for first, last, data, plain, exact in file.chunks(lo, hi):
         if seen is not None:
             seen(first, data, plain, exact)
+        if not plain:  # the text the pane shows, its rows joined as UTF-8: searched as a plain chunk's bytes are
+            data, exact = "\n".join(log_file.shown(data, plain, exact)).encode(), False
         rows: list[int] = []
-        if plain:
-            base = starts[first]
-            local = None if exact else _local_starts(data)
-            prev = -1
-            for at0, piece in _pieces(data):
-                if stopped():
-                    return
-                inner = at0 + len(piece) < len(data)  # not the last piece: its end is the next one's start
-                for hit in rx.line_hits(piece):
-                    if inner and hit == len(piece):
-                        continue  # an empty match after the piece's last newline: the next piece judges that spot
-                    at = at0 + hit
-                    row = (bisect_right(starts, base + at, first, last) - 1) if local is None else \
-                        first + bisect_right(local, at) - 1
-                    if row != prev:
-                        rows.append(row)
-                        prev = row
-        else:  # the rows' shown texts, a PIECE of them joined at a time: one RE2 call each, as above
-            texts = log_file.shown(data, plain, exact)
-            i = 0
-            while i < len(texts):
-                if stopped():
-                    return
-                j, size = i, 0
-                while j < len(texts) and (size < PIECE or j == i):
-                    size += len(texts[j]) + 1
-                    j += 1
-                joined = "\n".join(texts[i:j]).encode()
-                local = _local_starts(joined)
-                rows += (first + i + bisect_right(local, hit) - 1 for hit in rx.line_hits(joined))
-                i = j
+        base = starts[first]
+        local = None if exact else _local_starts(data)
+        prev = -1
+        for at0, piece in _pieces(data):
+            if stopped():
+                return
+            inner = at0 + len(piece) < len(data)  # not the last piece: its end is the next one's start
+            for hit in rx.line_hits(piece):
+                if inner and hit == len(piece):
+                    continue  # an empty match after the piece's last newline: the next piece judges that spot
+                at = at0 + hit
+                row = (bisect_right(starts, base + at, first, last) - 1) if local is None else \
+                    first + bisect_right(local, at) - 1
+                if row != prev:
+                    rows.append(row)
+                    prev = row
         yield last, rows
 
 
